@@ -1,0 +1,277 @@
+package admission
+
+import (
+	"slices"
+	"time"
+)
+
+// Cycle admits every pending workload that fits, in order, and may propose
+// preemptions. now is the only time input (used for admission times and the
+// anti-starvation age rule).
+//
+// Order: ClusterQueues are served from the tenant index (lowest weighted dominant
+// resource share first with fair sharing; round robin otherwise), one admission at a
+// time, re-keying the served queue after each admission; inside a queue, workloads
+// are taken in queue order. A queue leaves the cycle when nothing more of it fits.
+// Within one cycle capacity only shrinks (nothing is released), so a queue that has
+// nothing fitting cannot get something fitting later in the same cycle.
+//
+// Cost: only queues with fresh work (a new or changed workload, released capacity in
+// the queue or its cohort, a quota change) are examined, and only their fresh
+// workloads; a cycle in which nothing changed and nothing fits costs O(tenants).
+func (e *Engine) Cycle(now time.Time) Result {
+	e.cycle++
+	e.now = now.UnixNano()
+	var res Result
+	work := e.tenants.clone()
+	e.work = &work
+	e.serveReady(&res)
+	for {
+		c, ok := work.min()
+		if !ok {
+			break
+		}
+		if !c.allFresh && c.fresh.len() == 0 {
+			work.remove(c)
+			continue
+		}
+		if !e.serve(c, &res) {
+			work.remove(c)
+		}
+	}
+	e.work = nil
+	for _, c := range e.deferred {
+		c.allFresh = true
+	}
+	e.deferred = e.deferred[:0]
+	for _, g := range e.deferredGhosts {
+		c := e.cqs[g.cq]
+		c.charge(g.usage, -1)
+		e.touchQueueAndCohort(c)
+		e.maybeDropCQ(c)
+	}
+	e.deferredGhosts = e.deferredGhosts[:0]
+	return res
+}
+
+// serveReady evaluates, before anything else, preemptors whose victims are all gone,
+// so that they get the quota the preemption freed.
+func (e *Engine) serveReady(res *Result) {
+	if len(e.ready) == 0 {
+		return
+	}
+	var ws []*wl
+	for _, k := range e.ready {
+		if w, ok := e.workloads[k]; ok && w.phase == phasePending && !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	e.ready = e.ready[:0]
+	slices.SortFunc(ws, func(a, b *wl) int {
+		if lessPending(a, b) {
+			return -1
+		}
+		return 1
+	})
+	for _, w := range ws {
+		c := e.cqs[w.cqName]
+		head, _ := c.pending.min()
+		if c.spec == nil || c.spec.Stopped || (c.strict() && w != head) {
+			continue
+		}
+		if out := e.evaluate(c, w, head); out.reason == "" {
+			c.fresh.remove(w)
+			w.evalCycle = e.cycle
+			e.admit(c, w, head, out, res)
+		}
+	}
+}
+
+// rekey refreshes the queue's fair-share key in the tenant index (and in the running
+// cycle's working copy), and removes queues without pending work from the index.
+func (e *Engine) rekey(c *cqState) {
+	inWork := e.work != nil && e.work.remove(c)
+	e.tenants.remove(c)
+	c.tkey = e.tenantKeyOf(c)
+	if c.pending.len() > 0 {
+		e.tenants.insert(c)
+		if inWork {
+			e.work.insert(c)
+		}
+	}
+}
+
+// tenantKeyOf computes the queue's fair-share key. With fair sharing, the share is
+// the one the queue would have after admitting its head (like Kueue), estimated with
+// the head charged to the first flavor of each resource group: a queue within its
+// nominal quota sorts first, and a weight-0 queue that would borrow sorts last.
+func (e *Engine) tenantKeyOf(c *cqState) tenantKey {
+	k := tenantKey{lastAdmit: c.lastAdmit, name: c.name}
+	if !e.opts.FairSharing || c.spec == nil {
+		return k
+	}
+	head, ok := c.pending.min()
+	if !ok {
+		return k
+	}
+	for _, r := range head.req {
+		if gi, ok := c.resGroup[r.res]; ok {
+			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), r.amt)
+		}
+	}
+	k.drs = c.drs()
+	for _, r := range head.req {
+		if gi, ok := c.resGroup[r.res]; ok {
+			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), -r.amt)
+		}
+	}
+	return k
+}
+
+// serve examines the queue's fresh workloads in order until one is admitted (true) or
+// none is left (false).
+func (e *Engine) serve(c *cqState, res *Result) bool {
+	if c.allFresh {
+		c.fresh = c.pending.clone()
+		c.allFresh = false
+	}
+	if c.spec == nil || c.spec.Stopped {
+		e.holdAll(c, res)
+		return false
+	}
+	for {
+		w, ok := c.fresh.min()
+		if !ok {
+			return false
+		}
+		head, _ := c.pending.min()
+		if c.strict() && w != head {
+			e.blockBehind(c, head, res)
+			return false
+		}
+		c.fresh.remove(w)
+		if w.evalCycle == e.cycle {
+			continue // evaluated earlier in this cycle; capacity only shrank since
+		}
+		w.evalCycle = e.cycle
+		out := e.evaluate(c, w, head)
+		if out.reason == "" {
+			e.admit(c, w, head, out, res)
+			return true
+		}
+		e.settle(c, w, out, res)
+		if c.strict() {
+			e.blockBehind(c, w, res)
+			return false
+		}
+	}
+}
+
+// holdAll reports every fresh workload of a missing or stopped queue.
+func (e *Engine) holdAll(c *cqState, res *Result) {
+	reason, msg := ClusterQueueNotFound, msgNotFound(c.name)
+	if c.spec != nil {
+		reason, msg = ClusterQueueStopped, msgStopped(c.name)
+	}
+	c.fresh.ascend(func(w *wl) bool {
+		e.report(w, reason, msg, res)
+		return true
+	})
+	c.fresh.t.Clear(false)
+}
+
+// blockBehind reports every fresh workload behind a StrictFIFO head that does not fit.
+func (e *Engine) blockBehind(c *cqState, head *wl, res *Result) {
+	msg := msgBlocked(c.name, head.key)
+	c.fresh.ascend(func(w *wl) bool {
+		if w != head {
+			e.report(w, BlockedByHead, msg, res)
+		}
+		return true
+	})
+	c.fresh.t.Clear(false)
+}
+
+// report records a pending status and emits it only if it changed.
+func (e *Engine) report(w *wl, reason PendingReason, msg string, res *Result) {
+	if w.reason == reason && w.message == msg {
+		return
+	}
+	w.reason, w.message = reason, msg
+	if res != nil {
+		res.Pending = append(res.Pending, PendingUpdate{Key: w.key, Reason: reason, Message: msg})
+	}
+}
+
+// admit assumes the admission of w with the flavors chosen in out.
+func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
+	c.pending.remove(w)
+	if w == head {
+		e.headLeft(c, w)
+	} else {
+		e.noteSkip(c, head)
+	}
+	w.adm, w.usage = e.buildAdmission(c, w, out.flavors)
+	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
+	w.victims = nil
+	if len(w.ghosts) > 0 {
+		e.deferredGhosts = append(e.deferredGhosts, w.ghosts...)
+		w.ghosts = nil
+	}
+	e.seq++
+	w.admitSeq, w.prevLast, c.lastAdmit = e.seq, c.lastAdmit, e.seq
+	c.charge(w.usage, 1)
+	c.admitted.insert(w)
+	e.rekey(c)
+	res.Admitted = append(res.Admitted, Admitted{Key: w.key, Admission: *cloneAdmission(w.adm)})
+}
+
+// noteSkip counts a cycle in which work behind a BestEffortFIFO head was admitted
+// while the head was not.
+func (e *Engine) noteSkip(c *cqState, head *wl) {
+	if c.strict() || head == nil || head.skipCycle == e.cycle {
+		return
+	}
+	head.skips++
+	head.skipCycle = e.cycle
+	if head.firstSkip == 0 {
+		head.firstSkip = e.now
+	}
+}
+
+// reserving reports whether the queue reserves for its head (BestEffortFIFO
+// anti-starvation, or a head waiting for its preemption victims).
+func (e *Engine) reserving(c *cqState, head *wl) bool {
+	if c.strict() || head == nil {
+		return false
+	}
+	if head.reason != InsufficientQuota && head.reason != WaitingForPreemption {
+		return false
+	}
+	if len(head.victims) > 0 || int(head.skips) >= e.opts.StarvationSkips {
+		return true
+	}
+	age := int64(e.opts.StarvationAge)
+	return age > 0 && head.firstSkip != 0 && e.now-head.firstSkip >= age
+}
+
+// buildAdmission turns flavor choices (one per resource group) into an Admission and
+// the usage it charges.
+func (e *Engine) buildAdmission(c *cqState, w *wl, flavors []int) (*Admission, []frAmt) {
+	adm := &Admission{ClusterQueue: c.name, PodSets: make([]PodSetAssignment, len(w.podSets))}
+	usage := make([]frAmt, 0, len(w.req))
+	for _, r := range w.req {
+		gi := c.resGroup[r.res]
+		usage = append(usage, frAmt{fr: makeFR(c.groups[gi].flavors[flavors[gi]].id, r.res), amt: r.amt})
+	}
+	slices.SortFunc(usage, func(a, b frAmt) int { return cmpFR(a.fr, b.fr) })
+	for i, ps := range w.podSets {
+		m := make(map[ResourceName]string, len(ps.req))
+		for _, r := range ps.req {
+			gi := c.resGroup[r.res]
+			m[e.resources[r.res]] = c.groups[gi].flavors[flavors[gi]].name
+		}
+		adm.PodSets[i] = PodSetAssignment{Name: ps.name, Count: ps.count, Flavors: m}
+	}
+	return adm, usage
+}

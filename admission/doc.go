@@ -1,0 +1,52 @@
+// Package admission is berth's decision engine: it decides which pending workloads
+// (gangs) are admitted, with which flavors, and which admitted workloads must be
+// preempted. It is pure Go: no Kubernetes client or types, no goroutines, no clock
+// reads (time is an input of Cycle), no global state and no feature gates (plain
+// fields in Options).
+//
+// # Shape
+//
+// The caller (the controller) feeds events — UpsertClusterQueue, DeleteClusterQueue,
+// UpsertWorkload, DeleteWorkload — and calls Cycle, which returns a plain Result:
+// admissions to persist, victims to evict, and pending statuses that changed. The
+// caller applies the Result; a write that fails is undone with Rollback. After a
+// restart the engine is rebuilt by upserting every object; workloads that carry an
+// Admission count as usage and are never admitted twice.
+//
+// # Concurrency contract
+//
+// An Engine is not safe for concurrent use: the caller serialises all calls. Results
+// and Explanations are fresh values the caller may keep and modify.
+//
+// # Design trade-offs
+//
+//   - Incremental ordered state. Pending workloads of each ClusterQueue live in a
+//     github.com/google/btree BTreeG ordered by priority, creation time and key;
+//     admitted workloads in another, in preemption-victim order; ClusterQueues with
+//     pending work in a tenant index ordered by fair-share state. All are updated on
+//     every upsert, admission, finish and eviction, never rebuilt per cycle. Every
+//     order ends on a unique key, so the engine is deterministic: the same calls in
+//     the same order give the same results.
+//   - Fresh sets instead of rescans. Each ClusterQueue keeps the subset of pending
+//     workloads whose outcome may have changed since they were last evaluated ("fresh":
+//     new or changed workloads, or all of them after capacity was released in the
+//     queue's cohort or quotas changed). A cycle examines only fresh workloads, so a
+//     cycle in which nothing changed costs O(tenants), however many are pending. "All
+//     fresh" is a lazy copy-on-write Clone of the pending tree: O(1) to take.
+//   - Within one cycle capacity only shrinks (a cycle admits and proposes evictions,
+//     it never releases), which is what lets a queue leave the cycle for good as soon
+//     as nothing more of it fits, and what makes many admissions per cycle safe.
+//   - Preemption what-ifs run on the live counters (apply, check, revert) rather than
+//     on a copied snapshot: a victim search touches O(victims × resources) counters,
+//     and copying a snapshot would cost more than the search. The tenant index is
+//     cloned copy-on-write once per cycle as the cycle's working set.
+//   - Integer arithmetic only. Amounts are int64 milli-units bounded by MaxAmount;
+//     shares are integer parts per billion computed with 128-bit intermediates, so
+//     results never depend on floating-point rounding.
+//   - "Does not fit" is a result (a PendingReason with a message); error is only for
+//     invalid input, which leaves the engine unchanged.
+//
+// docs/admission.md describes the rules (quota, cohorts, flavor choice, queueing
+// strategies, anti-starvation, fair sharing, preemption) and how they differ from
+// Kueue.
+package admission

@@ -1,0 +1,206 @@
+package admission
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultStarvationSkips is the number of cycles in which a BestEffortFIFO head may be
+// skipped past (work behind it admitted while it does not fit) before the queue
+// reserves for it. Used when Options.StarvationSkips is 0.
+const DefaultStarvationSkips = 3
+
+// Options configure an Engine. The zero value is valid (fair sharing off); the
+// controller normally starts from DefaultOptions.
+type Options struct {
+	// FairSharing orders ClusterQueues by weighted dominant resource share and enables
+	// fair-share preemption (PreemptionPolicy.FairSharing). Off: ClusterQueues are
+	// served round robin.
+	FairSharing bool
+	// LocalQueueFairSharing would share a ClusterQueue between its LocalQueues. Not
+	// implemented: New rejects true rather than silently ignoring it.
+	LocalQueueFairSharing bool
+	// StarvationSkips: a BestEffortFIFO head skipped past in this many cycles makes its
+	// queue reserve for it. 0 means DefaultStarvationSkips; must not be negative.
+	StarvationSkips int
+	// StarvationAge: a BestEffortFIFO head first skipped past at least this long ago
+	// makes its queue reserve for it, whatever the skip count. 0 disables the age rule.
+	StarvationAge time.Duration
+}
+
+// DefaultOptions returns the options the controller uses unless configured otherwise.
+func DefaultOptions() Options {
+	return Options{FairSharing: true, StarvationSkips: DefaultStarvationSkips}
+}
+
+// Engine is the admission decision engine. It holds ClusterQueues, workloads and
+// usage, and decides admissions and preemptions in Cycle.
+//
+// Concurrency: an Engine is not safe for concurrent use. The caller serialises every
+// call (the controller owns one Engine behind one mutex or one goroutine). The engine
+// starts no goroutines, reads no clock and keeps no global state.
+type Engine struct {
+	opts      Options
+	cqs       map[string]*cqState
+	cohorts   map[string]*cohortState
+	workloads map[WorkloadKey]*wl
+	// tenants holds every ClusterQueue state that has pending workloads, in fair-share
+	// order.
+	tenants tenantIndex
+	// work is the running cycle's copy-on-write clone of tenants (nil between cycles).
+	work *tenantIndex
+	// names interns flavor and resource names into small integers.
+	flavorIDs map[string]int32
+	flavors   []string
+	resIDs    map[ResourceName]int32
+	resources []ResourceName
+	// seq numbers admissions engine-wide (round robin among equal shares).
+	seq uint64
+	// cycle counts cycles; now is the time of the running cycle (unix nanoseconds).
+	cycle uint64
+	now   int64
+	// ready lists preemptors whose victims are all gone: served first in next Cycle.
+	ready []WorkloadKey
+	// deferred queues become all-fresh at the end of the running cycle.
+	deferred []*cqState
+	// deferredGhosts are held quotas freed at the end of the running cycle.
+	deferredGhosts []ghost
+	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
+	scratch []int
+}
+
+// New returns an empty Engine, or an error if opts are invalid.
+func New(opts Options) (*Engine, error) {
+	if opts.LocalQueueFairSharing {
+		return nil, fmt.Errorf("invalid options: LocalQueueFairSharing is not implemented; set it to false")
+	}
+	if opts.StarvationSkips < 0 {
+		return nil, fmt.Errorf("invalid options: StarvationSkips must be >= 0, got %d", opts.StarvationSkips)
+	}
+	if opts.StarvationAge < 0 {
+		return nil, fmt.Errorf("invalid options: StarvationAge must be >= 0, got %s", opts.StarvationAge)
+	}
+	if opts.StarvationSkips == 0 {
+		opts.StarvationSkips = DefaultStarvationSkips
+	}
+	return &Engine{
+		opts:      opts,
+		cqs:       map[string]*cqState{},
+		cohorts:   map[string]*cohortState{},
+		workloads: map[WorkloadKey]*wl{},
+		tenants:   newTenantIndex(),
+		flavorIDs: map[string]int32{},
+		resIDs:    map[ResourceName]int32{},
+	}, nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (e *Engine) Options() Options { return e.opts }
+
+// frKey is an interned (flavor, resource) pair.
+type frKey uint64
+
+func makeFR(flavor, res int32) frKey { return frKey(uint64(uint32(flavor))<<32 | uint64(uint32(res))) }
+func (k frKey) flavor() int32        { return int32(uint32(k >> 32)) }
+func (k frKey) res() int32           { return int32(uint32(k)) }
+
+func (e *Engine) flavorID(name string) int32 {
+	if id, ok := e.flavorIDs[name]; ok {
+		return id
+	}
+	id := int32(len(e.flavors))
+	e.flavorIDs[name] = id
+	e.flavors = append(e.flavors, name)
+	return id
+}
+
+func (e *Engine) resID(name ResourceName) int32 {
+	if id, ok := e.resIDs[name]; ok {
+		return id
+	}
+	id := int32(len(e.resources))
+	e.resIDs[name] = id
+	e.resources = append(e.resources, name)
+	return id
+}
+
+// resAmt is an amount of one interned resource.
+type resAmt struct {
+	res int32
+	amt int64
+}
+
+// frAmt is an amount of one interned (flavor, resource).
+type frAmt struct {
+	fr  frKey
+	amt int64
+}
+
+// podSetSpec is a compact copy of a PodSet (requests interned and sorted).
+type podSetSpec struct {
+	name  string
+	count int32
+	req   []resAmt
+}
+
+type wlPhase uint8
+
+const (
+	phasePending wlPhase = iota
+	// phaseAssumed: admitted by Cycle, not yet confirmed by an upsert with Admission.
+	phaseAssumed
+	// phaseAdmitted: confirmed (or rebuilt) admission.
+	phaseAdmitted
+)
+
+// wl is the engine's state of one workload.
+type wl struct {
+	key     WorkloadKey
+	uid     string
+	lq      string
+	cqName  string // queue it is pending in (Workload.ClusterQueue)
+	prio    int32
+	created int64
+	podSets []podSetSpec
+	req     []resAmt // total over pod sets, sorted by resource id
+
+	phase     wlPhase
+	adm       *Admission // phaseAssumed / phaseAdmitted
+	admCQ     string     // queue charged with usage
+	usage     []frAmt    // charged usage, sorted by frKey
+	admitTime int64
+	admitSeq  uint64
+	prevLast  uint64 // the queue's lastAdmit before this admission (for Rollback)
+
+	// preemption: a victim being evicted, or a preemptor waiting for its victims.
+	evicting  bool
+	evictFor  WorkloadKey
+	victims   []WorkloadKey
+	ghosts    []ghost // quota of evicted victims held for this preemptor
+	evalCycle uint64  // last cycle in which the workload was evaluated
+
+	// last reported pending status.
+	reason  PendingReason
+	message string
+
+	// anti-starvation (BestEffortFIFO heads).
+	skips     int32
+	skipCycle uint64
+	firstSkip int64
+}
+
+// ghost is quota an evicted victim released, held for its preemptor.
+type ghost struct {
+	cq    string
+	usage []frAmt
+}
+
+// cohortState aggregates the lendable quota and borrowed usage of a cohort's members.
+type cohortState struct {
+	name    string
+	members map[string]*cqState
+	// pool: Σ over members of lendable quota per (flavor, resource).
+	pool map[frKey]int64
+	// used: Σ over members of usage above their guaranteed (non-lendable) quota.
+	used map[frKey]int64
+}

@@ -1,0 +1,90 @@
+package admission
+
+import "fmt"
+
+// Explain says why a pending workload is not admitted: its position, the reason and
+// message as they would be reported now, the shortfall per flavor, its queue's
+// fair-share standing and what preemption would need. It changes nothing. The second
+// result is false for unknown or non-pending workloads.
+//
+// Cost: O(position + tenants) plus one preemption what-if; meant for humans, not for
+// every cycle.
+func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
+	w, ok := e.workloads[key]
+	if !ok || w.phase != phasePending {
+		return Explanation{}, false
+	}
+	c := e.cqs[w.cqName]
+	var ex Explanation
+	c.pending.ascend(func(x *wl) bool {
+		if x == w {
+			return false
+		}
+		ex.Position++
+		return true
+	})
+	ex.FairShare = e.fairShare(c)
+	head, _ := c.pending.min()
+	switch {
+	case c.spec == nil:
+		ex.Reason, ex.Message = ClusterQueueNotFound, msgNotFound(c.name)
+	case c.spec.Stopped:
+		ex.Reason, ex.Message = ClusterQueueStopped, msgStopped(c.name)
+	case c.strict() && w != head:
+		ex.Reason, ex.Message = BlockedByHead, msgBlocked(c.name, head.key)
+	default:
+		e.explainFit(c, w, head, &ex)
+	}
+	return ex, true
+}
+
+func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
+	out := e.evaluate(c, w, head)
+	ex.Reason = out.reason
+	switch out.reason {
+	case "":
+		ex.Message = "fits now; it will be admitted in the next cycle"
+		return
+	case InsufficientQuota, ExceedsMaxQuota:
+		ex.Shortfalls = e.shortfalls(c, w, out.group)
+	}
+	ex.Message = e.msgFor(c, w, out)
+	if len(w.victims) > 0 {
+		ex.Reason, ex.Message = WaitingForPreemption, msgWaiting(w.victims)
+	}
+	if out.reason != InsufficientQuota {
+		ex.Preemption.Message = "preemption cannot help: " + string(out.reason)
+		return
+	}
+	vs, ok := e.planPreemption(c, w)
+	if !ok {
+		ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy makes the workload fit"
+		return
+	}
+	ex.Preemption.Possible = true
+	for _, v := range vs {
+		ex.Preemption.Victims = append(ex.Preemption.Victims, Preemption{
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
+		})
+	}
+	ex.Preemption.Message = fmt.Sprintf("admitting it would preempt %d workload(s)", len(vs))
+}
+
+func (e *Engine) fairShare(c *cqState) FairShare {
+	fs := FairShare{}
+	if c.spec != nil {
+		fs.Weight = c.spec.FairShareWeight
+		fs.DominantResourceShare = c.drs()
+	}
+	if c.cohort != nil {
+		fs.Cohort = c.cohort.name
+	}
+	e.tenants.ascend(func(t *cqState) bool {
+		if t == c {
+			return false
+		}
+		fs.TenantsAhead++
+		return true
+	})
+	return fs
+}

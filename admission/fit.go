@@ -1,0 +1,148 @@
+package admission
+
+// outcome is the result of evaluating one pending workload against its queue.
+type outcome struct {
+	// reason is "" when the workload fits now with flavors.
+	reason PendingReason
+	// flavors has the chosen flavor index per resource group (-1: group not requested).
+	flavors []int
+	// group is the first resource group that does not fit (reason InsufficientQuota or
+	// ExceedsMaxQuota), or the unsupported resource id (UnsupportedResource).
+	group int
+}
+
+// evaluate decides whether w fits in c now. It has no side effects, so Explain can
+// use it too.
+//
+// Flavor choice, per resource group (all pod sets of a workload get the same flavor
+// for a group, so a gang lands on one kind of hardware): the first flavor, in the
+// queue's order, where the whole workload fits without borrowing; else the first
+// where it fits by borrowing; else the group does not fit.
+func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
+	out := outcome{flavors: e.flavorScratch(len(c.groups))}
+	for _, r := range w.req {
+		gi, ok := c.resGroup[r.res]
+		if !ok {
+			return outcome{reason: UnsupportedResource, group: int(r.res)}
+		}
+		out.flavors[gi] = -2 // requested, undecided
+	}
+	for gi := range c.groups {
+		if out.flavors[gi] == -1 {
+			continue
+		}
+		fi := e.chooseFlavor(c, w, gi)
+		if fi < 0 {
+			out.reason, out.group = InsufficientQuota, gi
+			if e.exceedsMax(c, w, gi) {
+				out.reason = ExceedsMaxQuota
+			}
+			return out
+		}
+		out.flavors[gi] = fi
+	}
+	if w != head && head != nil && e.reserving(c, head) && sharesResource(w, head) {
+		out.reason = ReservedForHead
+	}
+	return out
+}
+
+// flavorScratch returns a reusable slice of n entries set to -1. The result is valid
+// until the next call; admit copies what it needs out of it.
+func (e *Engine) flavorScratch(n int) []int {
+	if cap(e.scratch) < n {
+		e.scratch = make([]int, n)
+	}
+	s := e.scratch[:n]
+	for i := range s {
+		s[i] = -1
+	}
+	return s
+}
+
+// chooseFlavor returns the flavor index for group gi, or -1 if none fits.
+func (e *Engine) chooseFlavor(c *cqState, w *wl, gi int) int {
+	borrowFlavor := -1
+	for fi, f := range c.groups[gi].flavors {
+		fits, borrows := c.fitsFlavor(w, gi, f.id)
+		if !fits {
+			continue
+		}
+		if !borrows {
+			return fi
+		}
+		if borrowFlavor < 0 {
+			borrowFlavor = fi
+		}
+	}
+	return borrowFlavor
+}
+
+// fitsFlavor reports whether w's requests in group gi fit flavor f, and whether that
+// needs borrowing.
+func (c *cqState) fitsFlavor(w *wl, gi int, f int32) (fits, borrows bool) {
+	for _, r := range w.req {
+		if c.resGroup[r.res] != gi {
+			continue
+		}
+		k := makeFR(f, r.res)
+		if r.amt > c.available(k) {
+			return false, false
+		}
+		if c.usage[k]+r.amt > c.quota[k].nominal {
+			borrows = true
+		}
+	}
+	return true, borrows
+}
+
+// exceedsMax reports whether w's requests in group gi exceed, in every flavor, what
+// the queue could ever get (everything it may use free).
+func (e *Engine) exceedsMax(c *cqState, w *wl, gi int) bool {
+	for _, f := range c.groups[gi].flavors {
+		over := false
+		for _, r := range w.req {
+			if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f.id, r.res)) {
+				over = true
+				break
+			}
+		}
+		if !over {
+			return false
+		}
+	}
+	return true
+}
+
+// sharesResource reports whether a and b request a common resource.
+func sharesResource(a, b *wl) bool {
+	i, j := 0, 0
+	for i < len(a.req) && j < len(b.req) {
+		switch {
+		case a.req[i].res == b.req[j].res:
+			return true
+		case a.req[i].res < b.req[j].res:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
+}
+
+// shortfalls lists, for group gi, every flavor and resource where w does not fit now.
+func (e *Engine) shortfalls(c *cqState, w *wl, gi int) []Shortfall {
+	var out []Shortfall
+	for _, f := range c.groups[gi].flavors {
+		for _, r := range w.req {
+			if c.resGroup[r.res] != gi {
+				continue
+			}
+			k := makeFR(f.id, r.res)
+			if a := c.available(k); r.amt > a {
+				out = append(out, Shortfall{Flavor: f.name, Resource: e.resources[r.res], Requested: r.amt, Available: a})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,325 @@
+package admission
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// bytesource turns fuzz input into bounded choices; exhausted input reads as zeros.
+type bytesource struct {
+	b []byte
+	i int
+}
+
+func (s *bytesource) byte() byte {
+	if s.i >= len(s.b) {
+		return 0
+	}
+	s.i++
+	return s.b[s.i-1]
+}
+
+func (s *bytesource) n(n int) int { return int(s.byte()) % n }
+func (s *bytesource) done() bool  { return s.i >= len(s.b) }
+
+var fuzzFlavors = []string{"f0", "f1", "f2"}
+
+func fuzzCQ(s *bytesource, name string) ClusterQueue {
+	cohorts := []string{"", "c0", "c0", "c1"}
+	cq := ClusterQueue{Name: name, Cohort: cohorts[s.n(4)], FairShareWeight: []int64{0, 500, 1000, 1000, 3000}[s.n(5)]}
+	cq.QueueingStrategy = []QueueingStrategy{BestEffortFIFO, StrictFIFO}[s.n(2)]
+	cq.Preemption = PreemptionPolicy{
+		WithinClusterQueue:  []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptLowerOrNewerEqualPriority}[s.n(3)],
+		ReclaimWithinCohort: []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptAny}[s.n(3)],
+		FairSharing:         []PreemptionMode{"", PreemptNever, PreemptLowerPriority, PreemptAny}[s.n(4)],
+	}
+	first := s.n(3)
+	g := ResourceGroup{CoveredResources: []ResourceName{gpu}}
+	for i := range 1 + s.n(2) {
+		q := Quota{Nominal: int64(s.n(9)) * 1000}
+		if cq.Cohort != "" && s.n(2) == 0 {
+			q.BorrowingLimit = ptr(int64(s.n(5)) * 1000)
+		}
+		if cq.Cohort != "" && s.n(2) == 0 {
+			q.LendingLimit = ptr(int64(s.n(9)) * 1000)
+		}
+		g.Flavors = append(g.Flavors, FlavorQuotas{Flavor: fuzzFlavors[(first+i)%3], Resources: map[ResourceName]Quota{gpu: q}})
+	}
+	cq.ResourceGroups = []ResourceGroup{g}
+	if s.n(2) == 0 {
+		cq.ResourceGroups = append(cq.ResourceGroups, ResourceGroup{CoveredResources: []ResourceName{cpu},
+			Flavors: []FlavorQuotas{{Flavor: "cpu", Resources: map[ResourceName]Quota{cpu: {Nominal: int64(s.n(17)) * 1000}}}}})
+	}
+	return cq
+}
+
+func fuzzWorkload(s *bytesource, name string, created int64) Workload {
+	w := Workload{Key: key(name), ClusterQueue: fmt.Sprintf("q%d", s.n(5)), Priority: int32(s.n(4)), CreationTime: created}
+	for i := range 1 + s.n(2) {
+		ps := PodSet{Name: fmt.Sprintf("ps%d", i), Count: int32(1 + s.n(4)), Requests: Resources{gpu: int64(s.n(4)) * 500}}
+		if s.n(3) == 0 {
+			ps.Requests[cpu] = int64(1+s.n(4)) * 1000
+		}
+		w.PodSets = append(w.PodSets, ps)
+	}
+	return w
+}
+
+// fuzzModel is the harness's view of every workload it upserted.
+type fuzzModel struct {
+	specs map[string]Workload
+	phase map[string]wlPhase
+	adm   map[string]Admission
+}
+
+// fuzzRun drives two engines with the same operations and checks, after every
+// operation, the invariants, and after every cycle the documented guarantees.
+type fuzzRun struct {
+	t          *testing.T
+	s          *bytesource
+	e, twin    *Engine
+	m          fuzzModel
+	clock      int64
+	quotaMoved bool
+}
+
+func (r *fuzzRun) both(f func(e *Engine) error) {
+	err1, err2 := f(r.e), f(r.twin)
+	if (err1 == nil) != (err2 == nil) {
+		r.t.Fatalf("engines disagree on error: %v vs %v", err1, err2)
+	}
+}
+
+func (r *fuzzRun) upsert(w Workload) {
+	r.both(func(e *Engine) error { return e.UpsertWorkload(w) })
+}
+
+func (r *fuzzRun) step() {
+	s := r.s
+	switch op := s.n(10); op {
+	case 0, 1, 2:
+		r.clock++
+		name := fmt.Sprintf("w%d", s.n(40))
+		if _, ok := r.m.specs[name]; ok && r.m.phase[name] != phasePending {
+			return
+		}
+		w := fuzzWorkload(s, name, r.clock)
+		r.upsert(w)
+		r.m.specs[name], r.m.phase[name] = w, phasePending
+	case 3:
+		name := r.pick()
+		if name == "" {
+			return
+		}
+		r.both(func(e *Engine) error { e.DeleteWorkload(key(name)); return nil })
+		delete(r.m.specs, name)
+		delete(r.m.phase, name)
+	case 4, 5, 6:
+		r.cycle()
+	case 7:
+		name := r.pick()
+		if name != "" && r.m.phase[name] == phaseAdmitted {
+			r.upsert(r.m.specs[name]) // evicted
+			r.m.phase[name] = phasePending
+		}
+	case 8:
+		r.quotaMoved = true
+		cq := fuzzCQ(s, fmt.Sprintf("q%d", s.n(5)))
+		if s.n(4) == 0 {
+			r.both(func(e *Engine) error { e.DeleteClusterQueue(cq.Name); return nil })
+			return
+		}
+		cq.Stopped = s.n(5) == 0
+		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
+	case 9:
+		name := r.pick()
+		if name != "" && r.m.phase[name] == phasePending {
+			w := r.m.specs[name]
+			w.Priority = int32(s.n(4))
+			r.upsert(w)
+			r.m.specs[name] = w
+		}
+	}
+}
+
+func (r *fuzzRun) pick() string {
+	names := slices.Sorted(maps.Keys(r.m.specs))
+	if len(names) == 0 {
+		return ""
+	}
+	return names[r.s.n(len(names))]
+}
+
+func (r *fuzzRun) cycle() {
+	before := r.e.usageSnapshot()
+	res := r.e.Cycle(t0)
+	res2 := r.twin.Cycle(t0)
+	if !reflect.DeepEqual(res, res2) {
+		r.t.Fatalf("same input, different output:\n%s\n%s", fmtResult(res), fmtResult(res2))
+	}
+	r.checkCycle(res, before)
+	for _, a := range res.Admitted {
+		name := a.Key.Name
+		switch r.s.n(4) {
+		case 0:
+			r.both(func(e *Engine) error { e.Rollback(a.Key); return nil })
+			r.m.phase[name] = phasePending
+		case 1: // not confirmed yet
+		default:
+			w := r.m.specs[name]
+			adm := a.Admission
+			w.Admission = &adm
+			r.upsert(w)
+			r.m.phase[name] = phaseAdmitted
+		}
+	}
+	for _, p := range res.Preemptions {
+		name := p.Victim.Name
+		if r.s.n(4) == 0 {
+			r.both(func(e *Engine) error { e.Rollback(p.Victim); return nil })
+			continue
+		}
+		if r.m.phase[name] == phaseAdmitted {
+			r.upsert(r.m.specs[name])
+			r.m.phase[name] = phasePending
+		}
+	}
+}
+
+// checkCycle checks the guarantees of one cycle's result.
+func (r *fuzzRun) checkCycle(res Result, before usageSnapshot) {
+	for _, a := range res.Admitted {
+		name := a.Key.Name
+		if r.m.phase[name] != phasePending {
+			r.t.Fatalf("%s admitted while in phase %d", name, r.m.phase[name])
+		}
+		r.m.phase[name] = phaseAssumed
+		checkGang(r.t, r.m.specs[name], a.Admission)
+	}
+	for _, p := range res.Preemptions {
+		if r.m.phase[p.Victim.Name] == phasePending {
+			r.t.Fatalf("pending %s chosen as victim", p.Victim.Name)
+		}
+	}
+	seen := map[WorkloadKey]bool{}
+	for _, p := range res.Pending {
+		if seen[p.Key] {
+			r.t.Fatalf("%s reported twice in one cycle", p.Key)
+		}
+		seen[p.Key] = true
+	}
+	after := r.e.usageSnapshot()
+	for _, v := range r.e.limitViolationsFR() {
+		if after[v] > before[v] || (!r.quotaMoved && after[v] > 0) {
+			r.t.Fatalf("limit exceeded by this cycle: %+v (before %d, after %d)", v, before[v], after[v])
+		}
+	}
+}
+
+func checkGang(t *testing.T, w Workload, a Admission) {
+	if a.ClusterQueue != w.ClusterQueue || len(a.PodSets) != len(w.PodSets) {
+		t.Fatalf("%s: partial or misdirected admission %+v", w.Key, a)
+	}
+	for i, ps := range w.PodSets {
+		got := a.PodSets[i]
+		if got.Name != ps.Name || got.Count != ps.Count {
+			t.Fatalf("%s: pod set %d admitted as %+v", w.Key, i, got)
+		}
+		for res, q := range ps.Requests {
+			if q > 0 && got.Flavors[res] == "" {
+				t.Fatalf("%s: pod set %s has no flavor for %s", w.Key, ps.Name, res)
+			}
+		}
+	}
+}
+
+// checkModel checks that nothing vanished: every workload the harness knows is in the
+// engine in the phase the harness expects.
+func (r *fuzzRun) checkModel() {
+	if err := r.e.checkInvariants(); err != nil {
+		r.t.Fatal(err)
+	}
+	if len(r.e.workloads) != len(r.m.specs) {
+		r.t.Fatalf("engine has %d workloads, harness %d", len(r.e.workloads), len(r.m.specs))
+	}
+	for name, ph := range r.m.phase {
+		w, ok := r.e.workloads[key(name)]
+		if !ok {
+			r.t.Fatalf("%s vanished", name)
+		}
+		if w.phase != ph {
+			r.t.Fatalf("%s in phase %d, harness expects %d", name, w.phase, ph)
+		}
+	}
+}
+
+func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
+	s := &bytesource{b: data}
+	opts := Options{FairSharing: s.n(4) != 0, StarvationSkips: 1 + s.n(3)}
+	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts),
+		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}}}
+	for i := range 1 + s.n(5) {
+		cq := fuzzCQ(s, fmt.Sprintf("q%d", i))
+		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
+	}
+	return r
+}
+
+// FuzzEngine applies random operations (workloads, cycles, confirmations, rollbacks,
+// evictions, queue changes) to two engines and checks invariants after each.
+func FuzzEngine(f *testing.F) {
+	f.Add([]byte("\x01\x03\x00\x01\x02\x00\x05\x04\x00\x01\x00\x00\x00\x00\x00\x04\x04\x04"))
+	f.Add([]byte("\x03\x04\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x09\x00\x01\x02\x04\x05\x06\x04\x07\x04"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := fuzzSetup(t, data)
+		for i := 0; i < 400 && !r.s.done(); i++ {
+			r.step()
+			r.checkModel()
+		}
+		r.cycle()
+		r.checkModel()
+	})
+}
+
+// FuzzConvergence sets up random queues and workloads, then cycles with the
+// controller applying every decision at once and no new input. It must reach a fixed
+// point (a cycle with no admission and no preemption): preemptions never loop.
+func FuzzConvergence(f *testing.F) {
+	f.Add([]byte("\x01\x02\x00\x01\x02\x00\x05\x04\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte("\x03\x01\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x00\x00\x01\x02\x00\x05\x06\x00\x07"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := fuzzSetup(t, data)
+		for i := 0; i < 60 && !r.s.done(); i++ {
+			r.clock++
+			name := fmt.Sprintf("w%d", i)
+			w := fuzzWorkload(r.s, name, r.clock)
+			r.upsert(w)
+			r.m.specs[name], r.m.phase[name] = w, phasePending
+		}
+		for round := 0; ; round++ {
+			if round == 100 {
+				t.Fatalf("no fixed point after %d rounds", round)
+			}
+			res := r.e.Cycle(t0)
+			r.twin.Cycle(t0)
+			if len(res.Admitted) == 0 && len(res.Preemptions) == 0 {
+				break
+			}
+			for _, a := range res.Admitted {
+				w := r.m.specs[a.Key.Name]
+				adm := a.Admission
+				w.Admission = &adm
+				r.upsert(w)
+				r.m.phase[a.Key.Name] = phaseAdmitted
+			}
+			for _, p := range res.Preemptions {
+				r.upsert(r.m.specs[p.Victim.Name])
+				r.m.phase[p.Victim.Name] = phasePending
+			}
+			r.checkModel()
+		}
+	})
+}

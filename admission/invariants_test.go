@@ -1,0 +1,191 @@
+package admission
+
+import (
+	"fmt"
+	"maps"
+)
+
+// checkInvariants recomputes everything the engine maintains incrementally and
+// compares: index membership, usage, cohort aggregates and fair-share keys.
+func (e *Engine) checkInvariants() error {
+	usage := map[string]map[frKey]int64{}
+	for k, w := range e.workloads {
+		if w.key != k {
+			return fmt.Errorf("workload %s stored under %s", w.key, k)
+		}
+		if err := e.checkWorkload(w, usage); err != nil {
+			return err
+		}
+	}
+	for name, c := range e.cqs {
+		if err := e.checkQueue(name, c, usage[name]); err != nil {
+			return err
+		}
+	}
+	for name, co := range e.cohorts {
+		if err := checkCohort(name, co); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
+	switch w.phase {
+	case phasePending:
+		c, ok := e.cqs[w.cqName]
+		if !ok || !c.pending.has(w) {
+			return fmt.Errorf("pending %s not in queue %q", w.key, w.cqName)
+		}
+		for _, g := range w.ghosts {
+			if _, ok := e.cqs[g.cq]; !ok {
+				return fmt.Errorf("%s holds quota of unknown queue %q", w.key, g.cq)
+			}
+			if usage[g.cq] == nil {
+				usage[g.cq] = map[frKey]int64{}
+			}
+			for _, u := range g.usage {
+				usage[g.cq][u.fr] += u.amt
+			}
+		}
+	default:
+		c, ok := e.cqs[w.admCQ]
+		if !ok || !c.admitted.has(w) {
+			return fmt.Errorf("admitted %s not in queue %q", w.key, w.admCQ)
+		}
+		if usage[w.admCQ] == nil {
+			usage[w.admCQ] = map[frKey]int64{}
+		}
+		for _, u := range w.usage {
+			usage[w.admCQ][u.fr] += u.amt
+		}
+		if len(w.ghosts) > 0 {
+			return fmt.Errorf("admitted %s still holds quota of its victims", w.key)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) checkQueue(name string, c *cqState, usage map[frKey]int64) error {
+	if c.name != name {
+		return fmt.Errorf("queue %q stored under %q", c.name, name)
+	}
+	var err error
+	c.pending.ascend(func(w *wl) bool {
+		if e.workloads[w.key] != w || w.phase != phasePending || w.cqName != name {
+			err = fmt.Errorf("queue %q holds stale pending %s", name, w.key)
+		}
+		return err == nil
+	})
+	c.fresh.ascend(func(w *wl) bool {
+		if !c.pending.has(w) {
+			err = fmt.Errorf("queue %q: fresh %s is not pending", name, w.key)
+		}
+		return err == nil
+	})
+	c.admitted.ascend(func(w *wl) bool {
+		if e.workloads[w.key] != w || w.phase == phasePending || w.admCQ != name {
+			err = fmt.Errorf("queue %q holds stale admitted %s", name, w.key)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if usage == nil {
+		usage = map[frKey]int64{}
+	}
+	maps.DeleteFunc(usage, func(_ frKey, v int64) bool { return v == 0 })
+	if !maps.Equal(usage, c.usage) {
+		return fmt.Errorf("queue %q usage %v, recomputed %v", name, c.usage, usage)
+	}
+	inTenants := e.tenants.has(c)
+	if inTenants != (c.pending.len() > 0) {
+		return fmt.Errorf("queue %q: in tenant index %v with %d pending", name, inTenants, c.pending.len())
+	}
+	want := e.tenantKeyOf(c)
+	if inTenants && c.tkey != want {
+		return fmt.Errorf("queue %q: tenant key %+v, recomputed %+v", name, c.tkey, want)
+	}
+	if c.spec == nil && c.cohort != nil {
+		return fmt.Errorf("queue %q has no spec but is in cohort %q", name, c.cohort.name)
+	}
+	return nil
+}
+
+func checkCohort(name string, co *cohortState) error {
+	pool, used := map[frKey]int64{}, map[frKey]int64{}
+	for _, m := range co.members {
+		if m.cohort != co {
+			return fmt.Errorf("cohort %q lists %q, which is not attached", name, m.name)
+		}
+		for k, q := range m.quota {
+			pool[k] = satAdd(pool[k], q.lendable)
+		}
+		for k, u := range m.usage {
+			if d := m.poolUse(k, u); d != 0 {
+				used[k] += d
+			}
+		}
+	}
+	maps.DeleteFunc(co.used, func(_ frKey, v int64) bool { return v == 0 })
+	if !maps.Equal(pool, co.pool) && !(len(pool) == 0 && len(co.pool) == 0) {
+		return fmt.Errorf("cohort %q pool %v, recomputed %v", name, co.pool, pool)
+	}
+	if !maps.Equal(used, co.used) {
+		return fmt.Errorf("cohort %q used %v, recomputed %v", name, co.used, used)
+	}
+	return nil
+}
+
+// usageSnapshot maps each (queue, flavor, resource) and (cohort, flavor, resource) to
+// usage, for comparing before and after a cycle.
+type usageSnapshot map[limitKey]int64
+
+// limitKey names a queue's or a cohort's (flavor, resource).
+type limitKey struct {
+	cq, cohort string
+	fr         frKey
+}
+
+func (e *Engine) usageSnapshot() usageSnapshot {
+	s := usageSnapshot{}
+	for name, c := range e.cqs {
+		for k, u := range c.usage {
+			s[limitKey{cq: name, fr: k}] = u
+		}
+	}
+	for name, co := range e.cohorts {
+		for k, u := range co.used {
+			s[limitKey{cohort: name, fr: k}] = u
+		}
+	}
+	return s
+}
+
+// limitViolationsFR lists every queue or cohort (flavor, resource) above its limit:
+// a queue above nominal (no cohort) or nominal+borrowingLimit, or using a flavor it
+// has no quota for; a cohort whose members borrow more than they lend.
+func (e *Engine) limitViolationsFR() []limitKey {
+	var out []limitKey
+	for name, c := range e.cqs {
+		if c.spec == nil {
+			continue
+		}
+		for k, u := range c.usage {
+			q, ok := c.quota[k]
+			if !ok || (c.cohort == nil && u > q.nominal) ||
+				(c.cohort != nil && q.borrowLimit >= 0 && u > satAdd(q.nominal, q.borrowLimit)) {
+				out = append(out, limitKey{cq: name, fr: k})
+			}
+		}
+	}
+	for name, co := range e.cohorts {
+		for k, u := range co.used {
+			if u > co.pool[k] {
+				out = append(out, limitKey{cohort: name, fr: k})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package admission
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Messages are deterministic and never include a queue position: the caller writes
+// them to a status condition only when they change.
+
+func msgNotFound(cq string) string { return fmt.Sprintf("ClusterQueue %q not found", cq) }
+
+func msgStopped(cq string) string {
+	return fmt.Sprintf("ClusterQueue %q is stopped; admitted workloads keep running, pending ones wait", cq)
+}
+
+func msgBlocked(cq string, head WorkloadKey) string {
+	return fmt.Sprintf("waiting behind %s, the head of StrictFIFO ClusterQueue %q, which does not fit", head, cq)
+}
+
+func msgWaiting(victims []WorkloadKey) string {
+	return fmt.Sprintf("waiting for %d preempted workload(s) to release quota: %s", len(victims), victimKeys(victims))
+}
+
+// msgFor builds the message of a not-admitted outcome other than InsufficientQuota.
+func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
+	switch out.reason {
+	case UnsupportedResource:
+		return fmt.Sprintf("resource %s is not covered by any resource group of ClusterQueue %q", e.resources[out.group], c.name)
+	case ExceedsMaxQuota:
+		return e.msgExceeds(c, w, out.group)
+	case ReservedForHead:
+		head, _ := c.pending.min()
+		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; it has waited too long", c.name, head.key)
+	case InsufficientQuota:
+		return e.msgInsufficient(c, w, out.group)
+	}
+	return string(out.reason)
+}
+
+// msgInsufficient lists, per flavor tried in group gi, the first resource short:
+// "insufficient quota for nvidia.com/gpu in flavor h200: requested 16, available 8
+// (nominal 8, borrowable 0)". In the parenthesis, nominal is the part of available
+// that is the queue's own unused quota and borrowable the part it would borrow.
+func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
+	var parts []string
+	for _, f := range c.groups[gi].flavors {
+		for _, r := range w.req {
+			if c.resGroup[r.res] != gi {
+				continue
+			}
+			k := makeFR(f.id, r.res)
+			a := c.available(k)
+			if r.amt <= a {
+				continue
+			}
+			own := max(0, min(a, c.quota[k].nominal-c.usage[k]))
+			parts = append(parts, fmt.Sprintf("insufficient quota for %s in flavor %s: requested %s, available %s (nominal %s, borrowable %s)",
+				e.resources[r.res], f.name, fmtAmount(r.amt), fmtAmount(a), fmtAmount(own), fmtAmount(a-own)))
+			break
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *Engine) msgExceeds(c *cqState, w *wl, gi int) string {
+	var parts []string
+	for _, f := range c.groups[gi].flavors {
+		for _, r := range w.req {
+			if c.resGroup[r.res] != gi {
+				continue
+			}
+			if m := c.maxAvailable(makeFR(f.id, r.res)); r.amt > m {
+				parts = append(parts, fmt.Sprintf("requested %s of %s exceeds what ClusterQueue %q can ever get in flavor %s (%s)",
+					fmtAmount(r.amt), e.resources[r.res], c.name, f.name, fmtAmount(m)))
+				break
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *Engine) msgPreempted(c *cqState, w *wl, v victim) string {
+	switch v.reason {
+	case InClusterQueue:
+		return fmt.Sprintf("preempted to admit %s (priority %d) in ClusterQueue %q: lower priority in the same ClusterQueue",
+			w.key, w.prio, c.name)
+	case InCohortReclamation:
+		return fmt.Sprintf("preempted to admit %s in ClusterQueue %q, which reclaims quota that ClusterQueue %q borrows",
+			w.key, c.name, v.cq.name)
+	}
+	return fmt.Sprintf("preempted to admit %s in ClusterQueue %q: ClusterQueue %q is above its fair share",
+		w.key, c.name, v.cq.name)
+}
+
+// fmtAmount prints a milli-unit amount in whole units when exact ("16"), otherwise
+// with an "m" suffix like a Kubernetes quantity ("1500m").
+func fmtAmount(a int64) string {
+	if a%1000 == 0 {
+		return strconv.FormatInt(a/1000, 10)
+	}
+	return strconv.FormatInt(a, 10) + "m"
+}

@@ -1,0 +1,341 @@
+package admission
+
+import (
+	"slices"
+	"strings"
+)
+
+// victim is a preemption candidate with the rule that allows it.
+type victim struct {
+	w      *wl
+	cq     *cqState
+	reason PreemptionReason
+}
+
+// settle records the outcome of a workload that was evaluated and not admitted: it
+// proposes preemptions where the policy allows and they make the workload fit, and
+// reports the pending status.
+func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
+	switch out.reason {
+	case InsufficientQuota:
+		if len(w.victims) > 0 {
+			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+			return
+		}
+		if vs, ok := e.planPreemption(c, w); ok {
+			w.victims = w.victims[:0]
+			for _, v := range vs {
+				v.w.evicting, v.w.evictFor = true, w.key
+				w.victims = append(w.victims, v.w.key)
+				res.Preemptions = append(res.Preemptions, Preemption{
+					Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
+				})
+			}
+			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+			return
+		}
+		e.report(w, InsufficientQuota, e.msgInsufficient(c, w, out.group), res)
+	default:
+		e.report(w, out.reason, e.msgFor(c, w, out), res)
+	}
+}
+
+// canPreempt reports whether the queue's policy allows any kind of preemption.
+func (e *Engine) canPreempt(c *cqState) bool {
+	p := c.spec.Preemption
+	if isOn(p.WithinClusterQueue) {
+		return true
+	}
+	return c.cohort != nil && (isOn(p.ReclaimWithinCohort) || (e.opts.FairSharing && isOn(e.fairMode(c))))
+}
+
+func isOn(m PreemptionMode) bool { return m != "" && m != PreemptNever }
+
+func (e *Engine) fairMode(c *cqState) PreemptionMode {
+	if m := c.spec.Preemption.FairSharing; m != "" {
+		return m
+	}
+	return c.spec.Preemption.ReclaimWithinCohort
+}
+
+// planPreemption finds the victims whose eviction makes w fit, or false. It works on
+// the live usage counters as a what-if (apply, check, revert): on return every
+// counter is exactly as before.
+//
+// Per resource group that does not fit, flavors are tried in the queue's order; for a
+// flavor, candidates are taken in order (other borrowing queues first, then lowest
+// priority, then most recently admitted, then key) until the workload fits, then
+// victims that turn out unnecessary are put back (latest first). A workload that
+// would still not fit after evicting every allowed candidate preempts nothing.
+func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, bool) {
+	if c.spec == nil || !e.canPreempt(c) {
+		return nil, false
+	}
+	var removed []victim
+	defer func() {
+		for _, v := range removed {
+			v.cq.charge(v.w.usage, 1)
+		}
+	}()
+	for gi := range c.groups {
+		if !requestsGroup(c, w, gi) || e.chooseFlavor(c, w, gi) >= 0 {
+			continue
+		}
+		ok := false
+		for fi := range c.groups[gi].flavors {
+			if removed, ok = e.tryFlavor(c, w, gi, fi, removed); ok {
+				break
+			}
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return slices.Clone(removed), len(removed) > 0
+}
+
+func requestsGroup(c *cqState, w *wl, gi int) bool {
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			return true
+		}
+	}
+	return false
+}
+
+// tryFlavor extends removed with victims that make group gi fit flavor fi. On failure
+// it reverts its own additions and returns removed unchanged in content.
+func (e *Engine) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]victim, bool) {
+	f := c.groups[gi].flavors[fi].id
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f, r.res)) {
+			return removed, false
+		}
+	}
+	mark := len(removed)
+	for _, v := range e.candidates(c, w, gi, f) {
+		if !e.ruleHolds(c, w, gi, f, &v, true) {
+			continue
+		}
+		v.cq.charge(v.w.usage, -1)
+		removed = append(removed, v)
+		if fits, _ := c.fitsFlavor(w, gi, f); fits {
+			return e.minimize(c, w, gi, f, removed, mark), true
+		}
+	}
+	for _, v := range removed[mark:] {
+		v.cq.charge(v.w.usage, 1)
+	}
+	return removed[:mark], false
+}
+
+// minimize puts back victims (latest first) that are not needed for w to fit, as long
+// as every remaining victim's rule still holds.
+func (e *Engine) minimize(c *cqState, w *wl, gi int, f int32, removed []victim, mark int) []victim {
+	for i := len(removed) - 1; i >= mark; i-- {
+		v := removed[i]
+		v.cq.charge(v.w.usage, 1)
+		keep := false
+		if fits, _ := c.fitsFlavor(w, gi, f); !fits {
+			keep = true
+		} else {
+			for j := mark; j < len(removed); j++ {
+				if j != i && !e.ruleHolds(c, w, gi, f, &removed[j], false) {
+					keep = true
+					break
+				}
+			}
+		}
+		if keep {
+			v.cq.charge(v.w.usage, -1)
+			continue
+		}
+		removed = slices.Delete(removed, i, i+1)
+	}
+	return removed
+}
+
+// candidates lists admitted (confirmed, not already evicting) workloads that use a
+// (flavor, resource) w needs in group gi and whose priority the policy allows, in
+// preemption order. The rule is decided per candidate by ruleHolds.
+func (e *Engine) candidates(c *cqState, w *wl, gi int, f int32) []victim {
+	var out []victim
+	p := c.spec.Preemption
+	if isOn(p.WithinClusterQueue) {
+		c.admitted.ascend(func(v *wl) bool {
+			if !priorityAllows(p.WithinClusterQueue, w, v) {
+				return v.prio <= w.prio
+			}
+			if eligible(v) && usesGroupFlavor(c, v, w, gi, f) {
+				out = append(out, victim{w: v, cq: c, reason: InClusterQueue})
+			}
+			return true
+		})
+	}
+	if c.cohort != nil {
+		out = append(out, e.cohortCandidates(c, w, gi, f)...)
+	}
+	slices.SortStableFunc(out, func(a, b victim) int {
+		if (a.cq == c) != (b.cq == c) {
+			if a.cq == c {
+				return 1
+			}
+			return -1
+		}
+		if lessVictim(a.w, b.w) {
+			return -1
+		}
+		if lessVictim(b.w, a.w) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (e *Engine) cohortCandidates(c *cqState, w *wl, gi int, f int32) []victim {
+	reclaim := c.spec.Preemption.ReclaimWithinCohort
+	fair := PreemptionMode("")
+	if e.opts.FairSharing {
+		fair = e.fairMode(c)
+	}
+	if !isOn(reclaim) && !isOn(fair) {
+		return nil
+	}
+	names := make([]string, 0, len(c.cohort.members))
+	for n := range c.cohort.members {
+		if n != c.name {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var out []victim
+	for _, n := range names {
+		d := c.cohort.members[n]
+		d.admitted.ascend(func(v *wl) bool {
+			if (priorityAllows(reclaim, w, v) || priorityAllows(fair, w, v)) && eligible(v) && usesGroupFlavor(c, v, w, gi, f) {
+				out = append(out, victim{w: v, cq: d})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func eligible(v *wl) bool { return v.phase == phaseAdmitted && !v.evicting }
+
+func priorityAllows(m PreemptionMode, w, v *wl) bool {
+	switch m {
+	case PreemptLowerPriority:
+		return v.prio < w.prio
+	case PreemptLowerOrNewerEqualPriority:
+		return v.prio < w.prio || (v.prio == w.prio && v.created > w.created)
+	case PreemptAny:
+		return true
+	}
+	return false
+}
+
+// usesGroupFlavor reports whether v uses flavor f for a resource w requests in gi.
+func usesGroupFlavor(c *cqState, v, w *wl, gi int, f int32) bool {
+	for _, u := range v.usage {
+		if u.fr.flavor() != f {
+			continue
+		}
+		for _, r := range w.req {
+			if r.res == u.fr.res() && c.resGroup[r.res] == gi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ruleHolds checks, on the current what-if state, the rule under which v may be
+// preempted, and sets v.reason. before: v's usage is still counted (v not yet
+// removed); otherwise v is removed.
+func (e *Engine) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before bool) bool {
+	if v.cq == c {
+		v.reason = InClusterQueue
+		return true
+	}
+	borrowed := false // was v's queue borrowing on a contested resource with v counted?
+	for _, r := range w.req {
+		if c.resGroup[r.res] != gi {
+			continue
+		}
+		k := makeFR(f, r.res)
+		withV := v.cq.usage[k]
+		if !before {
+			withV += usageOf(v.w, k)
+		}
+		borrowed = borrowed || withV > v.cq.quota[k].nominal
+	}
+	if !borrowed {
+		return false
+	}
+	if priorityAllows(c.spec.Preemption.ReclaimWithinCohort, w, v.w) && withinNominalAfter(c, w, gi, f) {
+		v.reason = InCohortReclamation
+		return true
+	}
+	if !e.opts.FairSharing || !priorityAllows(e.fairMode(c), w, v.w) {
+		return false
+	}
+	if before {
+		v.cq.charge(v.w.usage, -1)
+	}
+	victimShare := v.cq.drs()
+	if before {
+		v.cq.charge(v.w.usage, 1)
+	}
+	v.reason = InCohortFairSharing
+	return e.shareAfterAdmit(c, w, gi, f) < victimShare
+}
+
+func usageOf(w *wl, k frKey) int64 {
+	for _, u := range w.usage {
+		if u.fr == k {
+			return u.amt
+		}
+	}
+	return 0
+}
+
+// withinNominalAfter reports whether c stays within its nominal quota of flavor f
+// for the resources of group gi once w is admitted.
+func withinNominalAfter(c *cqState, w *wl, gi int, f int32) bool {
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			k := makeFR(f, r.res)
+			if c.usage[k]+r.amt > c.quota[k].nominal {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shareAfterAdmit is c's weighted dominant resource share once w's group gi requests
+// are charged to flavor f.
+func (e *Engine) shareAfterAdmit(c *cqState, w *wl, gi int, f int32) int64 {
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			c.addUsage(makeFR(f, r.res), r.amt)
+		}
+	}
+	s := c.drs()
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			c.addUsage(makeFR(f, r.res), -r.amt)
+		}
+	}
+	return s
+}
+
+func victimKeys(vs []WorkloadKey) string {
+	parts := make([]string, len(vs))
+	for i, k := range vs {
+		parts[i] = k.String()
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,140 @@
+package admission
+
+// PendingReason says why a pending workload is not admitted. Reasons are stable
+// identifiers suitable for a status condition's Reason field.
+type PendingReason string
+
+const (
+	// ClusterQueueNotFound: the workload's ClusterQueue does not exist (yet, or any more).
+	// The workload is held until the ClusterQueue is created.
+	ClusterQueueNotFound PendingReason = "ClusterQueueNotFound"
+	// ClusterQueueStopped: the ClusterQueue is stopped and admits nothing.
+	ClusterQueueStopped PendingReason = "ClusterQueueStopped"
+	// UnsupportedResource: the workload requests a resource that no resource group of
+	// its ClusterQueue covers. It is held until the ClusterQueue changes.
+	UnsupportedResource PendingReason = "UnsupportedResource"
+	// ExceedsMaxQuota: the workload does not fit in any flavor even with the whole
+	// ClusterQueue and everything it may borrow free. It is held until quotas change.
+	ExceedsMaxQuota PendingReason = "ExceedsMaxQuota"
+	// InsufficientQuota: the workload does not fit now and no preemption can make it fit.
+	InsufficientQuota PendingReason = "InsufficientQuota"
+	// WaitingForPreemption: victims were proposed (Result.Preemptions) for this workload;
+	// it is admitted once their usage is released.
+	WaitingForPreemption PendingReason = "WaitingForPreemption"
+	// BlockedByHead: StrictFIFO queue whose head does not fit.
+	BlockedByHead PendingReason = "BlockedByHead"
+	// ReservedForHead: BestEffortFIFO queue whose head has been skipped past too often;
+	// the queue reserves the flavors/resources the head needs, and this workload would
+	// use some of them.
+	ReservedForHead PendingReason = "ReservedForHead"
+)
+
+// PreemptionReason says which rule selected a victim.
+type PreemptionReason string
+
+const (
+	// InClusterQueue: the victim has lower priority (or equal priority and is newer) in
+	// the preemptor's own ClusterQueue.
+	InClusterQueue PreemptionReason = "InClusterQueue"
+	// InCohortReclamation: the victim's ClusterQueue borrows quota that the preemptor's
+	// ClusterQueue lent and now reclaims (the preemptor stays within its nominal quota).
+	InCohortReclamation PreemptionReason = "InCohortReclamation"
+	// InCohortFairSharing: the victim's ClusterQueue is above its fair share and stays
+	// above the preemptor's after the preemption.
+	InCohortFairSharing PreemptionReason = "InCohortFairSharing"
+)
+
+// Result is what one Cycle decided. It is a plain value; the caller applies it.
+type Result struct {
+	// Admitted in admission order. The engine already counts them as admitted (assumed):
+	// the caller persists each and calls Rollback for any it could not persist.
+	Admitted []Admitted
+	// Preemptions are victims the caller must evict. The engine keeps their usage until
+	// they are re-upserted without Admission or deleted.
+	Preemptions []Preemption
+	// Pending holds only pending workloads evaluated in this cycle whose reason or
+	// message changed since last reported, so status is written once per change.
+	Pending []PendingUpdate
+}
+
+// Admitted is one admission decision.
+type Admitted struct {
+	// Key of the admitted workload.
+	Key WorkloadKey
+	// Admission to persist in the workload's status.
+	Admission Admission
+}
+
+// Preemption asks the caller to evict Victim so that Preemptor can be admitted.
+type Preemption struct {
+	// Victim to evict.
+	Victim WorkloadKey
+	// Preemptor the eviction makes room for.
+	Preemptor WorkloadKey
+	// Reason is the rule that selected the victim.
+	Reason PreemptionReason
+	// Message is human-readable and deterministic.
+	Message string
+}
+
+// PendingUpdate is a changed pending status for one workload.
+type PendingUpdate struct {
+	// Key of the pending workload.
+	Key WorkloadKey
+	// Reason is a stable identifier.
+	Reason PendingReason
+	// Message is human-readable and deterministic; it never includes the queue position.
+	Message string
+}
+
+// Shortfall is how much of one resource one flavor lacks for a workload.
+type Shortfall struct {
+	// Flavor tried.
+	Flavor string
+	// Resource short.
+	Resource ResourceName
+	// Requested by the whole workload (all pod sets, all pods).
+	Requested int64
+	// Available to the workload's ClusterQueue now (own unused quota and borrowable).
+	Available int64
+}
+
+// FairShare is a ClusterQueue's fair-share standing.
+type FairShare struct {
+	// Cohort of the ClusterQueue ("" if none).
+	Cohort string
+	// Weight in milli-units.
+	Weight int64
+	// DominantResourceShare: the largest borrowed/lendable ratio over the queue's
+	// flavor/resources, in parts per billion, divided by the weight (×1000). 0 when the
+	// queue does not borrow; math.MaxInt64 when a weight-0 queue borrows.
+	DominantResourceShare int64
+	// TenantsAhead is how many ClusterQueues with pending work are served before this
+	// one in the fair-share order.
+	TenantsAhead int
+}
+
+// PreemptionPlan says what admitting a workload by preemption would need.
+type PreemptionPlan struct {
+	// Possible is true when some set of victims allowed by the policy makes room.
+	Possible bool
+	// Victims that would be preempted, in selection order.
+	Victims []Preemption
+	// Message explains the plan or why preemption is not possible.
+	Message string
+}
+
+// Explanation says why a pending workload is not admitted.
+type Explanation struct {
+	// Position in its ClusterQueue's order (0 = head).
+	Position int
+	// Reason and Message as they would be reported now.
+	Reason  PendingReason
+	Message string
+	// Shortfalls per flavor tried for each resource that does not fit.
+	Shortfalls []Shortfall
+	// FairShare standing of the workload's ClusterQueue.
+	FairShare FairShare
+	// Preemption would be needed to admit it now.
+	Preemption PreemptionPlan
+}

@@ -1,0 +1,55 @@
+package admission
+
+// QueueUsage is what a ClusterQueue holds: how many workloads wait and how
+// many hold quota, and the quota in use per flavor.
+type QueueUsage struct {
+	// Pending workloads waiting for admission.
+	Pending int
+	// Admitted workloads holding quota (including ones being evicted).
+	Admitted int
+	// Flavors in the ClusterQueue's order, each with its resources in the
+	// group's order.
+	Flavors []FlavorUsage
+}
+
+// FlavorUsage is the usage of one flavor of a ClusterQueue.
+type FlavorUsage struct {
+	// Flavor name.
+	Flavor string
+	// Resources of the flavor.
+	Resources []ResourceUsage
+}
+
+// ResourceUsage is the usage of one resource in one flavor.
+type ResourceUsage struct {
+	// Name of the resource.
+	Name ResourceName
+	// Total in use, in milli-units.
+	Total int64
+	// Borrowed is the part of Total above the nominal quota.
+	Borrowed int64
+}
+
+// ClusterQueueUsage reports what the named ClusterQueue holds. It is false
+// when the engine has no spec for the queue.
+func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
+	c, ok := e.cqs[name]
+	if !ok || c.spec == nil {
+		return QueueUsage{}, false
+	}
+	out := QueueUsage{Pending: c.pending.len(), Admitted: c.admitted.len()}
+	for _, g := range c.groups {
+		for _, f := range g.flavors {
+			fu := FlavorUsage{Flavor: f.name, Resources: make([]ResourceUsage, 0, len(g.resources))}
+			for _, r := range g.resources {
+				k := makeFR(f.id, r)
+				u := c.usage[k]
+				fu.Resources = append(fu.Resources, ResourceUsage{
+					Name: e.resources[r], Total: u, Borrowed: max(0, u-c.quota[k].nominal),
+				})
+			}
+			out.Flavors = append(out.Flavors, fu)
+		}
+	}
+	return out, true
+}

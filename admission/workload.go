@@ -1,0 +1,389 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// UpsertWorkload adds or updates a workload. It is idempotent.
+//
+//   - Admission == nil: the workload is pending. If the engine had it admitted and the
+//     admission was confirmed (an earlier upsert carried it), this is an eviction: its
+//     usage is released and it returns to the queue. If the admission was only assumed
+//     (returned by Cycle, not yet confirmed), the upsert is a stale event and is ignored;
+//     call Rollback if the admission could not be persisted.
+//   - Admission != nil: the workload is admitted and counts as usage of
+//     Admission.ClusterQueue; it is never admitted again. This confirms an assumed
+//     admission, or rebuilds state after a restart.
+//
+// Invalid input returns an error and changes nothing.
+func (e *Engine) UpsertWorkload(w Workload) error {
+	nw, err := e.compileWorkload(&w)
+	if err != nil {
+		return fmt.Errorf("invalid workload %s: %w", w.Key, err)
+	}
+	old, exists := e.workloads[w.Key]
+	switch {
+	case !exists:
+		e.workloads[w.Key] = nw
+		if w.Admission != nil {
+			e.admitExisting(nw)
+		} else {
+			e.enqueue(nw)
+		}
+	case w.Admission == nil && old.phase == phaseAssumed:
+		// Stale event from before the admission; the assumed admission stands.
+	case w.Admission == nil && old.phase == phasePending:
+		if !samePending(old, nw) {
+			prev := e.cqs[old.cqName]
+			e.dequeue(old)
+			old.takeSpec(nw)
+			e.enqueue(old)
+			e.maybeDropCQ(prev)
+		}
+	case w.Admission == nil: // confirmed admission evicted
+		e.release(old)
+		old.takeSpec(nw)
+		old.reason, old.message = "", ""
+		e.enqueue(old)
+	default: // input is admitted
+		e.upsertAdmitted(old, nw)
+	}
+	return nil
+}
+
+// upsertAdmitted applies an admitted upsert to a known workload.
+func (e *Engine) upsertAdmitted(old, nw *wl) {
+	if old.phase == phasePending {
+		e.dequeue(old)
+		e.releaseGhosts(old)
+	} else {
+		if old.admCQ == nw.admCQ && slices.Equal(old.usage, nw.usage) && old.prio == nw.prio &&
+			(nw.admitTime == 0 || nw.admitTime == old.admitTime) {
+			old.phase = phaseAdmitted
+			old.adm = nw.adm
+			old.uid, old.lq, old.cqName = nw.uid, nw.lq, nw.cqName
+			return
+		}
+		if nw.admitTime == 0 {
+			nw.admitTime = old.admitTime
+		}
+		nw.evicting, nw.evictFor = old.evicting, old.evictFor
+		old.evicting = false // keep the mark on nw; do not wake the preemptor
+		e.release(old)
+	}
+	nw.reason, nw.message = old.reason, old.message
+	e.workloads[nw.key] = nw
+	e.admitExisting(nw)
+}
+
+// DeleteWorkload forgets a finished or deleted workload: a pending one leaves its
+// queue, an admitted one releases its usage. Idempotent.
+func (e *Engine) DeleteWorkload(key WorkloadKey) {
+	w, ok := e.workloads[key]
+	if !ok {
+		return
+	}
+	if w.phase == phasePending {
+		e.dequeue(w)
+		e.releaseGhosts(w)
+	} else {
+		e.release(w)
+	}
+	delete(e.workloads, key)
+	if c, ok := e.cqs[w.cqName]; ok {
+		e.maybeDropCQ(c)
+	}
+}
+
+// Rollback undoes a decision of Cycle that the caller could not persist:
+//
+//   - for a workload admitted by Cycle and not yet confirmed: it returns to pending
+//     exactly as before (same queue position, same last reported status) and its
+//     usage is released;
+//   - for a preemption victim whose eviction could not be written: it is no longer
+//     marked for eviction, and its preemptor is re-evaluated in the next Cycle.
+//
+// Anything else is a no-op.
+func (e *Engine) Rollback(key WorkloadKey) {
+	w, ok := e.workloads[key]
+	if !ok {
+		return
+	}
+	if w.evicting {
+		e.clearEviction(w)
+	}
+	if w.phase != phaseAssumed {
+		return
+	}
+	c := e.cqs[w.admCQ]
+	restore := c.lastAdmit == w.admitSeq
+	e.release(w)
+	if restore {
+		c.lastAdmit = w.prevLast
+		e.rekey(c)
+	}
+	e.enqueue(w)
+}
+
+// enqueue inserts a pending workload into its queue.
+func (e *Engine) enqueue(w *wl) {
+	w.phase = phasePending
+	w.adm, w.admCQ, w.usage = nil, "", nil
+	c := e.cqStateFor(w.cqName)
+	c.pending.insert(w)
+	if !c.allFresh {
+		c.fresh.insert(w)
+	}
+	if head, _ := c.pending.min(); head == w {
+		e.rekey(c)
+	}
+}
+
+// dequeue removes a pending workload from its queue.
+func (e *Engine) dequeue(w *wl) {
+	c := e.cqs[w.cqName]
+	head, _ := c.pending.min()
+	c.pending.remove(w)
+	c.fresh.remove(w)
+	if head == w {
+		e.headLeft(c, w)
+		e.rekey(c)
+	}
+}
+
+// headLeft keeps the queue's freshness right when its head leaves: under StrictFIFO
+// the new head was never evaluated on its own; under BestEffortFIFO the old head may
+// have held a reservation that blocked others.
+func (e *Engine) headLeft(c *cqState, old *wl) {
+	if c.allFresh {
+		return
+	}
+	if c.strict() {
+		if h, ok := c.pending.min(); ok {
+			c.fresh.insert(h)
+		}
+		return
+	}
+	if old.skips > 0 || len(old.victims) > 0 {
+		e.markAllFresh(c)
+	}
+}
+
+// markAllFresh makes every pending workload of c fresh: now between cycles, at the
+// end of the running cycle otherwise (so no workload is evaluated twice in a cycle).
+func (e *Engine) markAllFresh(c *cqState) {
+	if e.work != nil {
+		e.deferred = append(e.deferred, c)
+		return
+	}
+	c.allFresh = true
+}
+
+// admitExisting charges an already-admitted workload (rebuilt or confirmed).
+func (e *Engine) admitExisting(w *wl) {
+	w.phase = phaseAdmitted
+	c := e.cqStateFor(w.admCQ)
+	c.charge(w.usage, 1)
+	c.admitted.insert(w)
+	e.rekey(c)
+}
+
+// release returns an admitted or assumed workload's usage and wakes its cohort. A
+// victim released while its preemptor still waits does not free its quota yet: the
+// usage is held for the preemptor (a "ghost") until the preemptor's last victim is
+// gone, and then freed at once, with the preemptor served first in the next Cycle.
+// Without the hold, capacity freed by the first victims could be taken by anyone in
+// the cohort (even re-admitting the victim), and the preemptor would preempt again.
+func (e *Engine) release(w *wl) {
+	c := e.cqs[w.admCQ]
+	c.admitted.remove(w)
+	if w.evicting {
+		if p := e.waitingPreemptor(w); p != nil {
+			p.ghosts = append(p.ghosts, ghost{cq: c.name, usage: w.usage})
+			w.evicting, w.evictFor = false, WorkloadKey{}
+			e.victimGone(p, w.key)
+			return
+		}
+		e.clearEviction(w)
+	}
+	c.charge(w.usage, -1)
+	e.touchQueueAndCohort(c)
+	e.maybeDropCQ(c)
+}
+
+// waitingPreemptor returns the pending preemptor that still waits for victim v.
+func (e *Engine) waitingPreemptor(v *wl) *wl {
+	p, ok := e.workloads[v.evictFor]
+	if !ok || p.phase != phasePending || !slices.Contains(p.victims, v.key) {
+		return nil
+	}
+	return p
+}
+
+// clearEviction unmarks a victim (eviction rolled back, or the victim went away)
+// and tells its preemptor.
+func (e *Engine) clearEviction(v *wl) {
+	p := e.waitingPreemptor(v)
+	v.evicting, v.evictFor = false, WorkloadKey{}
+	if p != nil {
+		e.victimGone(p, v.key)
+	}
+}
+
+// victimGone removes a victim from its preemptor's list; when it was the last one,
+// the held quota is freed and the preemptor is served first in the next Cycle.
+func (e *Engine) victimGone(p *wl, v WorkloadKey) {
+	p.victims = slices.DeleteFunc(p.victims, func(k WorkloadKey) bool { return k == v })
+	if len(p.victims) > 0 {
+		return
+	}
+	e.releaseGhosts(p)
+	e.ready = append(e.ready, p.key)
+	if c := e.cqs[p.cqName]; !c.allFresh {
+		c.fresh.insert(p)
+	}
+}
+
+// releaseGhosts frees the quota held for a preemptor.
+func (e *Engine) releaseGhosts(p *wl) {
+	for _, g := range p.ghosts {
+		c := e.cqs[g.cq]
+		c.charge(g.usage, -1)
+		e.touchQueueAndCohort(c)
+		e.maybeDropCQ(c)
+	}
+	p.ghosts = nil
+}
+
+// takeSpec copies the spec fields of n into w (w not in any index).
+func (w *wl) takeSpec(n *wl) {
+	w.uid, w.lq, w.cqName, w.prio, w.created = n.uid, n.lq, n.cqName, n.prio, n.created
+	w.podSets, w.req = n.podSets, n.req
+}
+
+func samePending(a, b *wl) bool {
+	return a.uid == b.uid && a.lq == b.lq && a.cqName == b.cqName && a.prio == b.prio &&
+		a.created == b.created && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
+		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req)
+	})
+}
+
+// compileWorkload validates w and converts it to engine state (not yet indexed).
+func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
+	if w.Key.Name == "" {
+		return nil, errors.New("key.name must not be empty")
+	}
+	if w.ClusterQueue == "" {
+		return nil, errors.New("clusterQueue must not be empty")
+	}
+	if len(w.PodSets) == 0 {
+		return nil, errors.New("at least one pod set is required")
+	}
+	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, cqName: w.ClusterQueue, prio: w.Priority, created: w.CreationTime}
+	totals := map[int32]int64{}
+	for i, ps := range w.PodSets {
+		spec, err := e.compilePodSet(ps, n.podSets, totals)
+		if err != nil {
+			return nil, fmt.Errorf("podSets[%d] %q: %w", i, ps.Name, err)
+		}
+		n.podSets = append(n.podSets, spec)
+	}
+	for r, a := range totals {
+		n.req = append(n.req, resAmt{res: r, amt: a})
+	}
+	slices.SortFunc(n.req, func(a, b resAmt) int { return int(a.res) - int(b.res) })
+	if w.Admission != nil {
+		if err := e.compileAdmission(n, w.Admission); err != nil {
+			return nil, fmt.Errorf("admission: %w", err)
+		}
+		n.admitTime = w.AdmissionTime
+	}
+	return n, nil
+}
+
+func (e *Engine) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]int64) (podSetSpec, error) {
+	if ps.Name == "" {
+		return podSetSpec{}, errors.New("name must not be empty")
+	}
+	if slices.ContainsFunc(prev, func(p podSetSpec) bool { return p.name == ps.Name }) {
+		return podSetSpec{}, errors.New("duplicate pod set name")
+	}
+	if ps.Count < 1 {
+		return podSetSpec{}, fmt.Errorf("count %d: must be at least 1", ps.Count)
+	}
+	spec := podSetSpec{name: ps.Name, count: ps.Count}
+	for r, q := range ps.Requests {
+		if r == "" {
+			return podSetSpec{}, errors.New("request with an empty resource name")
+		}
+		if q < 0 || q > MaxAmount/int64(ps.Count) {
+			return podSetSpec{}, fmt.Errorf("request %s=%d: must be between 0 and %d per pod", r, q, MaxAmount/int64(ps.Count))
+		}
+		if q == 0 {
+			continue
+		}
+		id := e.resID(r)
+		spec.req = append(spec.req, resAmt{res: id, amt: q})
+		totals[id] += q * int64(ps.Count)
+		if totals[id] > MaxAmount {
+			return podSetSpec{}, fmt.Errorf("total request of %s exceeds %d", r, MaxAmount)
+		}
+	}
+	slices.SortFunc(spec.req, func(a, b resAmt) int { return int(a.res) - int(b.res) })
+	return spec, nil
+}
+
+// compileAdmission validates an admission against the pod sets and computes usage.
+func (e *Engine) compileAdmission(n *wl, a *Admission) error {
+	if a.ClusterQueue == "" {
+		return errors.New("clusterQueue must not be empty")
+	}
+	if len(a.PodSets) != len(n.podSets) {
+		return fmt.Errorf("has %d pod sets, the workload has %d", len(a.PodSets), len(n.podSets))
+	}
+	usage := map[frKey]int64{}
+	for i, psa := range a.PodSets {
+		ps := n.podSets[i]
+		if psa.Name != ps.name {
+			return fmt.Errorf("podSets[%d] is %q, the workload's is %q", i, psa.Name, ps.name)
+		}
+		for _, r := range ps.req {
+			f, ok := psa.Flavors[e.resources[r.res]]
+			if !ok || f == "" {
+				return fmt.Errorf("pod set %q: no flavor assigned for requested resource %q", ps.name, e.resources[r.res])
+			}
+			usage[makeFR(e.flavorID(f), r.res)] += r.amt * int64(ps.count)
+		}
+	}
+	for k, v := range usage {
+		n.usage = append(n.usage, frAmt{fr: k, amt: v})
+	}
+	slices.SortFunc(n.usage, func(a, b frAmt) int { return cmpFR(a.fr, b.fr) })
+	n.adm = cloneAdmission(a)
+	n.admCQ = a.ClusterQueue
+	return nil
+}
+
+func cmpFR(a, b frKey) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cloneAdmission(a *Admission) *Admission {
+	out := &Admission{ClusterQueue: a.ClusterQueue, PodSets: make([]PodSetAssignment, len(a.PodSets))}
+	for i, p := range a.PodSets {
+		f := make(map[ResourceName]string, len(p.Flavors))
+		for r, v := range p.Flavors {
+			f[r] = v
+		}
+		out.PodSets[i] = PodSetAssignment{Name: p.Name, Count: p.Count, Flavors: f}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LocalQueueSpec is the desired state of a LocalQueue.
+type LocalQueueSpec struct {
+	// clusterQueue is the ClusterQueue this LocalQueue submits to. It cannot
+	// be changed: create another LocalQueue instead.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterQueue is immutable: create a new LocalQueue to submit to another ClusterQueue"
+	ClusterQueue string `json:"clusterQueue"`
+}
+
+// LocalQueueStatus is the observed state of a LocalQueue.
+type LocalQueueStatus struct {
+	// conditions: Active says whether the LocalQueue's ClusterQueue exists,
+	// accepts this namespace and can admit.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// pendingWorkloads is the number of this queue's workloads waiting for
+	// admission.
+	// +optional
+	PendingWorkloads int32 `json:"pendingWorkloads,omitempty"`
+
+	// admittedWorkloads is the number of this queue's workloads holding quota.
+	// +optional
+	AdmittedWorkloads int32 `json:"admittedWorkloads,omitempty"`
+}
+
+// LocalQueue is a namespace's entry point to a ClusterQueue. Jobs name it
+// with the berth.dev/queue-name label.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=queue;lq
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="ClusterQueue",type=string,JSONPath=`.spec.clusterQueue`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedWorkloads`
+// +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LocalQueue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the LocalQueue.
+	// +required
+	Spec LocalQueueSpec `json:"spec"`
+	// status is the observed state of the LocalQueue.
+	// +optional
+	Status LocalQueueStatus `json:"status,omitempty"`
+}
+
+// LocalQueueList is a list of LocalQueues.
+//
+// +kubebuilder:object:root=true
+type LocalQueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LocalQueue `json:"items"`
+}

@@ -1,0 +1,126 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodSet is a group of identical pods of a gang.
+type PodSet struct {
+	// name of the pod set, unique in the workload (for a batch Job: "main").
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	Name string `json:"name"`
+
+	// count is the number of pods, all of which must be admitted together.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
+
+	// requests are the resources one pod needs, computed the way
+	// kube-scheduler does: the larger of the sum of the containers' requests
+	// and each init container's, plus pod overhead.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// WorkloadSpec is the desired state of a Workload.
+type WorkloadSpec struct {
+	// queueName is the LocalQueue, in the workload's namespace, it is
+	// submitted to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="queueName is immutable"
+	QueueName string `json:"queueName"`
+
+	// podSets are the pods of the gang; all are admitted together or none.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	PodSets []PodSet `json:"podSets"`
+
+	// priority orders the workload in its ClusterQueue (higher first) and
+	// decides whom it may preempt.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+}
+
+// PodSetAssignment is what a pod set was admitted with.
+type PodSetAssignment struct {
+	// name of the pod set.
+	// +required
+	Name string `json:"name"`
+	// count of pods admitted.
+	// +required
+	Count int32 `json:"count"`
+	// flavors assigned, per resource.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Flavors map[corev1.ResourceName]string `json:"flavors,omitempty"`
+}
+
+// Admission is the quota a workload holds.
+type Admission struct {
+	// clusterQueue whose quota the workload holds.
+	// +required
+	ClusterQueue string `json:"clusterQueue"`
+	// podSetAssignments, one per pod set.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
+}
+
+// WorkloadStatus is the observed state of a Workload.
+type WorkloadStatus struct {
+	// conditions: QuotaReserved, Admitted, Evicted, Finished.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// admission is set while the workload holds quota.
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+}
+
+// Workload is one gang — a job's pods, all of which are admitted together
+// or not at all — and the quota it waits for or holds. Job adapters create
+// and own it; users read it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=wl
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queueName`
+// +kubebuilder:printcolumn:name="ClusterQueue",type=string,JSONPath=`.status.admission.clusterQueue`
+// +kubebuilder:printcolumn:name="Admitted",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].status`
+// +kubebuilder:printcolumn:name="Finished",type=string,JSONPath=`.status.conditions[?(@.type=="Finished")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="QuotaReserved")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Workload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the workload.
+	// +required
+	Spec WorkloadSpec `json:"spec"`
+	// status is the observed state of the workload.
+	// +optional
+	Status WorkloadStatus `json:"status,omitempty"`
+}
+
+// WorkloadList is a list of Workloads.
+//
+// +kubebuilder:object:root=true
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workload `json:"items"`
+}

@@ -1,0 +1,123 @@
+// Package batchjob adapts batch/v1 Jobs to berth: a Job is one gang of
+// min(parallelism, completions) pods.
+package batchjob
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// PodSetName is the name of a Job's only pod set.
+const PodSetName = "main"
+
+// Kind is the jobs.Kind of batch/v1 Jobs.
+type Kind struct{}
+
+var _ jobs.Kind = Kind{}
+
+// GVK of batch/v1 Job.
+func (Kind) GVK() schema.GroupVersionKind { return batchv1.SchemeGroupVersion.WithKind("Job") }
+
+// NewObject returns an empty Job.
+func (Kind) NewObject() client.Object { return &batchv1.Job{} }
+
+// Wrap returns the GenericJob of a Job.
+func (Kind) Wrap(obj client.Object) jobs.GenericJob { return &Job{obj.(*batchv1.Job)} }
+
+// Job is a batch/v1 Job seen as a GenericJob.
+type Job struct{ *batchv1.Job }
+
+// Object returns the Job.
+func (j *Job) Object() client.Object { return j.Job }
+
+// PodSets returns the Job's single pod set.
+func (j *Job) PodSets() ([]berthv1.PodSet, error) {
+	count := ptr.Deref(j.Spec.Parallelism, 1)
+	if c := j.Spec.Completions; c != nil && *c < count {
+		count = *c
+	}
+	if count < 1 {
+		return nil, fmt.Errorf("the Job runs no pods (parallelism %d, completions %v): set parallelism to at least 1",
+			ptr.Deref(j.Spec.Parallelism, 1), ptr.Deref(j.Spec.Completions, -1))
+	}
+	return []berthv1.PodSet{{
+		Name:     PodSetName,
+		Count:    count,
+		Requests: jobs.PodRequests(&j.Spec.Template.Spec),
+	}}, nil
+}
+
+// IsSuspended reports whether spec.suspend is true.
+func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+// Suspend sets spec.suspend.
+func (j *Job) Suspend() { j.Spec.Suspend = ptr.To(true) }
+
+// Resume clears spec.suspend.
+func (j *Job) Resume() { j.Spec.Suspend = ptr.To(false) }
+
+// Scheduling returns the pod template's node selector and tolerations.
+func (j *Job) Scheduling() []jobs.PodSetScheduling {
+	return []jobs.PodSetScheduling{{
+		Name:         PodSetName,
+		NodeSelector: j.Spec.Template.Spec.NodeSelector,
+		Tolerations:  j.Spec.Template.Spec.Tolerations,
+	}}
+}
+
+// SetScheduling sets the pod template's node selector and tolerations.
+func (j *Job) SetScheduling(s []jobs.PodSetScheduling) {
+	for _, ps := range s {
+		if ps.Name == PodSetName {
+			j.Spec.Template.Spec.NodeSelector = ps.NodeSelector
+			j.Spec.Template.Spec.Tolerations = ps.Tolerations
+		}
+	}
+}
+
+// IsActive reports whether pods of the Job still run or terminate.
+func (j *Job) IsActive() bool {
+	return j.Status.Active > 0 || ptr.Deref(j.Status.Terminating, 0) > 0
+}
+
+// Finished reports the Job's Complete or Failed condition.
+func (j *Job) Finished() (bool, bool, string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, true, "the Job completed"
+		case batchv1.JobFailed:
+			return true, false, fmt.Sprintf("the Job failed: %s", c.Message)
+		}
+	}
+	return false, false, ""
+}
+
+// +kubebuilder:webhook:path=/mutate-batch-v1-job,mutating=true,failurePolicy=fail,sideEffects=None,groups=batch,resources=jobs,verbs=create,versions=v1,name=mjob.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
+
+// Defaulter holds every Job submitted to a berth queue: it sets
+// spec.suspend on creation, so that no pod exists before admission.
+type Defaulter struct{}
+
+// Default suspends a Job that carries the queue-name label.
+func (Defaulter) Default(_ context.Context, job *batchv1.Job) error {
+	if _, ok := job.Labels[berthv1.QueueNameLabel]; ok {
+		job.Spec.Suspend = ptr.To(true)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update

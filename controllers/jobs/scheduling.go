@@ -1,0 +1,123 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// admittedScheduling computes each pod set's node selector and tolerations
+// for an admitted job: the job's own (as recorded before berth first changed
+// them) plus the labels and tolerations of every flavor assigned to the pod
+// set. It returns the name of a flavor that does not exist, if any.
+func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl *berthv1.Workload) ([]PodSetScheduling, string, error) {
+	base := job.Scheduling()
+	if raw, ok := job.Object().GetAnnotations()[berthv1.OriginalSchedulingAnnotation]; ok {
+		var orig []PodSetScheduling
+		if err := json.Unmarshal([]byte(raw), &orig); err == nil {
+			base = orig
+		}
+	}
+	byName := map[string]PodSetScheduling{}
+	for _, s := range base {
+		byName[s.Name] = s
+	}
+	flavors := map[string]*berthv1.ResourceFlavor{}
+	out := make([]PodSetScheduling, 0, len(wl.Status.Admission.PodSetAssignments))
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		s := byName[psa.Name]
+		s.Name = psa.Name
+		s.NodeSelector = maps.Clone(s.NodeSelector)
+		s.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
+		for _, name := range sortedFlavors(psa.Flavors) {
+			rf, ok := flavors[name]
+			if !ok {
+				rf = &berthv1.ResourceFlavor{}
+				if err := r.client.Get(ctx, client.ObjectKey{Name: name}, rf); err != nil {
+					if apierrors.IsNotFound(err) {
+						return nil, name, nil
+					}
+					return nil, "", fmt.Errorf("reading ResourceFlavor %s: %w", name, err)
+				}
+				flavors[name] = rf
+			}
+			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
+			s.Tolerations = addTolerations(s.Tolerations, rf.Spec.Tolerations)
+		}
+		out = append(out, s)
+	}
+	return out, "", nil
+}
+
+func sortedFlavors(m map[corev1.ResourceName]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range m {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mergeLabels(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]string, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+func addTolerations(dst, src []corev1.Toleration) []corev1.Toleration {
+	for _, t := range src {
+		dup := false
+		for _, d := range dst {
+			if d.MatchToleration(&t) && d.Value == t.Value && d.TolerationSeconds == t.TolerationSeconds {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// OwnerIndexKey is the field index of Workloads by the name of their
+// controlling owner of the given kind.
+func OwnerIndexKey(gvk schema.GroupVersionKind) string {
+	return ".metadata.controller." + gvk.Group + "/" + gvk.Kind
+}
+
+// IndexOwner registers OwnerIndexKey(gvk) with the manager's cache.
+func IndexOwner(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind) error {
+	apiVersion := gvk.GroupVersion().String()
+	err := mgr.GetFieldIndexer().IndexField(ctx, &berthv1.Workload{}, OwnerIndexKey(gvk), func(o client.Object) []string {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.APIVersion != apiVersion || ref.Kind != gvk.Kind {
+			return nil
+		}
+		return []string{ref.Name}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing workloads by %s owner: %w", gvk.Kind, err)
+	}
+	return nil
+}

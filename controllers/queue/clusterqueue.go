@@ -1,0 +1,191 @@
+// Package queue reconciles ClusterQueues and LocalQueues: it gives the
+// scheduler each ClusterQueue's spec, and writes both kinds' status —
+// whether the queue can admit, and what it holds. Status writes are
+// throttled per queue, so a busy queue costs at most one write per
+// StatusInterval however many workloads it admits.
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/scheduler"
+)
+
+// ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
+// their status.
+type ClusterQueueReconciler struct {
+	client   client.Client
+	sched    *scheduler.Scheduler
+	throttle *throttle
+}
+
+// NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
+// queue's status at most once per interval.
+func NewClusterQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration) *ClusterQueueReconciler {
+	return &ClusterQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval)}
+}
+
+// Name of the controller.
+func (r *ClusterQueueReconciler) Name() string { return "clusterqueue" }
+
+// Register adds the reconciler to mgr. Workload changes requeue their
+// ClusterQueue (for its counts); flavor changes requeue every ClusterQueue.
+func (r *ClusterQueueReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name()).
+		For(&berthv1.ClusterQueue{}).
+		Watches(&berthv1.ResourceFlavor{}, handler.EnqueueRequestsFromMapFunc(r.allClusterQueues)).
+		Watches(&berthv1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.forWorkload)).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors,verbs=get;list;watch
+
+// Reconcile feeds one ClusterQueue to the scheduler and writes its status.
+func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cq := &berthv1.ClusterQueue{}
+	if err := r.client.Get(ctx, req.NamespacedName, cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sched.DeleteClusterQueue(req.Name)
+			r.throttle.forget(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading ClusterQueue %s: %w", req.Name, err)
+	}
+	missing, err := r.missingFlavors(ctx, cq)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	active := metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady, Message: "the ClusterQueue can admit workloads"}
+	if err := r.sched.UpsertClusterQueue(cq, len(missing) > 0); err != nil {
+		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonInvalidSpec, Message: err.Error()}
+	} else if len(missing) > 0 {
+		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonFlavorNotFound,
+			Message: fmt.Sprintf("ResourceFlavors %s do not exist: create them; until then the queue admits nothing", strings.Join(missing, ", "))}
+	} else if cq.Spec.StopPolicy == berthv1.StopPolicyHold || cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain {
+		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonStopped,
+			Message: fmt.Sprintf("stopPolicy is %s: the queue admits nothing new", cq.Spec.StopPolicy)}
+	}
+	base := cq.DeepCopy()
+	active.ObservedGeneration = cq.Generation
+	meta.SetStatusCondition(&cq.Status.Conditions, active)
+	if st, ok := r.sched.ClusterQueueStatus(cq.Name); ok {
+		cq.Status.PendingWorkloads = st.PendingWorkloads
+		cq.Status.AdmittedWorkloads = st.AdmittedWorkloads
+		cq.Status.FlavorsUsage = st.FlavorsUsage
+	}
+	if equality.Semantic.DeepEqual(base.Status, cq.Status) {
+		return reconcile.Result{}, nil
+	}
+	// Conditions are written at once; counts and usage at most once per
+	// interval.
+	if meta.FindStatusCondition(base.Status.Conditions, berthv1.ConditionActive) != nil &&
+		equality.Semantic.DeepEqual(base.Status.Conditions, cq.Status.Conditions) {
+		if wait := r.throttle.wait(cq.Name); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.client.Status().Patch(ctx, cq, client.MergeFrom(base)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing status of ClusterQueue %s: %w", cq.Name, err)
+	}
+	r.throttle.wrote(cq.Name)
+	return reconcile.Result{}, nil
+}
+
+// missingFlavors lists the flavors the queue names that do not exist.
+func (r *ClusterQueueReconciler) missingFlavors(ctx context.Context, cq *berthv1.ClusterQueue) ([]string, error) {
+	seen := map[string]bool{}
+	var missing []string
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			if seen[f.Name] {
+				continue
+			}
+			seen[f.Name] = true
+			err := r.client.Get(ctx, client.ObjectKey{Name: f.Name}, &berthv1.ResourceFlavor{})
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, f.Name)
+			} else if err != nil {
+				return nil, fmt.Errorf("reading ResourceFlavor %s: %w", f.Name, err)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
+
+func (r *ClusterQueueReconciler) allClusterQueues(ctx context.Context, _ client.Object) []reconcile.Request {
+	cqs := &berthv1.ClusterQueueList{}
+	if err := r.client.List(ctx, cqs); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ClusterQueues")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(cqs.Items))
+	for i := range cqs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: cqs.Items[i].Name}})
+	}
+	return out
+}
+
+func (r *ClusterQueueReconciler) forWorkload(ctx context.Context, o client.Object) []reconcile.Request {
+	wl := o.(*berthv1.Workload)
+	if wl.Status.Admission != nil {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: wl.Status.Admission.ClusterQueue}}}
+	}
+	lq := &berthv1.LocalQueue{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq); err != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lq.Spec.ClusterQueue}}}
+}
+
+// throttle remembers when each queue's status was last written.
+type throttle struct {
+	interval time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+}
+
+func newThrottle(interval time.Duration) *throttle {
+	return &throttle{interval: interval, last: map[string]time.Time{}}
+}
+
+// wait returns how long to wait before the next write of name's status.
+func (t *throttle) wait(name string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.last[name]
+	if !ok {
+		return 0
+	}
+	return time.Until(last.Add(t.interval))
+}
+
+func (t *throttle) wrote(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last[name] = time.Now()
+}
+
+func (t *throttle) forget(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, name)
+}

@@ -1,0 +1,144 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/workload"
+)
+
+// LocalQueueReconciler writes LocalQueue status.
+type LocalQueueReconciler struct {
+	client   client.Client
+	throttle *throttle
+}
+
+// NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
+// queue's counts at most once per interval.
+func NewLocalQueueReconciler(c client.Client, interval time.Duration) *LocalQueueReconciler {
+	return &LocalQueueReconciler{client: c, throttle: newThrottle(interval)}
+}
+
+// Name of the controller.
+func (r *LocalQueueReconciler) Name() string { return "localqueue" }
+
+// Register adds the reconciler to mgr. It relies on the indexes the
+// workload reconciler registers.
+func (r *LocalQueueReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name()).
+		For(&berthv1.LocalQueue{}).
+		Watches(&berthv1.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.forClusterQueue)).
+		Watches(&berthv1.Workload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*berthv1.Workload).Spec.QueueName}}}
+		})).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=berth.dev,resources=localqueues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=localqueues/status,verbs=get;update;patch
+
+// Reconcile writes one LocalQueue's status.
+func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	lq := &berthv1.LocalQueue{}
+	if err := r.client.Get(ctx, req.NamespacedName, lq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.throttle.forget(req.String())
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading LocalQueue %s: %w", req, err)
+	}
+	active, err := r.activeCondition(ctx, lq)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	wls := &berthv1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.InNamespace(lq.Namespace), client.MatchingFields{workload.QueueNameIndex: lq.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing workloads of LocalQueue %s: %w", req, err)
+	}
+	base := lq.DeepCopy()
+	meta.SetStatusCondition(&lq.Status.Conditions, active)
+	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = 0, 0
+	for i := range wls.Items {
+		switch {
+		case isFinished(&wls.Items[i]):
+		case wls.Items[i].Status.Admission != nil:
+			lq.Status.AdmittedWorkloads++
+		default:
+			lq.Status.PendingWorkloads++
+		}
+	}
+	if equality.Semantic.DeepEqual(base.Status, lq.Status) {
+		return reconcile.Result{}, nil
+	}
+	if meta.FindStatusCondition(base.Status.Conditions, berthv1.ConditionActive) != nil &&
+		equality.Semantic.DeepEqual(base.Status.Conditions, lq.Status.Conditions) {
+		if wait := r.throttle.wait(req.String()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.client.Status().Patch(ctx, lq, client.MergeFrom(base)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing status of LocalQueue %s: %w", req, err)
+	}
+	r.throttle.wrote(req.String())
+	return reconcile.Result{}, nil
+}
+
+func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.LocalQueue) (metav1.Condition, error) {
+	cond := metav1.Condition{Type: berthv1.ConditionActive, ObservedGeneration: lq.Generation}
+	cq := &berthv1.ClusterQueue{}
+	err := r.client.Get(ctx, client.ObjectKey{Name: lq.Spec.ClusterQueue}, cq)
+	switch {
+	case apierrors.IsNotFound(err):
+		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonClusterQueueNotFound
+		cond.Message = fmt.Sprintf("ClusterQueue %q does not exist: create it; workloads wait until then", lq.Spec.ClusterQueue)
+		return cond, nil
+	case err != nil:
+		return cond, fmt.Errorf("reading ClusterQueue %s: %w", lq.Spec.ClusterQueue, err)
+	}
+	ok, err := scheduler.NamespaceAllowed(ctx, r.client, cq, lq.Namespace)
+	if err != nil {
+		return cond, err
+	}
+	if !ok {
+		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonNamespaceNotAllowed
+		cond.Message = fmt.Sprintf("ClusterQueue %q does not accept namespace %q: change its namespaceSelector", cq.Name, lq.Namespace)
+		return cond, nil
+	}
+	if c := meta.FindStatusCondition(cq.Status.Conditions, berthv1.ConditionActive); c != nil && c.Status == metav1.ConditionFalse {
+		cond.Status, cond.Reason = metav1.ConditionFalse, c.Reason
+		cond.Message = fmt.Sprintf("ClusterQueue %q is not active: %s", cq.Name, c.Message)
+		return cond, nil
+	}
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, berthv1.ReasonReady, "the LocalQueue accepts workloads"
+	return cond, nil
+}
+
+func (r *LocalQueueReconciler) forClusterQueue(ctx context.Context, o client.Object) []reconcile.Request {
+	lqs := &berthv1.LocalQueueList{}
+	if err := r.client.List(ctx, lqs, client.MatchingFields{workload.ClusterQueueIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing LocalQueues of ClusterQueue", "clusterQueue", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(lqs.Items))
+	for i := range lqs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&lqs.Items[i])})
+	}
+	return out
+}
+
+func isFinished(wl *berthv1.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionFinished)
+}

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// defaultWeight is a fair-sharing weight of 1, in the engine's milli-units.
+const defaultWeight = 1000
+
+// ClusterQueueToEngine translates a ClusterQueue into the engine's form.
+func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
+	out := admission.ClusterQueue{
+		Name:             cq.Name,
+		Cohort:           cq.Spec.Cohort,
+		QueueingStrategy: admission.QueueingStrategy(cq.Spec.QueueingStrategy),
+		Preemption: admission.PreemptionPolicy{
+			WithinClusterQueue:  admission.PreemptionMode(cq.Spec.Preemption.WithinClusterQueue),
+			ReclaimWithinCohort: admission.PreemptionMode(cq.Spec.Preemption.ReclaimWithinCohort),
+		},
+		FairShareWeight: defaultWeight,
+		Stopped:         cq.Spec.StopPolicy == berthv1.StopPolicyHold || cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain,
+	}
+	if out.QueueingStrategy == "" {
+		out.QueueingStrategy = admission.BestEffortFIFO
+	}
+	if w := cq.Spec.FairSharing.Weight; w != nil {
+		out.FairShareWeight = w.MilliValue()
+	}
+	for _, g := range cq.Spec.ResourceGroups {
+		eg := admission.ResourceGroup{}
+		for _, r := range g.CoveredResources {
+			eg.CoveredResources = append(eg.CoveredResources, admission.ResourceName(r))
+		}
+		for _, f := range g.Flavors {
+			fq := admission.FlavorQuotas{Flavor: f.Name, Resources: make(map[admission.ResourceName]admission.Quota, len(f.Resources))}
+			for _, r := range f.Resources {
+				fq.Resources[admission.ResourceName(r.Name)] = admission.Quota{
+					Nominal:        r.NominalQuota.MilliValue(),
+					BorrowingLimit: milliPtr(r.BorrowingLimit),
+					LendingLimit:   milliPtr(r.LendingLimit),
+				}
+			}
+			eg.Flavors = append(eg.Flavors, fq)
+		}
+		out.ResourceGroups = append(out.ResourceGroups, eg)
+	}
+	return out
+}
+
+func milliPtr(q *resource.Quantity) *int64 {
+	if q == nil {
+		return nil
+	}
+	v := q.MilliValue()
+	return &v
+}
+
+// WorkloadToEngine translates a Workload, queued in clusterQueue, into the
+// engine's form. An admitted workload carries its admission, so that the
+// engine counts its usage and never admits it again.
+func WorkloadToEngine(wl *berthv1.Workload, clusterQueue string) admission.Workload {
+	out := admission.Workload{
+		Key:          KeyOf(wl),
+		UID:          string(wl.UID),
+		ClusterQueue: clusterQueue,
+		LocalQueue:   wl.Spec.QueueName,
+		Priority:     wl.Spec.Priority,
+		CreationTime: wl.CreationTimestamp.UnixNano(),
+		PodSets:      make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
+	}
+	for _, ps := range wl.Spec.PodSets {
+		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests)})
+	}
+	if a := wl.Status.Admission; a != nil {
+		out.ClusterQueue = a.ClusterQueue
+		out.Admission = AdmissionToEngine(a)
+	}
+	return out
+}
+
+func resourcesToEngine(rl corev1.ResourceList) admission.Resources {
+	out := make(admission.Resources, len(rl))
+	for name, q := range rl {
+		out[admission.ResourceName(name)] = q.MilliValue()
+	}
+	return out
+}
+
+// AdmissionToEngine translates a persisted admission into the engine's form.
+func AdmissionToEngine(a *berthv1.Admission) *admission.Admission {
+	out := &admission.Admission{ClusterQueue: a.ClusterQueue}
+	for _, psa := range a.PodSetAssignments {
+		flavors := make(map[admission.ResourceName]string, len(psa.Flavors))
+		for r, f := range psa.Flavors {
+			flavors[admission.ResourceName(r)] = f
+		}
+		out.PodSets = append(out.PodSets, admission.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
+	}
+	return out
+}
+
+// AdmissionToAPI translates an engine admission into the form persisted in a
+// Workload's status.
+func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
+	out := &berthv1.Admission{ClusterQueue: a.ClusterQueue}
+	for _, psa := range a.PodSets {
+		flavors := make(map[corev1.ResourceName]string, len(psa.Flavors))
+		for r, f := range psa.Flavors {
+			flavors[corev1.ResourceName(r)] = f
+		}
+		out.PodSetAssignments = append(out.PodSetAssignments, berthv1.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
+	}
+	return out
+}
+
+// KeyOf is the engine key of a workload.
+func KeyOf(wl *berthv1.Workload) admission.WorkloadKey {
+	return admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}
+}

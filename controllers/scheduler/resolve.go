@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// Unqueueable says why a workload cannot be queued at all: its LocalQueue is
+// missing, or its ClusterQueue does not accept the workload's namespace.
+type Unqueueable struct {
+	// Reason is a condition reason (berthv1.Reason*).
+	Reason string
+	// Message says what to fix.
+	Message string
+}
+
+// ResolveClusterQueue finds the ClusterQueue a pending workload is queued in.
+// An admitted workload is in the ClusterQueue of its admission. It returns a
+// non-nil Unqueueable, not an error, when the workload's queue setup is
+// wrong; errors are reserved for failed reads.
+func ResolveClusterQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (string, *Unqueueable, error) {
+	if wl.Status.Admission != nil {
+		return wl.Status.Admission.ClusterQueue, nil, nil
+	}
+	lq := &berthv1.LocalQueue{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq)
+	if apierrors.IsNotFound(err) {
+		return "", &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
+			"LocalQueue %q does not exist in namespace %q: create it, or set the %s label to an existing LocalQueue",
+			wl.Spec.QueueName, wl.Namespace, berthv1.QueueNameLabel)}, nil
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
+	}
+	cqName := lq.Spec.ClusterQueue
+	cq := &berthv1.ClusterQueue{}
+	err = r.Get(ctx, client.ObjectKey{Name: cqName}, cq)
+	if apierrors.IsNotFound(err) {
+		// The engine holds it and reports ClusterQueueNotFound until the
+		// ClusterQueue is created.
+		return cqName, nil, nil
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
+	}
+	ok, err := NamespaceAllowed(ctx, r, cq, wl.Namespace)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "", &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: fmt.Sprintf(
+			"ClusterQueue %q does not accept workloads from namespace %q: change its namespaceSelector or use another LocalQueue",
+			cqName, wl.Namespace)}, nil
+	}
+	return cqName, nil, nil
+}
+
+// NamespaceAllowed reports whether the ClusterQueue's namespaceSelector
+// selects the namespace. An unset selector selects every namespace.
+func NamespaceAllowed(ctx context.Context, r client.Reader, cq *berthv1.ClusterQueue, namespace string) (bool, error) {
+	if cq.Spec.NamespaceSelector == nil {
+		return true, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("ClusterQueue %s has an invalid namespaceSelector: %w", cq.Name, err)
+	}
+	if sel.Empty() {
+		return true, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return sel.Matches(labels.Set(ns.Labels)), nil
+}

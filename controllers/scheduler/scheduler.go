@@ -1,0 +1,307 @@
+// Package scheduler is the shell around the admission engine: it feeds the
+// engine what the API server says about queues and workloads, runs
+// admission cycles, and writes the engine's decisions back — admissions,
+// evictions and pending reasons — as Workload status.
+//
+// The engine is not safe for concurrent use; Scheduler serialises every call
+// into it with one mutex and never holds that mutex across an API call.
+// Decisions are applied after the cycle that made them, in parallel. The
+// engine assumes an admission as soon as it decides it; a write that fails is
+// rolled back, so the engine never counts quota the API server does not know
+// about.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	// Engine configures the admission engine.
+	Engine admission.Options
+	// Workers is how many decisions are written to the API server at once.
+	Workers int
+	// RetryAfter is how long to wait before another cycle after a decision
+	// could not be written.
+	RetryAfter time.Duration
+	// Resync runs a cycle at least this often, so that time-based rules of
+	// the engine (starvation protection) progress without events.
+	Resync time.Duration
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
+}
+
+// Scheduler owns the admission engine. Reconcilers feed it; its Start runs
+// the admission loop and must run only on the leader.
+type Scheduler struct {
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	opts     Options
+
+	mu     sync.Mutex
+	engine *admission.Engine
+	// assumed holds, per admitted workload, the resourceVersion our
+	// admission write produced, until the cache shows it. A cached copy
+	// older than that is stale and must not turn the workload back into a
+	// pending one, or it would be admitted twice.
+	assumed map[admission.WorkloadKey]string
+
+	wake chan struct{}
+}
+
+// New returns a Scheduler that writes with c and re-reads after conflicts
+// with reader (an uncached reader).
+func New(c client.Client, reader client.Reader, recorder events.EventRecorder, opts Options) (*Scheduler, error) {
+	engine, err := admission.New(opts.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("creating admission engine: %w", err)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 200 * time.Millisecond
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Scheduler{
+		client: c, reader: reader, recorder: recorder, opts: opts,
+		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
+	}, nil
+}
+
+// NeedLeaderElection makes the admission loop run only on the leader.
+func (s *Scheduler) NeedLeaderElection() bool { return true }
+
+// UpsertClusterQueue gives the engine a ClusterQueue's current spec; hold
+// keeps it from admitting (for example while a flavor it names is missing).
+// An invalid spec is returned as an error and leaves the engine unchanged.
+func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, hold bool) error {
+	ecq := ClusterQueueToEngine(cq)
+	ecq.Stopped = ecq.Stopped || hold
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.engine.UpsertClusterQueue(ecq); err != nil {
+		return fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
+	}
+	s.poke()
+	return nil
+}
+
+// DeleteClusterQueue removes a ClusterQueue; its pending workloads are held.
+func (s *Scheduler) DeleteClusterQueue(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.engine.DeleteClusterQueue(name)
+	s.poke()
+}
+
+// UpsertWorkload gives the engine a workload's current state, queued in
+// clusterQueue. A cached copy older than this scheduler's own admission of
+// the workload is ignored.
+func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, clusterQueue string) error {
+	key := KeyOf(wl)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rv, ok := s.assumed[key]; ok {
+		if wl.Status.Admission == nil {
+			if rv == "" {
+				return nil // our admission is being written
+			}
+			if cmp, err := resourceversion.CompareResourceVersion(wl.ResourceVersion, rv); err == nil && cmp < 0 {
+				return nil
+			}
+		}
+		delete(s.assumed, key)
+	}
+	if err := s.engine.UpsertWorkload(WorkloadToEngine(wl, clusterQueue)); err != nil {
+		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	s.poke()
+	return nil
+}
+
+// DeleteWorkload removes a finished or deleted workload, releasing its quota.
+func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.assumed, key)
+	s.engine.DeleteWorkload(key)
+	s.poke()
+}
+
+// Explain says why a pending workload is not admitted.
+func (s *Scheduler) Explain(key admission.WorkloadKey) (admission.Explanation, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Explain(key)
+}
+
+// poke asks for a cycle; wakes coalesce. Callers may hold s.mu.
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start loads every queue and workload from the cache, then runs admission
+// cycles until ctx ends. Nothing is admitted before the load completes, so
+// quota held by admitted workloads is known before any new admission.
+func (s *Scheduler) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("scheduler")
+	ctx = log.IntoContext(ctx, logger)
+	if err := s.load(ctx); err != nil {
+		return fmt.Errorf("loading queues and workloads: %w", err)
+	}
+	logger.Info("admission loop started")
+	ticker := time.NewTicker(s.opts.Resync)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-ticker.C:
+		}
+		s.cycle(ctx)
+	}
+}
+
+func (s *Scheduler) load(ctx context.Context) error {
+	cqs := &berthv1.ClusterQueueList{}
+	if err := s.client.List(ctx, cqs); err != nil {
+		return fmt.Errorf("listing ClusterQueues: %w", err)
+	}
+	for i := range cqs.Items {
+		// A queue naming a missing flavor is held until its reconciler
+		// sees the flavor, so nothing is admitted into it meanwhile.
+		if err := s.UpsertClusterQueue(&cqs.Items[i], true); err != nil {
+			// An invalid ClusterQueue is reported on its status by its
+			// reconciler; its workloads stay held.
+			log.FromContext(ctx).Info("ClusterQueue not loaded", "clusterQueue", cqs.Items[i].Name, "error", err.Error())
+		}
+	}
+	wls := &berthv1.WorkloadList{}
+	if err := s.client.List(ctx, wls); err != nil {
+		return fmt.Errorf("listing Workloads: %w", err)
+	}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if err := s.Sync(ctx, wl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sync feeds one workload to the engine as its current state demands: a
+// finished workload releases its quota, an unqueueable one leaves the queue,
+// any other is upserted. It returns why the workload cannot be queued, if so.
+func (s *Scheduler) Sync(ctx context.Context, wl *berthv1.Workload) error {
+	_, err := s.SyncWorkload(ctx, wl)
+	return err
+}
+
+// SyncWorkload is Sync that also returns why the workload cannot be queued.
+func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Unqueueable, error) {
+	if !wl.DeletionTimestamp.IsZero() || isFinished(wl) {
+		s.DeleteWorkload(KeyOf(wl))
+		return nil, nil
+	}
+	cq, unq, err := ResolveClusterQueue(ctx, s.client, wl)
+	if err != nil {
+		return nil, err
+	}
+	if unq != nil {
+		s.DeleteWorkload(KeyOf(wl))
+		return unq, nil
+	}
+	if err := s.UpsertWorkload(wl, cq); err != nil {
+		// Invalid input never reaches the engine; the API's own validation
+		// makes this rare, so it is reported, not retried.
+		return &Unqueueable{Reason: berthv1.ReasonInvalidSpec, Message: err.Error()}, nil
+	}
+	return nil, nil
+}
+
+func isFinished(wl *berthv1.Workload) bool {
+	for _, c := range wl.Status.Conditions {
+		if c.Type == berthv1.ConditionFinished && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// cycle runs one admission cycle and applies its decisions.
+func (s *Scheduler) cycle(ctx context.Context) {
+	s.mu.Lock()
+	res := s.engine.Cycle(s.opts.Now())
+	// Until each admission is written, a cached copy of the workload
+	// without it is stale by definition.
+	for _, a := range res.Admitted {
+		s.assumed[a.Key] = ""
+	}
+	s.mu.Unlock()
+	if len(res.Admitted)+len(res.Preemptions)+len(res.Pending) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.opts.Workers)
+	run := func(f func()) {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
+	for _, a := range res.Admitted {
+		run(func() { s.applyAdmission(ctx, a) })
+	}
+	for _, p := range res.Preemptions {
+		run(func() { s.applyPreemption(ctx, p) })
+	}
+	for _, p := range res.Pending {
+		run(func() { s.applyPending(ctx, p) })
+	}
+	wg.Wait()
+}
+
+// retryLater schedules another cycle after a failed write.
+func (s *Scheduler) retryLater() { time.AfterFunc(s.opts.RetryAfter, s.poke) }
+
+func (s *Scheduler) getWorkload(ctx context.Context, key admission.WorkloadKey) (*berthv1.Workload, error) {
+	wl := &berthv1.Workload{}
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, wl); err != nil {
+		return nil, err
+	}
+	return wl, nil
+}
+
+func logWriteError(ctx context.Context, err error, msg string, key admission.WorkloadKey) {
+	logger := log.FromContext(ctx)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		logger.V(2).Info(msg, "workload", key, "error", err.Error())
+		return
+	}
+	logger.Error(err, msg, "workload", key)
+}

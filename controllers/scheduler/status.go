@@ -1,0 +1,56 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// QueueStatus is what a ClusterQueue's status reports about its workloads.
+type QueueStatus struct {
+	// PendingWorkloads waiting in the queue.
+	PendingWorkloads int32
+	// AdmittedWorkloads holding its quota.
+	AdmittedWorkloads int32
+	// FlavorsUsage is the quota in use per flavor, in the queue's order.
+	FlavorsUsage []berthv1.FlavorUsage
+}
+
+// ClusterQueueStatus reports a ClusterQueue's workloads and usage as the
+// engine sees them.
+func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
+	s.mu.Lock()
+	u, ok := s.engine.ClusterQueueUsage(name)
+	s.mu.Unlock()
+	if !ok {
+		return QueueStatus{}, false
+	}
+	out := QueueStatus{PendingWorkloads: int32(u.Pending), AdmittedWorkloads: int32(u.Admitted)}
+	for _, f := range u.Flavors {
+		fu := berthv1.FlavorUsage{Name: f.Flavor, Resources: make([]berthv1.ResourceUsage, 0, len(f.Resources))}
+		for _, r := range f.Resources {
+			fu.Resources = append(fu.Resources, berthv1.ResourceUsage{
+				Name:     corev1.ResourceName(r.Name),
+				Total:    Quantity(r.Name, r.Total),
+				Borrowed: Quantity(r.Name, r.Borrowed),
+			})
+		}
+		out.FlavorsUsage = append(out.FlavorsUsage, fu)
+	}
+	return out, true
+}
+
+// Quantity turns an engine amount (milli-units) back into a Quantity in the
+// resource's usual notation: binary for bytes, whole units where exact.
+func Quantity(name admission.ResourceName, milli int64) resource.Quantity {
+	format := resource.DecimalSI
+	if name == admission.ResourceName(corev1.ResourceMemory) || name == admission.ResourceName(corev1.ResourceEphemeralStorage) {
+		format = resource.BinarySI
+	}
+	if milli%1000 == 0 {
+		return *resource.NewQuantity(milli/1000, format)
+	}
+	return *resource.NewMilliQuantity(milli, format)
+}

@@ -1,0 +1,89 @@
+// Package setup wires berth's controllers, admission loop and webhooks into a
+// controller-runtime manager. The controller binary, the integration suites
+// and the demo all start berth through it, so what is tested is what runs.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/jobs/batchjob"
+	"github.com/berth-dev/berth/controllers/queue"
+	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/workload"
+)
+
+// ControllerName is the name berth reports in events.
+const ControllerName = "berth-controller"
+
+// Options configure berth.
+type Options struct {
+	// Engine configures admission decisions.
+	Engine admission.Options
+	// StatusInterval is the most often a queue's counts and usage are
+	// written.
+	StatusInterval time.Duration
+	// Webhooks registers the admission webhooks with the manager's webhook
+	// server.
+	Webhooks bool
+	// ApplyWorkers is how many decisions are written at once.
+	ApplyWorkers int
+}
+
+// Berth is a running berth: its scheduler, for callers that want to inspect
+// decisions.
+type Berth struct {
+	// Scheduler owns the admission engine.
+	Scheduler *scheduler.Scheduler
+}
+
+// Reconciler is the shape of every berth controller.
+type Reconciler interface {
+	Name() string
+	Register(ctx context.Context, mgr ctrl.Manager) error
+}
+
+// Setup registers everything berth runs with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
+	if o.StatusInterval <= 0 {
+		o.StatusInterval = 2 * time.Second
+	}
+	recorder := mgr.GetEventRecorder(ControllerName)
+	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{Engine: o.Engine, Workers: o.ApplyWorkers})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(sched); err != nil {
+		return nil, fmt.Errorf("adding scheduler: %w", err)
+	}
+	reconcilers := []Reconciler{
+		workload.NewReconciler(mgr.GetClient(), sched, recorder),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), o.StatusInterval),
+		jobs.NewReconciler(mgr.GetClient(), recorder, batchjob.Kind{}),
+	}
+	for _, r := range reconcilers {
+		if err := r.Register(ctx, mgr); err != nil {
+			return nil, fmt.Errorf("registering %s controller: %w", r.Name(), err)
+		}
+	}
+	if o.Webhooks {
+		if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).Complete(); err != nil {
+			return nil, fmt.Errorf("registering Job webhook: %w", err)
+		}
+		if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
+			return nil, fmt.Errorf("registering ClusterQueue webhook: %w", err)
+		}
+	}
+	return &Berth{Scheduler: sched}, nil
+}
+
+// Leader election uses a Lease in berth's own namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -1,0 +1,120 @@
+// Package builders makes the objects tests need in one readable line each:
+// ResourceFlavors, ClusterQueues, LocalQueues and GPU Jobs, with the
+// defaults a test does not care about already filled in.
+package builders
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// GPU is the extended resource name of NVIDIA GPUs.
+const GPU corev1.ResourceName = "nvidia.com/gpu"
+
+// Flavor returns a ResourceFlavor with the given node labels.
+func Flavor(name string, nodeLabels map[string]string) *berthv1.ResourceFlavor {
+	return &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: berthv1.ResourceFlavorSpec{NodeLabels: nodeLabels}}
+}
+
+// ClusterQueueBuilder builds a ClusterQueue.
+type ClusterQueueBuilder struct{ cq berthv1.ClusterQueue }
+
+// ClusterQueue starts a ClusterQueue with no quota.
+func ClusterQueue(name string) *ClusterQueueBuilder {
+	return &ClusterQueueBuilder{cq: berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// Cohort sets the cohort.
+func (b *ClusterQueueBuilder) Cohort(c string) *ClusterQueueBuilder { b.cq.Spec.Cohort = c; return b }
+
+// Strategy sets the queueing strategy.
+func (b *ClusterQueueBuilder) Strategy(s berthv1.QueueingStrategy) *ClusterQueueBuilder {
+	b.cq.Spec.QueueingStrategy = s
+	return b
+}
+
+// Quota adds one resource group covering resource, with one flavor whose
+// nominal quota is nominal; borrowing is optional ("" for none).
+func (b *ClusterQueueBuilder) Quota(flavor string, res corev1.ResourceName, nominal, borrowing string) *ClusterQueueBuilder {
+	rq := berthv1.ResourceQuota{Name: res, NominalQuota: resource.MustParse(nominal)}
+	if borrowing != "" {
+		rq.BorrowingLimit = ptr.To(resource.MustParse(borrowing))
+	}
+	b.cq.Spec.ResourceGroups = append(b.cq.Spec.ResourceGroups, berthv1.ResourceGroup{
+		CoveredResources: []corev1.ResourceName{res},
+		Flavors:          []berthv1.FlavorQuotas{{Name: flavor, Resources: []berthv1.ResourceQuota{rq}}},
+	})
+	return b
+}
+
+// Obj returns the ClusterQueue.
+func (b *ClusterQueueBuilder) Obj() *berthv1.ClusterQueue { return b.cq.DeepCopy() }
+
+// LocalQueue returns a LocalQueue pointing at clusterQueue.
+func LocalQueue(namespace, name, clusterQueue string) *berthv1.LocalQueue {
+	return &berthv1.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       berthv1.LocalQueueSpec{ClusterQueue: clusterQueue},
+	}
+}
+
+// JobBuilder builds a batch/v1 Job.
+type JobBuilder struct{ job batchv1.Job }
+
+// Job starts a Job of one pod that requests nothing, submitted to queue
+// (no label when queue is empty). Its pods never restart.
+func Job(namespace, name, queue string) *JobBuilder {
+	j := batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: batchv1.JobSpec{
+			Parallelism:  ptr.To[int32](1),
+			Completions:  ptr.To[int32](1),
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}},
+			}},
+		},
+	}
+	if queue != "" {
+		j.Labels = map[string]string{berthv1.QueueNameLabel: queue}
+	}
+	return &JobBuilder{job: j}
+}
+
+// Pods sets parallelism and completions.
+func (b *JobBuilder) Pods(n int32) *JobBuilder {
+	b.job.Spec.Parallelism, b.job.Spec.Completions = ptr.To(n), ptr.To(n)
+	return b
+}
+
+// Request sets a per-pod request of the main container.
+func (b *JobBuilder) Request(res corev1.ResourceName, q string) *JobBuilder {
+	c := &b.job.Spec.Template.Spec.Containers[0]
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Requests[res] = resource.MustParse(q)
+	if res == GPU { // extended resources need limit == request
+		c.Resources.Limits[res] = resource.MustParse(q)
+	}
+	return b
+}
+
+// PodAnnotations sets annotations of the pod template.
+func (b *JobBuilder) PodAnnotations(a map[string]string) *JobBuilder {
+	b.job.Spec.Template.Annotations = a
+	return b
+}
+
+// Suspend sets spec.suspend.
+func (b *JobBuilder) Suspend(s bool) *JobBuilder { b.job.Spec.Suspend = ptr.To(s); return b }
+
+// Obj returns the Job.
+func (b *JobBuilder) Obj() *batchv1.Job { return b.job.DeepCopy() }

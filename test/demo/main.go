@@ -1,0 +1,229 @@
+// Command demo runs berth on a local control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok GPU nodes, all built from
+// Go modules), applies the samples in config/samples, submits GPU training
+// Jobs from two teams, and prints each Job's progress as berth holds, admits
+// and finishes it. It exits 0 once every Job completed. Run it with
+// `make demo`.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+const deadline = 5 * time.Minute
+
+func main() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer) (err error) {
+	start := time.Now()
+	fmt.Fprintln(out, "starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
+	env, err := framework.Start(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	fmt.Fprintf(out, "control plane up in %s (kubeconfig: %s)\n", time.Since(start).Round(100*time.Millisecond), env.Plane.Kubeconfig)
+
+	for i := range 2 {
+		node := controlplane.GPUNode(fmt.Sprintf("h200-node-%d", i), 8, nil)
+		if err := env.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node: %w", err)
+		}
+		if err := controlplane.WaitForNodeReady(ctx, env.Client, node.Name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "two kwok nodes with 8 NVIDIA H200 GPUs each are Ready")
+	if _, err := env.StartBerth(framework.BerthOptions{}); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "berth is running")
+	samples := filepath.Join(framework.RepoRoot(), "config", "samples")
+	for _, f := range []string{"resourceflavor.yaml", "clusterqueues.yaml", "localqueues.yaml"} {
+		if err := apply(ctx, env.Client, filepath.Join(samples, f)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "applied config/samples: flavor h200; ClusterQueues team-a (8 GPUs, may borrow 8) and team-b (8 GPUs, StrictFIFO) in cohort gpus")
+
+	submitted, err := submit(ctx, env.Client, filepath.Join(samples, "job.yaml"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "submitted %d jobs; each holds its GPUs for 4s once running\n\n", len(submitted))
+	return watch(ctx, env.Client, out, submitted)
+}
+
+// apply creates every object of a multi-document YAML file.
+func apply(ctx context.Context, c client.Client, path string) error {
+	objs, err := load(path)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %s %s from %s: %w", o.GetKind(), o.GetName(), path, err)
+		}
+	}
+	return nil
+}
+
+func load(path string) ([]*unstructured.Unstructured, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// submit creates three of the sample job (2 pods x 4 GPUs) for team-a and
+// two single-pod 8-GPU jobs for team-b.
+func submit(ctx context.Context, c client.Client, path string) ([]*batchv1.Job, error) {
+	objs, err := load(path)
+	if err != nil || len(objs) != 1 {
+		return nil, fmt.Errorf("loading the sample job: %w", errors.Join(err, errors.New("expected one Job")))
+	}
+	var created []*batchv1.Job
+	for i := range 5 {
+		job := &batchv1.Job{}
+		if err := c.Scheme().Convert(objs[0], job, nil); err != nil {
+			return nil, fmt.Errorf("converting the sample job: %w", err)
+		}
+		job.GenerateName = ""
+		job.Name = fmt.Sprintf("train-%d", i+1)
+		job.Spec.Template.Annotations = controlplane.RunFor(4 * time.Second)
+		if i >= 3 {
+			job.Namespace = "team-b"
+			job.Name = fmt.Sprintf("finetune-%d", i-2)
+			one := int32(1)
+			job.Spec.Parallelism, job.Spec.Completions = &one, &one
+			ctr := &job.Spec.Template.Spec.Containers[0]
+			ctr.Resources.Requests["nvidia.com/gpu"] = resource.MustParse("8")
+			ctr.Resources.Limits["nvidia.com/gpu"] = resource.MustParse("8")
+		}
+		if err := c.Create(ctx, job); err != nil {
+			return nil, fmt.Errorf("submitting %s/%s: %w", job.Namespace, job.Name, err)
+		}
+		created = append(created, job)
+		time.Sleep(200 * time.Millisecond) // distinct creation order, as users submit
+	}
+	return created, nil
+}
+
+// watch prints every change of a job's state until all completed.
+func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*batchv1.Job) error {
+	start := time.Now()
+	last := map[string]string{}
+	ticker := time.NewTicker(250 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		done := 0
+		names := make([]string, 0, len(submitted))
+		states := map[string]string{}
+		for _, j := range submitted {
+			key := j.Namespace + "/" + j.Name
+			names = append(names, key)
+			st, finished, err := state(ctx, c, j)
+			if err != nil {
+				return err
+			}
+			states[key] = st
+			if finished {
+				done++
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if states[n] != last[n] {
+				fmt.Fprintf(out, "[%5.1fs] %-20s %s\n", time.Since(start).Seconds(), n, states[n])
+				last[n] = states[n]
+			}
+		}
+		if done == len(submitted) {
+			fmt.Fprintf(out, "\nall %d jobs completed in %s; no job ever ran with only part of its pods\n", done, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		if time.Since(start) > deadline {
+			return fmt.Errorf("jobs did not complete within %s", deadline)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// state describes a job in one line, and whether it completed.
+func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, error) {
+	job := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(j), job); err != nil {
+		return "", false, fmt.Errorf("reading job: %w", err)
+	}
+	for _, cond := range job.Status.Conditions {
+		if cond.Status == corev1.ConditionTrue && (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) {
+			return "finished: " + string(cond.Type), true, nil
+		}
+	}
+	wl := &berthv1.Workload{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: jobs.WorkloadName("Job", job)}, wl)
+	if err != nil {
+		return "submitted", false, client.IgnoreNotFound(err)
+	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {
+			return "held: " + cond.Message, false, nil
+		}
+		return "held: queued", false, nil
+	}
+	msg := "admitted"
+	if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted); cond != nil {
+		msg = cond.Message
+	}
+	return fmt.Sprintf("running %d/%d pods — %s", job.Status.Active, *job.Spec.Parallelism, msg), false, nil
+}

@@ -1,0 +1,116 @@
+// Package e2e_test runs berth on a full control plane — kube-apiserver,
+// etcd, kube-controller-manager, kube-scheduler and kwok GPU nodes — so
+// admitted Jobs really get pods, are bound by kube-scheduler and run to
+// completion.
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+const (
+	timeout  = 90 * time.Second
+	interval = 200 * time.Millisecond
+	// productLabel selects the H200 nodes; the h200 flavor uses it.
+	productLabel = "nvidia.com/gpu.product"
+	product      = "NVIDIA-H200"
+)
+
+var env *framework.Env
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "e2e suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = framework.Start(ctx, true)
+	Expect(err).NotTo(HaveOccurred())
+	// Two 8-GPU nodes: room for two 8-GPU jobs at once, so only berth's
+	// quota can make them run one after the other.
+	for i := range 2 {
+		node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), 8, map[string]string{productLabel: product})
+		Expect(env.Client.Create(ctx, node)).To(Succeed())
+		Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
+	}
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(10*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func getJob(ctx context.Context, g Gomega, job *batchv1.Job) *batchv1.Job {
+	fresh := &batchv1.Job{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
+	return fresh
+}
+
+func complete(ctx context.Context, job *batchv1.Job) func(Gomega) {
+	return func(g Gomega) {
+		fresh := getJob(ctx, g, job)
+		g.Expect(fresh.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", batchv1.JobComplete), HaveField("Status", corev1.ConditionTrue))))
+	}
+}
+
+func podsOf(ctx context.Context, g Gomega, job *batchv1.Job) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name})).To(Succeed())
+	return pods.Items
+}
+
+func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
+	for i := range wls.Items {
+		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == job.UID {
+			return &wls.Items[i]
+		}
+	}
+	g.Expect(fmt.Errorf("no workload for job %s", job.Name)).NotTo(HaveOccurred())
+	return nil
+}
+
+// events lists "Reason: note" of the events about the named object.
+func events(ctx context.Context, g Gomega, namespace, name string) []string {
+	evs := &eventsv1.EventList{}
+	g.Expect(env.Client.List(ctx, evs, client.InNamespace(namespace))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
+func frameworkOptions() framework.BerthOptions { return framework.BerthOptions{} }

@@ -1,0 +1,175 @@
+// Package framework starts berth against a real control plane for the
+// integration and e2e suites: a plane from test/controlplane with berth's
+// CRDs and webhook installed, a client, and berth's manager running
+// in-process exactly as cmd/berth-controller wires it. Each suite starts
+// what it needs; StopBerth and StartBerth simulate a controller restart.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/setup"
+	"github.com/berth-dev/berth/test/controlplane"
+)
+
+// Env is a control plane with berth's API installed.
+type Env struct {
+	// Plane is the running control plane.
+	Plane *controlplane.Plane
+	// Client talks to the plane directly (no cache), as a user would.
+	Client client.Client
+	// Scheme knows Kubernetes' and berth's types.
+	Scheme *k8sruntime.Scheme
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan error
+	current *setup.Berth
+}
+
+// RepoRoot is the root of the berth checkout.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// NewScheme returns a scheme with Kubernetes' and berth's types.
+func NewScheme() (*k8sruntime.Scheme, error) {
+	s := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("registering Kubernetes types: %w", err)
+	}
+	if err := berthv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("registering berth types: %w", err)
+	}
+	return s, nil
+}
+
+// Start brings up a plane (full: with controller-manager, scheduler and
+// kwok) with berth's CRDs and webhook configuration.
+func Start(ctx context.Context, full bool) (*Env, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	root := RepoRoot()
+	plane, err := controlplane.Start(ctx, controlplane.Options{
+		Full:              full,
+		Scheme:            scheme,
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane: %w", err)
+	}
+	c, err := client.New(plane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("creating client: %w", err), plane.Stop())
+	}
+	return &Env{Plane: plane, Client: c, Scheme: scheme}, nil
+}
+
+// BerthOptions configure StartBerth.
+type BerthOptions struct {
+	// Setup is passed to setup.Setup. Webhooks are always on.
+	Setup setup.Options
+	// NewClient, when set, builds the manager's client (e.g. to inject
+	// faults with interceptor.NewClient).
+	NewClient func(cfg *rest.Config, o client.Options) (client.Client, error)
+}
+
+// StartBerth runs berth's manager in-process against the plane until
+// StopBerth. Metrics and probes are off; the webhook server listens where
+// the installed webhook configuration points.
+func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil {
+		return nil, errors.New("berth is already running")
+	}
+	wh := e.Plane.Env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(e.Plane.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		NewClient:              o.NewClient,
+		// A restart registers the same controllers again in this process;
+		// their names are unique per manager, which is what matters.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.Setup.Webhooks = true
+	b, err := setup.Setup(ctx, mgr, o.Setup)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, errors.Join(errors.New("berth's cache did not sync"), <-done)
+	}
+	// The API server calls the webhooks as soon as they are installed:
+	// return only once the server answers.
+	started := mgr.GetWebhookServer().StartedChecker()
+	for started(nil) != nil {
+		select {
+		case err := <-done:
+			cancel()
+			return nil, fmt.Errorf("berth stopped before its webhook server started: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	e.cancel, e.done, e.current = cancel, done, b
+	return b, nil
+}
+
+// StopBerth stops the manager started by StartBerth and waits for it.
+func (e *Env) StopBerth() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel == nil {
+		return nil
+	}
+	e.cancel()
+	var err error
+	select {
+	case err = <-e.done:
+	case <-time.After(time.Minute):
+		err = errors.New("berth did not stop within a minute")
+	}
+	e.cancel, e.done, e.current = nil, nil, nil
+	return err
+}
+
+// Stop stops berth and the plane.
+func (e *Env) Stop() error {
+	return errors.Join(e.StopBerth(), e.Plane.Stop())
+}
