@@ -21,8 +21,8 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 	c.spec = spec
 	e.compile(c)
 	e.attachCohort(c, spec.Cohort)
-	e.touchCohort(oldCohort)
-	e.touchQueueAndCohort(c)
+	e.touchCohort(oldCohort, refreshAll)
+	e.touchQueueAndCohort(c, refreshAll)
 	return nil
 }
 
@@ -38,28 +38,28 @@ func (e *Engine) DeleteClusterQueue(name string) {
 	e.detachCohort(c)
 	c.spec = nil
 	e.compile(c)
-	e.touchCohort(oldCohort)
-	e.touchQueueAndCohort(c)
+	e.touchCohort(oldCohort, refreshAll)
+	e.touchQueueAndCohort(c, refreshAll)
 	e.maybeDropCQ(c)
 }
 
-// touchQueueAndCohort marks every pending workload of the queue (and of its cohort's
-// members) as needing re-evaluation and refreshes their fair-share keys.
-func (e *Engine) touchQueueAndCohort(c *cqState) {
+// touchQueueAndCohort raises the refresh level of the queue (and of its cohort's
+// members) and refreshes their fair-share keys.
+func (e *Engine) touchQueueAndCohort(c *cqState, level refreshLevel) {
 	if c.cohort != nil {
-		e.touchCohort(c.cohort)
+		e.touchCohort(c.cohort, level)
 		return
 	}
-	c.allFresh = true
+	c.refresh = max(c.refresh, level)
 	e.rekey(c)
 }
 
-func (e *Engine) touchCohort(co *cohortState) {
+func (e *Engine) touchCohort(co *cohortState, level refreshLevel) {
 	if co == nil {
 		return
 	}
 	for _, m := range co.members {
-		m.allFresh = true
+		m.refresh = max(m.refresh, level)
 		e.rekey(m)
 	}
 }

@@ -31,7 +31,7 @@ func (e *Engine) Cycle(now time.Time) Result {
 		if !ok {
 			break
 		}
-		if !c.allFresh && c.fresh.len() == 0 {
+		if c.refresh == refreshNone && c.fresh.len() == 0 && !c.parkedLive {
 			work.remove(c)
 			continue
 		}
@@ -41,13 +41,23 @@ func (e *Engine) Cycle(now time.Time) Result {
 	}
 	e.work = nil
 	for _, c := range e.deferred {
-		c.allFresh = true
+		c.refresh = refreshAll
 	}
 	e.deferred = e.deferred[:0]
+	for _, c := range e.live {
+		c.parkedLive = false
+	}
+	e.live = e.live[:0]
+	for _, w := range e.toPark {
+		if w.phase == phasePending && w.reason == InsufficientQuota && len(w.victims) == 0 {
+			e.park(e.cqs[w.cqName], w)
+		}
+	}
+	e.toPark = e.toPark[:0]
 	for _, g := range e.deferredGhosts {
 		c := e.cqs[g.cq]
 		c.charge(g.usage, -1)
-		e.touchQueueAndCohort(c)
+		e.touchQueueAndCohort(c, refreshCapacity)
 		e.maybeDropCQ(c)
 	}
 	e.deferredGhosts = e.deferredGhosts[:0]
@@ -81,6 +91,7 @@ func (e *Engine) serveReady(res *Result) {
 		}
 		if out := e.evaluate(c, w, head); out.reason == "" {
 			c.fresh.remove(w)
+			e.unpark(c, w)
 			w.evalCycle = e.cycle
 			e.admit(c, w, head, out, res)
 		}
@@ -131,17 +142,20 @@ func (e *Engine) tenantKeyOf(c *cqState) tenantKey {
 // serve examines the queue's fresh workloads in order until one is admitted (true) or
 // none is left (false).
 func (e *Engine) serve(c *cqState, res *Result) bool {
-	if c.allFresh {
-		c.fresh = c.pending.clone()
-		c.allFresh = false
-	}
+	e.refresh(c)
 	if c.spec == nil || c.spec.Stopped {
 		e.holdAll(c, res)
 		return false
 	}
 	for {
-		w, ok := c.fresh.min()
-		if !ok {
+		w, _ := c.fresh.min()
+		if c.parkedLive {
+			if p := e.parkedNext(c); p != nil && (w == nil || lessPending(p, w)) {
+				e.makeFresh(c, p)
+				w = p
+			}
+		}
+		if w == nil {
 			return false
 		}
 		head, _ := c.pending.min()
@@ -150,6 +164,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 			return false
 		}
 		c.fresh.remove(w)
+		e.unpark(c, w)
 		if w.evalCycle == e.cycle {
 			continue // evaluated earlier in this cycle; capacity only shrank since
 		}

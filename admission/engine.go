@@ -65,6 +65,13 @@ type Engine struct {
 	deferred []*cqState
 	// deferredGhosts are held quotas freed at the end of the running cycle.
 	deferredGhosts []ghost
+	// live lists queues whose parked workloads are candidates in the running cycle.
+	live []*cqState
+	// toPark lists workloads that did not fit in the running cycle; they are parked
+	// when it ends, so that a cycle never tries the same workload twice.
+	toPark []*wl
+	// resScratch is reused by parkedNext.
+	resScratch []int32
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 }
@@ -178,6 +185,8 @@ type wl struct {
 	victims   []WorkloadKey
 	ghosts    []ghost // quota of evicted victims held for this preemptor
 	evalCycle uint64  // last cycle in which the workload was evaluated
+	parkRes   int32   // resource it is parked under (-1: not parked)
+	parkAmt   int64   // its request of parkRes
 
 	// last reported pending status.
 	reason  PendingReason

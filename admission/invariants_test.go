@@ -37,6 +37,9 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 		if !ok || !c.pending.has(w) {
 			return fmt.Errorf("pending %s not in queue %q", w.key, w.cqName)
 		}
+		if w.parkRes >= 0 && !isParked(c, w) {
+			return fmt.Errorf("%s claims to be parked but is not", w.key)
+		}
 		for _, g := range w.ghosts {
 			if _, ok := e.cqs[g.cq]; !ok {
 				return fmt.Errorf("%s holds quota of unknown queue %q", w.key, g.cq)
@@ -83,6 +86,20 @@ func (e *Engine) checkQueue(name string, c *cqState, usage map[frKey]int64) erro
 		}
 		return err == nil
 	})
+	for r, t := range c.parked {
+		t.Ascend(func(b *parkBucket) bool {
+			if b.items.len() == 0 {
+				err = fmt.Errorf("queue %q: empty park bucket", name)
+			}
+			b.items.ascend(func(w *wl) bool {
+				if !c.pending.has(w) || w.parkRes != r || bucketKey(w.parkAmt) != b.key || c.fresh.has(w) {
+					err = fmt.Errorf("queue %q: stale parked %s", name, w.key)
+				}
+				return err == nil
+			})
+			return err == nil
+		})
+	}
 	c.admitted.ascend(func(w *wl) bool {
 		if e.workloads[w.key] != w || w.phase == phasePending || w.admCQ != name {
 			err = fmt.Errorf("queue %q holds stale admitted %s", name, w.key)
@@ -188,4 +205,13 @@ func (e *Engine) limitViolationsFR() []limitKey {
 		}
 	}
 	return out
+}
+
+func isParked(c *cqState, w *wl) bool {
+	t, ok := c.parked[w.parkRes]
+	if !ok {
+		return false
+	}
+	b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)})
+	return ok && b.items.has(w)
 }

@@ -148,7 +148,7 @@ func TestUpsertUnchangedPendingIsNoop(t *testing.T) {
 	mustWL(t, e, w)
 	cycle(t, e)
 	mustWL(t, e, w)
-	if e.cqs["a"].fresh.len() != 0 || e.cqs["a"].allFresh {
+	if e.cqs["a"].fresh.len() != 0 || e.cqs["a"].refresh != refreshNone {
 		t.Fatal("unchanged upsert made the workload fresh")
 	}
 	w.Priority = 3

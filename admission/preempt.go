@@ -35,6 +35,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			return
 		}
 		e.report(w, InsufficientQuota, e.msgInsufficient(c, w, out.group), res)
+		e.toPark = append(e.toPark, w)
 	default:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 	}

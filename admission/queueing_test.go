@@ -269,3 +269,41 @@ func TestFmtAmount(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseWakesOnlyWhatMightFit: after a release, a BestEffortFIFO queue
+// re-evaluates only parked workloads whose request is within what is now available.
+func TestReleaseWakesOnlyWhatMightFit(t *testing.T) {
+	e := newEngine(t, DefaultOptions())
+	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{8}))
+	mustWL(t, e, job("run", "a", 9, 0, 1, 2), job("run2", "a", 9, 0, 1, 6))
+	for i := range 50 {
+		mustWL(t, e, job(fmt.Sprintf("big%d", i), "a", 0, int64(i+1), 1, 4))
+	}
+	mustWL(t, e, job("small", "a", 0, 100, 1, 2))
+	cycle(t, e)
+	before := e.cycle
+	e.DeleteWorkload(key("run")) // frees 2 GPUs
+	res := cycle(t, e)
+	if got := admittedNames(res); !eqStrings(got, []string{"small"}) {
+		t.Fatalf("admitted %v", got)
+	}
+	for _, w := range e.workloads {
+		if w.evalCycle > before && w.key.Name != "small" {
+			t.Fatalf("%s re-evaluated although it cannot fit in 2 GPUs", w.key)
+		}
+	}
+}
+
+func TestBucketKey(t *testing.T) {
+	tests := []struct{ in, want int64 }{
+		{1, 1}, {8, 8}, {9, 10}, {1000, 1024}, {1024, 1024}, {1025, 1280}, {2000, 2048}, {3000, 3072}, {16000, 16384},
+	}
+	for _, tc := range tests {
+		if got := bucketKey(tc.in); got != tc.want {
+			t.Errorf("bucketKey(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+		if got := bucketKey(tc.in); got < tc.in {
+			t.Errorf("bucketKey(%d) = %d is below its input", tc.in, got)
+		}
+	}
+}

@@ -41,7 +41,10 @@ type cqState struct {
 
 	pending  workloadIndex // queue order
 	fresh    workloadIndex // pending workloads whose outcome may have changed
-	allFresh bool          // every pending workload counts as fresh
+	refresh  refreshLevel  // which pending workloads must be re-evaluated
+	parked   parkedIndex   // pending workloads that did not fit for lack of quota
+	// parkedLive: capacity was released; parked workloads are candidates this cycle.
+	parkedLive bool
 	admitted workloadIndex // victim order (assumed and admitted)
 
 	tkey      tenantKey
@@ -60,6 +63,7 @@ func (e *Engine) cqStateFor(name string) *cqState {
 		pending:  newWorkloadIndex(lessPending),
 		fresh:    newWorkloadIndex(lessPending),
 		admitted: newWorkloadIndex(lessVictim),
+		parked:   parkedIndex{},
 		tkey:     tenantKey{name: name},
 	}
 	e.cqs[name] = c

@@ -133,9 +133,7 @@ func (e *Engine) enqueue(w *wl) {
 	w.adm, w.admCQ, w.usage = nil, "", nil
 	c := e.cqStateFor(w.cqName)
 	c.pending.insert(w)
-	if !c.allFresh {
-		c.fresh.insert(w)
-	}
+	c.fresh.insert(w)
 	if head, _ := c.pending.min(); head == w {
 		e.rekey(c)
 	}
@@ -147,6 +145,7 @@ func (e *Engine) dequeue(w *wl) {
 	head, _ := c.pending.min()
 	c.pending.remove(w)
 	c.fresh.remove(w)
+	e.unpark(c, w)
 	if head == w {
 		e.headLeft(c, w)
 		e.rekey(c)
@@ -157,12 +156,12 @@ func (e *Engine) dequeue(w *wl) {
 // the new head was never evaluated on its own; under BestEffortFIFO the old head may
 // have held a reservation that blocked others.
 func (e *Engine) headLeft(c *cqState, old *wl) {
-	if c.allFresh {
+	if c.refresh == refreshAll {
 		return
 	}
 	if c.strict() {
 		if h, ok := c.pending.min(); ok {
-			c.fresh.insert(h)
+			e.makeFresh(c, h)
 		}
 		return
 	}
@@ -178,7 +177,7 @@ func (e *Engine) markAllFresh(c *cqState) {
 		e.deferred = append(e.deferred, c)
 		return
 	}
-	c.allFresh = true
+	c.refresh = refreshAll
 }
 
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
@@ -209,7 +208,7 @@ func (e *Engine) release(w *wl) {
 		e.clearEviction(w)
 	}
 	c.charge(w.usage, -1)
-	e.touchQueueAndCohort(c)
+	e.touchQueueAndCohort(c, refreshCapacity)
 	e.maybeDropCQ(c)
 }
 
@@ -241,9 +240,7 @@ func (e *Engine) victimGone(p *wl, v WorkloadKey) {
 	}
 	e.releaseGhosts(p)
 	e.ready = append(e.ready, p.key)
-	if c := e.cqs[p.cqName]; !c.allFresh {
-		c.fresh.insert(p)
-	}
+	e.makeFresh(e.cqs[p.cqName], p)
 }
 
 // releaseGhosts frees the quota held for a preemptor.
@@ -251,7 +248,7 @@ func (e *Engine) releaseGhosts(p *wl) {
 	for _, g := range p.ghosts {
 		c := e.cqs[g.cq]
 		c.charge(g.usage, -1)
-		e.touchQueueAndCohort(c)
+		e.touchQueueAndCohort(c, refreshCapacity)
 		e.maybeDropCQ(c)
 	}
 	p.ghosts = nil
@@ -281,7 +278,7 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	if len(w.PodSets) == 0 {
 		return nil, errors.New("at least one pod set is required")
 	}
-	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, cqName: w.ClusterQueue, prio: w.Priority, created: w.CreationTime}
+	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, cqName: w.ClusterQueue, prio: w.Priority, created: w.CreationTime, parkRes: -1}
 	totals := map[int32]int64{}
 	for i, ps := range w.PodSets {
 		spec, err := e.compilePodSet(ps, n.podSets, totals)

@@ -126,9 +126,11 @@ type Plane struct {
 // the controller-manager and scheduler report healthy and a probe node has
 // been made Ready by kwok and untainted by the node-lifecycle controller.
 //
-// ctx bounds only the start-up; the processes run until Stop. If Start fails
-// it stops whatever it started, and the error quotes the failing
-// component's log.
+// ctx bounds the build of missing binaries and the start-up of the node
+// components; envtest's start of etcd and the apiserver is bounded by
+// StartTimeout instead (envtest retries it up to five times). The processes
+// run until Stop, not until ctx ends. If Start fails it stops whatever it
+// started, and the error names the failing component and quotes its log.
 func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = defaultStartTimeout

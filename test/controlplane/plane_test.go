@@ -72,6 +72,16 @@ var _ = Describe("A component that fails to start", func() {
 		Expect(filepath.Join(dir, "logs", "kube-scheduler.log")).To(BeARegularFile(), "an explicit Dir is kept")
 	})
 
+	It("quotes the apiserver's log when envtest cannot start it", func(ctx SpecContext) {
+		_, err := controlplane.Start(ctx, controlplane.Options{
+			ExtraArgs: map[controlplane.Component][]string{controlplane.KubeAPIServer: {"--no-such-flag"}},
+		})
+		Expect(err).To(MatchError(And(
+			ContainSubstring("start etcd and kube-apiserver"),
+			ContainSubstring("kube-apiserver.log ---\nError: unknown flag: --no-such-flag"),
+		)))
+	})
+
 	It("reports a binary that never becomes healthy once its start-up times out", func(ctx SpecContext) {
 		// The fake leaves a child that ignores SIGTERM and names the plane
 		// directory (its "$@"), so the check below sees it if Stop only

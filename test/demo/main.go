@@ -216,6 +216,9 @@ func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, 
 		return "submitted", false, client.IgnoreNotFound(err)
 	}
 	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		if meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
+			return "admitted, starting", false, nil
+		}
 		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {
 			return "held: " + cond.Message, false, nil
 		}

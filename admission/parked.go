@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/google/btree"
+)
+
+// refreshLevel says which pending workloads of a queue must be re-evaluated.
+type refreshLevel uint8
+
+const (
+	// refreshNone: only workloads in the fresh set.
+	refreshNone refreshLevel = iota
+	// refreshCapacity: capacity was released in the queue or its cohort: parked
+	// workloads whose request could now fit are candidates again (see parkedNext).
+	refreshCapacity
+	// refreshAll: the spec, the cohort or the queue's head reservation changed: every
+	// pending workload is fresh.
+	refreshAll
+)
+
+// parkBucket holds parked workloads whose constraining request falls in one size
+// bucket, in queue order.
+type parkBucket struct {
+	key   int64 // upper bound of the bucket (inclusive)
+	items workloadIndex
+}
+
+func lessBucket(a, b *parkBucket) bool { return a.key < b.key }
+
+// parkedIndex holds the queue's workloads that did not fit for lack of quota. Each is
+// parked under the resource it needs most relative to what the queue could ever get
+// of it, in a size bucket of that request (4 buckets per power of two), in queue
+// order within the bucket. While that request exceeds what is available of the
+// resource in every flavor the workload cannot fit, so:
+//
+//   - without released capacity a parked workload is never looked at;
+//   - after a release, the next candidate in queue order among those that might fit
+//     is the minimum of the heads of the buckets below the available amount (plus a
+//     scan of the one bucket that straddles it), found in O(buckets), and it is
+//     looked up again after every admission, against the then available amount.
+//
+// This keeps a BestEffortFIFO queue's re-evaluation after a release proportional to
+// the workloads that might fit and are tried, not to the queue's length.
+type parkedIndex map[int32]*btree.BTreeG[*parkBucket]
+
+// bucketKey rounds amt up to 3 significant bits.
+func bucketKey(amt int64) int64 {
+	if amt <= 8 {
+		return amt
+	}
+	shift := bits.Len64(uint64(amt)) - 3
+	return ((amt-1)>>shift + 1) << shift
+}
+
+// park records that w did not fit for lack of quota.
+func (e *Engine) park(c *cqState, w *wl) {
+	e.unpark(c, w)
+	best, bestRatio := int32(-1), -1.0
+	for _, r := range w.req {
+		gi, ok := c.resGroup[r.res]
+		if !ok {
+			return
+		}
+		var most int64
+		for _, f := range c.groups[gi].flavors {
+			most = max(most, c.maxAvailable(makeFR(f.id, r.res)))
+		}
+		ratio := float64(r.amt) / float64(max(most, 1))
+		if ratio > bestRatio {
+			best, bestRatio = r.res, ratio
+		}
+	}
+	if best < 0 {
+		return
+	}
+	t, ok := c.parked[best]
+	if !ok {
+		t = btree.NewG(4, lessBucket)
+		c.parked[best] = t
+	}
+	w.parkRes, w.parkAmt = best, amountOf(w.req, best)
+	probe := &parkBucket{key: bucketKey(w.parkAmt)}
+	b, ok := t.Get(probe)
+	if !ok {
+		b = probe
+		b.items = newWorkloadIndex(lessPending)
+		t.ReplaceOrInsert(b)
+	}
+	b.items.insert(w)
+}
+
+// unpark removes w from the parked index, if it is there.
+func (e *Engine) unpark(c *cqState, w *wl) {
+	if w.parkRes < 0 {
+		return
+	}
+	if t, ok := c.parked[w.parkRes]; ok {
+		if b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)}); ok {
+			b.items.remove(w)
+			if b.items.len() == 0 {
+				t.Delete(b)
+			}
+		}
+	}
+	w.parkRes = -1
+}
+
+func amountOf(req []resAmt, res int32) int64 {
+	for _, r := range req {
+		if r.res == res {
+			return r.amt
+		}
+	}
+	return 0
+}
+
+// makeFresh moves a pending workload from the parked index (if there) to the fresh
+// set.
+func (e *Engine) makeFresh(c *cqState, w *wl) {
+	e.unpark(c, w)
+	c.fresh.insert(w)
+}
+
+// refresh applies the queue's refresh level when the queue is first served in a
+// cycle.
+func (e *Engine) refresh(c *cqState) {
+	switch c.refresh {
+	case refreshAll:
+		for _, t := range c.parked {
+			t.Ascend(func(b *parkBucket) bool {
+				b.items.ascend(func(w *wl) bool { w.parkRes = -1; return true })
+				return true
+			})
+		}
+		clear(c.parked)
+		c.fresh = c.pending.clone()
+	case refreshCapacity:
+		if c.strict() {
+			if h, ok := c.pending.min(); ok {
+				e.makeFresh(c, h)
+			}
+		} else if len(c.parked) > 0 {
+			c.parkedLive = true
+			e.live = append(e.live, c)
+		}
+	}
+	c.refresh = refreshNone
+}
+
+// parkedNext returns the first parked workload, in queue order, whose constraining
+// request does not exceed what the queue can get of that resource now, or nil.
+func (e *Engine) parkedNext(c *cqState) *wl {
+	var best *wl
+	res := e.resScratch[:0]
+	for r := range c.parked {
+		res = append(res, r)
+	}
+	slices.Sort(res)
+	e.resScratch = res
+	for _, r := range res {
+		gi, ok := c.resGroup[r]
+		if !ok {
+			continue
+		}
+		var avail int64
+		for _, f := range c.groups[gi].flavors {
+			avail = max(avail, c.available(makeFR(f.id, r)))
+		}
+		c.parked[r].Ascend(func(b *parkBucket) bool {
+			if b.key <= avail {
+				if w, _ := b.items.min(); best == nil || lessPending(w, best) {
+					best = w
+				}
+				return true
+			}
+			b.items.ascend(func(w *wl) bool { // the bucket straddling avail
+				if best != nil && lessPending(best, w) {
+					return false
+				}
+				if w.parkAmt <= avail {
+					best = w
+					return false
+				}
+				return true
+			})
+			return false
+		})
+	}
+	return best
+}

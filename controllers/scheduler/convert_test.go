@@ -1,0 +1,86 @@
+package scheduler
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+func TestClusterQueueToEngine(t *testing.T) {
+	cq := &berthv1.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec: berthv1.ClusterQueueSpec{
+			Cohort:      "gpus",
+			StopPolicy:  berthv1.StopPolicyHold,
+			FairSharing: berthv1.FairSharing{Weight: ptr.To(resource.MustParse("2"))},
+			ResourceGroups: []berthv1.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{"nvidia.com/gpu", "memory"},
+				Flavors: []berthv1.FlavorQuotas{{Name: "h200", Resources: []berthv1.ResourceQuota{
+					{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("4"))},
+					{Name: "memory", NominalQuota: resource.MustParse("1Gi"), LendingLimit: ptr.To(resource.MustParse("512Mi"))},
+				}}},
+			}},
+		},
+	}
+	got := ClusterQueueToEngine(cq)
+	if got.Name != "team-a" || got.Cohort != "gpus" || !got.Stopped || got.FairShareWeight != 2000 {
+		t.Errorf("queue = %+v", got)
+	}
+	if got.QueueingStrategy != admission.BestEffortFIFO {
+		t.Errorf("strategy = %q, want the API default BestEffortFIFO", got.QueueingStrategy)
+	}
+	q := got.ResourceGroups[0].Flavors[0].Resources
+	if g := q["nvidia.com/gpu"]; g.Nominal != 8000 || g.BorrowingLimit == nil || *g.BorrowingLimit != 4000 || g.LendingLimit != nil {
+		t.Errorf("gpu quota = %+v, want nominal 8000m, borrowing 4000m", g)
+	}
+	if m := q["memory"]; m.Nominal != (1<<30)*1000 || *m.LendingLimit != (512<<20)*1000 {
+		t.Errorf("memory quota = %+v", m)
+	}
+}
+
+func TestAdmissionRoundTrip(t *testing.T) {
+	in := admission.Admission{ClusterQueue: "team-a", PodSets: []admission.PodSetAssignment{
+		{Name: "main", Count: 2, Flavors: map[admission.ResourceName]string{"nvidia.com/gpu": "h200"}},
+	}}
+	api := AdmissionToAPI(in)
+	back := AdmissionToEngine(api)
+	if back.ClusterQueue != in.ClusterQueue || len(back.PodSets) != 1 || back.PodSets[0].Count != 2 ||
+		back.PodSets[0].Flavors["nvidia.com/gpu"] != "h200" {
+		t.Errorf("round trip = %+v, want %+v", back, in)
+	}
+	wl := &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"},
+		Spec: berthv1.WorkloadSpec{QueueName: "lq", PodSets: []berthv1.PodSet{
+			{Name: "main", Count: 2, Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")}},
+		}},
+		Status: berthv1.WorkloadStatus{Admission: api},
+	}
+	ew := WorkloadToEngine(wl, "ignored-for-admitted")
+	if ew.ClusterQueue != "team-a" || ew.Admission == nil || ew.PodSets[0].Requests["nvidia.com/gpu"] != 4000 {
+		t.Errorf("workload = %+v: an admitted workload stays in its admission's queue", ew)
+	}
+}
+
+func TestQuantity(t *testing.T) {
+	cases := []struct {
+		res   admission.ResourceName
+		milli int64
+		want  string
+	}{
+		{"nvidia.com/gpu", 8000, "8"},
+		{"cpu", 1500, "1500m"},
+		{"memory", (2 << 30) * 1000, "2Gi"},
+	}
+	for _, tc := range cases {
+		q := Quantity(tc.res, tc.milli)
+		if q.String() != tc.want {
+			t.Errorf("Quantity(%s, %d) = %s, want %s", tc.res, tc.milli, q.String(), tc.want)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package controlplane_test
+
+import (
+	"context"
+	"log"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/test/controlplane"
+)
+
+// A Full plane with berth's CRDs, one eight-GPU H200 node, and a Job whose
+// pod runs for 30 seconds on it. In a Ginkgo suite, Start belongs in
+// BeforeSuite (or an Ordered container's BeforeAll) with Stop in
+// DeferCleanup, so one plane serves many specs.
+func Example() {
+	ctx := context.Background()
+	plane, err := controlplane.Start(ctx, controlplane.Options{
+		Full:              true,
+		CRDDirectoryPaths: []string{"../../config/crd/bases"},
+	})
+	if err != nil {
+		log.Fatal(err) // names the failing component and quotes its log
+	}
+	defer func() { _ = plane.Stop() }()
+
+	c, err := client.New(plane.Config, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	node := controlplane.GPUNode("h200-0", 8, map[string]string{"topology.kubernetes.io/zone": "zone-a"})
+	if err := c.Create(ctx, node); err != nil {
+		log.Fatal(err)
+	}
+	if err := controlplane.WaitForNodeReady(ctx, c, node.Name); err != nil {
+		log.Fatal(err)
+	}
+
+	gpus := corev1.ResourceList{controlplane.GPUResource: resource.MustParse("8")}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "train"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: controlplane.RunFor(30 * time.Second)},
+			Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "train", Image: "train",
+					Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
+				}},
+			},
+		}},
+	}
+	if err := c.Create(ctx, job); err != nil {
+		log.Fatal(err)
+	}
+	// kubectl --kubeconfig plane.Kubeconfig get pods -w shows the pod
+	// Running for 30s, then Completed; the Job then reports Complete.
+}
