@@ -41,7 +41,7 @@ func (e *Engine) Cycle(now time.Time) Result {
 	}
 	e.work = nil
 	for _, c := range e.deferred {
-		c.refresh = refreshAll
+		e.liftReservation(c)
 	}
 	e.deferred = e.deferred[:0]
 	for _, c := range e.live {
@@ -54,6 +54,12 @@ func (e *Engine) Cycle(now time.Time) Result {
 		}
 	}
 	e.toPark = e.toPark[:0]
+	for _, w := range e.freshLater {
+		if w.phase == phasePending {
+			e.makeFresh(e.cqs[w.cqName], w)
+		}
+	}
+	e.freshLater = e.freshLater[:0]
 	for _, g := range e.deferredGhosts {
 		c := e.cqs[g.cq]
 		c.charge(g.usage, -1)
@@ -166,9 +172,13 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		c.fresh.remove(w)
 		e.unpark(c, w)
 		if w.evalCycle == e.cycle {
-			continue // evaluated earlier in this cycle; capacity only shrank since
+			// Evaluated earlier in this cycle; capacity only shrank since. Look at it
+			// again next cycle.
+			e.freshLater = append(e.freshLater, w)
+			continue
 		}
 		w.evalCycle = e.cycle
+		e.evaluations++
 		out := e.evaluate(c, w, head)
 		if out.reason == "" {
 			e.admit(c, w, head, out, res)

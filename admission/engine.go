@@ -61,7 +61,7 @@ type Engine struct {
 	now   int64
 	// ready lists preemptors whose victims are all gone: served first in next Cycle.
 	ready []WorkloadKey
-	// deferred queues become all-fresh at the end of the running cycle.
+	// deferred queues lift their head reservation at the end of the running cycle.
 	deferred []*cqState
 	// deferredGhosts are held quotas freed at the end of the running cycle.
 	deferredGhosts []ghost
@@ -70,8 +70,10 @@ type Engine struct {
 	// toPark lists workloads that did not fit in the running cycle; they are parked
 	// when it ends, so that a cycle never tries the same workload twice.
 	toPark []*wl
-	// resScratch is reused by parkedNext.
-	resScratch []int32
+	// freshLater are made fresh again at the end of the running cycle.
+	freshLater []*wl
+	// evaluations counts calls of evaluate by cycles (for benchmarks and tests).
+	evaluations uint64
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 }
@@ -185,6 +187,7 @@ type wl struct {
 	victims   []WorkloadKey
 	ghosts    []ghost // quota of evicted victims held for this preemptor
 	evalCycle uint64  // last cycle in which the workload was evaluated
+	held      bool    // in its queue's reserved set (blocked by a reserving head)
 	parkRes   int32   // resource it is parked under (-1: not parked)
 	parkAmt   int64   // its request of parkRes
 

@@ -37,6 +37,9 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 		if !ok || !c.pending.has(w) {
 			return fmt.Errorf("pending %s not in queue %q", w.key, w.cqName)
 		}
+		if w.held != c.reserved.has(w) || (w.held && w.parkRes >= 0) {
+			return fmt.Errorf("%s: held %v disagrees with the reserved set", w.key, w.held)
+		}
 		if w.parkRes >= 0 && !isParked(c, w) {
 			return fmt.Errorf("%s claims to be parked but is not", w.key)
 		}

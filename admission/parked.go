@@ -1,8 +1,8 @@
 package admission
 
 import (
+	"math"
 	"math/bits"
-	"slices"
 
 	"github.com/google/btree"
 )
@@ -24,7 +24,10 @@ const (
 // parkBucket holds parked workloads whose constraining request falls in one size
 // bucket, in queue order.
 type parkBucket struct {
-	key   int64 // upper bound of the bucket (inclusive)
+	key int64 // upper bound of the bucket (inclusive)
+	// low is a lower bound of the amounts in the bucket: exact after insertions and
+	// after a scan, possibly too low after deletions (which only costs a scan).
+	low   int64
 	items workloadIndex
 }
 
@@ -55,14 +58,15 @@ func bucketKey(amt int64) int64 {
 	return ((amt-1)>>shift + 1) << shift
 }
 
-// park records that w did not fit for lack of quota.
-func (e *Engine) park(c *cqState, w *wl) {
+// park records that w did not fit for lack of quota. It returns false if w requests
+// a resource the queue does not cover (then it is not parked).
+func (e *Engine) park(c *cqState, w *wl) bool {
 	e.unpark(c, w)
 	best, bestRatio := int32(-1), -1.0
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]
 		if !ok {
-			return
+			return false
 		}
 		var most int64
 		for _, f := range c.groups[gi].flavors {
@@ -74,7 +78,7 @@ func (e *Engine) park(c *cqState, w *wl) {
 		}
 	}
 	if best < 0 {
-		return
+		return false
 	}
 	t, ok := c.parked[best]
 	if !ok {
@@ -86,14 +90,21 @@ func (e *Engine) park(c *cqState, w *wl) {
 	b, ok := t.Get(probe)
 	if !ok {
 		b = probe
+		b.low = w.parkAmt
 		b.items = newWorkloadIndex(lessPending)
 		t.ReplaceOrInsert(b)
 	}
+	b.low = min(b.low, w.parkAmt)
 	b.items.insert(w)
+	return true
 }
 
-// unpark removes w from the parked index, if it is there.
+// unpark removes w from the parked index and the reserved set, if it is there.
 func (e *Engine) unpark(c *cqState, w *wl) {
+	if w.held {
+		c.reserved.remove(w)
+		w.held = false
+	}
 	if w.parkRes < 0 {
 		return
 	}
@@ -102,6 +113,9 @@ func (e *Engine) unpark(c *cqState, w *wl) {
 			b.items.remove(w)
 			if b.items.len() == 0 {
 				t.Delete(b)
+				if t.Len() == 0 {
+					delete(c.parked, w.parkRes)
+				}
 			}
 		}
 	}
@@ -136,10 +150,12 @@ func (e *Engine) refresh(c *cqState) {
 			})
 		}
 		clear(c.parked)
+		c.reserved.ascend(func(w *wl) bool { w.held = false; return true })
+		c.reserved.t.Clear(false)
 		c.fresh = c.pending.clone()
 	case refreshCapacity:
 		if c.strict() {
-			if h, ok := c.pending.min(); ok {
+			if h, ok := c.pending.min(); ok && (h.parkRes < 0 || h.parkAmt <= e.bestAvailable(c, h.parkRes)) {
 				e.makeFresh(c, h)
 			}
 		} else if len(c.parked) > 0 {
@@ -154,40 +170,65 @@ func (e *Engine) refresh(c *cqState) {
 // request does not exceed what the queue can get of that resource now, or nil.
 func (e *Engine) parkedNext(c *cqState) *wl {
 	var best *wl
-	res := e.resScratch[:0]
-	for r := range c.parked {
-		res = append(res, r)
+	// While the head reserves, parked workloads that share its constraining resource
+	// would only be found ReservedForHead: leave them parked (their status is not
+	// re-evaluated until the reservation lifts) and consider only the head itself.
+	var reserve *wl
+	if head, ok := c.pending.min(); ok && e.reserving(c, head) {
+		if head.parkRes >= 0 && head.parkAmt <= e.bestAvailable(c, head.parkRes) {
+			return head
+		}
+		reserve = head
 	}
-	slices.Sort(res)
-	e.resScratch = res
-	for _, r := range res {
-		gi, ok := c.resGroup[r]
-		if !ok {
+	// The result is the minimum in a total order, so map order does not matter.
+	for r, t := range c.parked {
+		first, _ := t.Min()
+		if _, ok := c.resGroup[r]; !ok || first.low > e.bestAvailable(c, r) {
+			continue // nothing parked under r could fit (the common case)
+		}
+		if reserve != nil && amountOf(reserve.req, r) > 0 {
 			continue
 		}
-		var avail int64
-		for _, f := range c.groups[gi].flavors {
-			avail = max(avail, c.available(makeFR(f.id, r)))
-		}
-		c.parked[r].Ascend(func(b *parkBucket) bool {
+		avail := e.bestAvailable(c, r)
+		t.Ascend(func(b *parkBucket) bool {
 			if b.key <= avail {
 				if w, _ := b.items.min(); best == nil || lessPending(w, best) {
 					best = w
 				}
 				return true
 			}
-			b.items.ascend(func(w *wl) bool { // the bucket straddling avail
+			if b.low > avail {
+				return false
+			}
+			low := int64(math.MaxInt64) // the bucket straddles avail: scan it
+			b.items.ascend(func(w *wl) bool {
 				if best != nil && lessPending(best, w) {
+					low = b.low // scan cut short: keep the old bound
 					return false
 				}
 				if w.parkAmt <= avail {
-					best = w
+					best, low = w, b.low
 					return false
 				}
+				low = min(low, w.parkAmt)
 				return true
 			})
+			b.low = low
 			return false
 		})
 	}
 	return best
+}
+
+// bestAvailable is the most the queue can get of resource r now in any flavor.
+func (e *Engine) bestAvailable(c *cqState, r int32) int64 {
+	gi, ok := c.resGroup[r]
+	if !ok {
+		return 0
+	}
+	var avail int64
+	for _, f := range c.groups[gi].flavors {
+		avail = max(avail, c.available(makeFR(f.id, r)))
+	}
+	return avail
 }

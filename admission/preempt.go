@@ -36,6 +36,10 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		}
 		e.report(w, InsufficientQuota, e.msgInsufficient(c, w, out.group), res)
 		e.toPark = append(e.toPark, w)
+	case ReservedForHead:
+		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		c.reserved.insert(w)
+		w.held = true
 	default:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 	}

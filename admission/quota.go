@@ -43,9 +43,10 @@ type cqState struct {
 	fresh    workloadIndex // pending workloads whose outcome may have changed
 	refresh  refreshLevel  // which pending workloads must be re-evaluated
 	parked   parkedIndex   // pending workloads that did not fit for lack of quota
+	reserved workloadIndex // pending workloads blocked by a reserving head
 	// parkedLive: capacity was released; parked workloads are candidates this cycle.
 	parkedLive bool
-	admitted workloadIndex // victim order (assumed and admitted)
+	admitted   workloadIndex // victim order (assumed and admitted)
 
 	tkey      tenantKey
 	lastAdmit uint64
@@ -64,6 +65,7 @@ func (e *Engine) cqStateFor(name string) *cqState {
 		fresh:    newWorkloadIndex(lessPending),
 		admitted: newWorkloadIndex(lessVictim),
 		parked:   parkedIndex{},
+		reserved: newWorkloadIndex(lessPending),
 		tkey:     tenantKey{name: name},
 	}
 	e.cqs[name] = c

@@ -166,18 +166,28 @@ func (e *Engine) headLeft(c *cqState, old *wl) {
 		return
 	}
 	if old.skips > 0 || len(old.victims) > 0 {
-		e.markAllFresh(c)
+		e.liftReservation(c)
 	}
 }
 
-// markAllFresh makes every pending workload of c fresh: now between cycles, at the
-// end of the running cycle otherwise (so no workload is evaluated twice in a cycle).
-func (e *Engine) markAllFresh(c *cqState) {
+// liftReservation releases the workloads that a reserving head blocked into the
+// parked index, as candidates whenever what they need is available (they keep their
+// ReservedForHead status until they are next evaluated). Done now between cycles, at
+// the end of the running cycle otherwise (so no workload is evaluated twice in a
+// cycle).
+func (e *Engine) liftReservation(c *cqState) {
 	if e.work != nil {
 		e.deferred = append(e.deferred, c)
 		return
 	}
-	c.refresh = refreshAll
+	var ws []*wl
+	c.reserved.ascend(func(w *wl) bool { ws = append(ws, w); return true })
+	for _, w := range ws {
+		if !e.park(c, w) {
+			e.makeFresh(c, w)
+		}
+	}
+	c.refresh = max(c.refresh, refreshCapacity)
 }
 
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).

@@ -37,6 +37,7 @@ type config struct {
 	burst                         int
 	statusInterval                time.Duration
 	applyWorkers                  int
+	pendingStatusDelay            time.Duration
 	fairSharing                   bool
 }
 
@@ -56,6 +57,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
 	fs.DurationVar(&c.statusInterval, "queue-status-interval", 2*time.Second, "the most often a queue's counts and usage are written")
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
+	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 2*time.Second, "how long a workload waits with the same reason before the reason is written to its status")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -130,10 +132,11 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if _, err := setup.Setup(ctx, mgr, setup.Options{
-		Engine:         admission.Options{FairSharing: c.fairSharing},
-		StatusInterval: c.statusInterval,
-		Webhooks:       c.webhookPort > 0,
-		ApplyWorkers:   c.applyWorkers,
+		Engine:             admission.Options{FairSharing: c.fairSharing},
+		StatusInterval:     c.statusInterval,
+		Webhooks:           c.webhookPort > 0,
+		ApplyWorkers:       c.applyWorkers,
+		PendingStatusDelay: c.pendingStatusDelay,
 	}); err != nil {
 		return err
 	}

@@ -22,13 +22,14 @@ import (
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   client.Client
+	sched    *scheduler.Scheduler
 	throttle *throttle
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
 // queue's counts at most once per interval.
-func NewLocalQueueReconciler(c client.Client, interval time.Duration) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, throttle: newThrottle(interval)}
+func NewLocalQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration) *LocalQueueReconciler {
+	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval)}
 }
 
 // Name of the controller.
@@ -64,22 +65,10 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	wls := &berthv1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.InNamespace(lq.Namespace), client.MatchingFields{workload.QueueNameIndex: lq.Name}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing workloads of LocalQueue %s: %w", req, err)
-	}
 	base := lq.DeepCopy()
 	meta.SetStatusCondition(&lq.Status.Conditions, active)
-	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = 0, 0
-	for i := range wls.Items {
-		switch {
-		case isFinished(&wls.Items[i]):
-		case wls.Items[i].Status.Admission != nil:
-			lq.Status.AdmittedWorkloads++
-		default:
-			lq.Status.PendingWorkloads++
-		}
-	}
+	counts := r.sched.LocalQueueCounts(lq.Namespace, lq.Name)
+	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = counts.Pending, counts.Admitted
 	if equality.Semantic.DeepEqual(base.Status, lq.Status) {
 		return reconcile.Result{}, nil
 	}
@@ -137,8 +126,4 @@ func (r *LocalQueueReconciler) forClusterQueue(ctx context.Context, o client.Obj
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&lqs.Items[i])})
 	}
 	return out
-}
-
-func isFinished(wl *berthv1.Workload) bool {
-	return meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionFinished)
 }

@@ -39,6 +39,11 @@ type Options struct {
 	// Resync runs a cycle at least this often, so that time-based rules of
 	// the engine (starvation protection) progress without events.
 	Resync time.Duration
+	// PendingStatusDelay is how long a workload must stay pending with a
+	// reason before the reason is written to its status. Most workloads of
+	// a deep backlog are admitted within it, so they cost one write (their
+	// admission), not two. Zero writes at once.
+	PendingStatusDelay time.Duration
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
 }
@@ -58,8 +63,19 @@ type Scheduler struct {
 	// older than that is stale and must not turn the workload back into a
 	// pending one, or it would be admitted twice.
 	assumed map[admission.WorkloadKey]string
+	// notes are pending reasons waiting for PendingStatusDelay to pass.
+	notes map[admission.WorkloadKey]pendingNote
+	// queues tracks which LocalQueue each queued workload is in, and
+	// whether it is admitted, for O(1) LocalQueue counts.
+	queues queueCounts
 
 	wake chan struct{}
+}
+
+// pendingNote is a pending reason not yet written.
+type pendingNote struct {
+	update admission.PendingUpdate
+	due    time.Time
 }
 
 // New returns a Scheduler that writes with c and re-reads after conflicts
@@ -84,6 +100,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
+		notes: map[admission.WorkloadKey]pendingNote{}, queues: newQueueCounts(),
 	}, nil
 }
 
@@ -134,6 +151,7 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, clusterQueue string) er
 	if err := s.engine.UpsertWorkload(WorkloadToEngine(wl, clusterQueue)); err != nil {
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
+	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	s.poke()
 	return nil
 }
@@ -143,6 +161,8 @@ func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.assumed, key)
+	delete(s.notes, key)
+	s.queues.remove(key)
 	s.engine.DeleteWorkload(key)
 	s.poke()
 }
@@ -174,14 +194,19 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	logger.Info("admission loop started")
 	ticker := time.NewTicker(s.opts.Resync)
 	defer ticker.Stop()
+	flush := time.NewTicker(max(s.opts.PendingStatusDelay/4, 50*time.Millisecond))
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.wake:
+			s.cycle(ctx)
 		case <-ticker.C:
+			s.cycle(ctx)
+		case <-flush.C:
+			s.flushPending(ctx)
 		}
-		s.cycle(ctx)
 	}
 }
 
@@ -259,9 +284,21 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	// without it is stale by definition.
 	for _, a := range res.Admitted {
 		s.assumed[a.Key] = ""
+		delete(s.notes, a.Key)
+		s.queues.admit(a.Key)
+	}
+	due := s.opts.Now().Add(s.opts.PendingStatusDelay)
+	for _, p := range res.Pending {
+		n, ok := s.notes[p.Key]
+		if !ok {
+			n.due = due // pending since now
+		}
+		n.update = p
+		s.notes[p.Key] = n
 	}
 	s.mu.Unlock()
-	if len(res.Admitted)+len(res.Preemptions)+len(res.Pending) == 0 {
+	if len(res.Admitted)+len(res.Preemptions) == 0 {
+		s.flushPending(ctx)
 		return
 	}
 	var wg sync.WaitGroup
@@ -280,8 +317,34 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	for _, p := range res.Preemptions {
 		run(func() { s.applyPreemption(ctx, p) })
 	}
-	for _, p := range res.Pending {
-		run(func() { s.applyPending(ctx, p) })
+	wg.Wait()
+	s.flushPending(ctx)
+}
+
+// flushPending writes the pending reasons whose delay has passed.
+func (s *Scheduler) flushPending(ctx context.Context) {
+	now := s.opts.Now()
+	var due []admission.PendingUpdate
+	s.mu.Lock()
+	for k, n := range s.notes {
+		if !n.due.After(now) {
+			due = append(due, n.update)
+			delete(s.notes, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.opts.Workers)
+	for _, p := range due {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.applyPending(ctx, p)
+		}()
 	}
 	wg.Wait()
 }

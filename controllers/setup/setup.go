@@ -35,6 +35,9 @@ type Options struct {
 	Webhooks bool
 	// ApplyWorkers is how many decisions are written at once.
 	ApplyWorkers int
+	// PendingStatusDelay is how long a workload waits with a reason before
+	// the reason is written to its status.
+	PendingStatusDelay time.Duration
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -56,7 +59,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		o.StatusInterval = 2 * time.Second
 	}
 	recorder := mgr.GetEventRecorder(ControllerName)
-	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{Engine: o.Engine, Workers: o.ApplyWorkers})
+	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
+		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	reconcilers := []Reconciler{
 		workload.NewReconciler(mgr.GetClient(), sched, recorder),
 		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), o.StatusInterval),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		jobs.NewReconciler(mgr.GetClient(), recorder, batchjob.Kind{}),
 	}
 	for _, r := range reconcilers {

@@ -97,7 +97,7 @@ func (p *Plane) startNodeComponents(ctx context.Context, opts Options) error {
 func (p *Plane) nodeComponents(opts Options) ([]nodeComponent, error) {
 	certDir := p.Env.ControlPlane.APIServer.CertDir
 	caPath := filepath.Join(p.Dir, "apiserver-ca.crt")
-	if err := os.WriteFile(caPath, p.Env.ControlPlane.APIServer.SecureServing.CA, 0o600); err != nil {
+	if err := os.WriteFile(caPath, p.Env.ControlPlane.APIServer.CA, 0o600); err != nil {
 		return nil, fmt.Errorf("write apiserver CA: %w", err)
 	}
 	stages, err := kwokStages(p.BinDir, opts.KwokConfigPaths)
@@ -237,7 +237,7 @@ func poll(ctx context.Context, cond func(context.Context) (bool, error)) error {
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("%w (last error: %v)", context.Cause(ctx), last)
+				return fmt.Errorf("%w (last error: %w)", context.Cause(ctx), last)
 			}
 			return context.Cause(ctx)
 		case <-ticker.C:

@@ -19,26 +19,31 @@ import (
 // BeforeSuite (or an Ordered container's BeforeAll) with Stop in
 // DeferCleanup, so one plane serves many specs.
 func Example() {
-	ctx := context.Background()
+	if err := runExample(context.Background()); err != nil {
+		log.Fatal(err) // a start-up error names the component and quotes its log
+	}
+}
+
+func runExample(ctx context.Context) error {
 	plane, err := controlplane.Start(ctx, controlplane.Options{
 		Full:              true,
 		CRDDirectoryPaths: []string{"../../config/crd/bases"},
 	})
 	if err != nil {
-		log.Fatal(err) // names the failing component and quotes its log
+		return err
 	}
 	defer func() { _ = plane.Stop() }()
 
 	c, err := client.New(plane.Config, client.Options{})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	node := controlplane.GPUNode("h200-0", 8, map[string]string{"topology.kubernetes.io/zone": "zone-a"})
 	if err := c.Create(ctx, node); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	if err := controlplane.WaitForNodeReady(ctx, c, node.Name); err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	gpus := corev1.ResourceList{controlplane.GPUResource: resource.MustParse("8")}
@@ -55,9 +60,7 @@ func Example() {
 			},
 		}},
 	}
-	if err := c.Create(ctx, job); err != nil {
-		log.Fatal(err)
-	}
 	// kubectl --kubeconfig plane.Kubeconfig get pods -w shows the pod
 	// Running for 30s, then Completed; the Job then reports Complete.
+	return c.Create(ctx, job)
 }

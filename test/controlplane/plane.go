@@ -65,6 +65,10 @@ type Options struct {
 
 	// Full adds kube-controller-manager, kube-scheduler and kwok, so pods are
 	// scheduled onto fake nodes (see GPUNode) and Jobs run to completion.
+	// Either way the apiserver keeps envtest's defaults, notably without the
+	// ServiceAccount admission plugin: pods need no ServiceAccount object, so
+	// a pod created right after its namespace never races the
+	// serviceaccount controller.
 	Full bool
 
 	// Dir is the plane's working directory: logs/, the admin kubeconfig, etcd

@@ -134,14 +134,17 @@ func (p *process) waitFor(ctx context.Context, what string, check func(context.C
 	var last error
 	for {
 		if done, err := p.exited(); done {
-			return p.failure(fmt.Errorf("exited before becoming %s: %v", what, err))
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return p.failure(fmt.Errorf("exited before becoming %s: %w", what, err))
 		}
 		if last = check(ctx); last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return p.failure(fmt.Errorf("not %s: %w (last probe: %v)", what, context.Cause(ctx), last))
+			return p.failure(fmt.Errorf("not %s: %w (last probe: %w)", what, context.Cause(ctx), last))
 		case <-ticker.C:
 		}
 	}

@@ -38,12 +38,18 @@ const deadline = 5 * time.Minute
 
 func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := runWithSignals(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
+}
+
+// runWithSignals runs the demo until it ends or is interrupted; stopping
+// the control plane happens before main exits.
+func runWithSignals() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return run(ctx, os.Stdout)
 }
 
 func run(ctx context.Context, out io.Writer) (err error) {
