@@ -74,6 +74,8 @@ type Engine struct {
 	freshLater []*wl
 	// evaluations counts calls of evaluate by cycles (for benchmarks and tests).
 	evaluations uint64
+	// msgBuf is reused to build messages.
+	msgBuf []byte
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 }

@@ -56,7 +56,7 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Preemption.Message = "preemption cannot help: " + string(out.reason)
 		return
 	}
-	vs, ok := e.planPreemption(c, w)
+	vs, _, ok := e.planPreemption(c, w)
 	if !ok {
 		ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy makes the workload fit"
 		return

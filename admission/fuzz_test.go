@@ -2,28 +2,38 @@ package admission
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
 )
 
-// bytesource turns fuzz input into bounded choices; exhausted input reads as zeros.
+// bytesource turns fuzz input into bounded choices. Once the input is used up it
+// continues with a PRNG seeded from the input, so a short input still drives a long,
+// rich scenario (coverage guidance works on the prefix).
 type bytesource struct {
-	b []byte
-	i int
+	b   []byte
+	i   int
+	rng *rand.Rand
+}
+
+func newBytesource(data []byte) *bytesource {
+	h := fnv.New64a()
+	h.Write(data)
+	return &bytesource{b: data, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(len(data))))}
 }
 
 func (s *bytesource) byte() byte {
 	if s.i >= len(s.b) {
-		return 0
+		return byte(s.rng.Uint32())
 	}
 	s.i++
 	return s.b[s.i-1]
 }
 
 func (s *bytesource) n(n int) int { return int(s.byte()) % n }
-func (s *bytesource) done() bool  { return s.i >= len(s.b) }
 
 var fuzzFlavors = []string{"f0", "f1", "f2"}
 
@@ -32,9 +42,9 @@ func fuzzCQ(s *bytesource, name string) ClusterQueue {
 	cq := ClusterQueue{Name: name, Cohort: cohorts[s.n(4)], FairShareWeight: []int64{0, 500, 1000, 1000, 3000}[s.n(5)]}
 	cq.QueueingStrategy = []QueueingStrategy{BestEffortFIFO, StrictFIFO}[s.n(2)]
 	cq.Preemption = PreemptionPolicy{
-		WithinClusterQueue:  []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptLowerOrNewerEqualPriority}[s.n(3)],
-		ReclaimWithinCohort: []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptAny}[s.n(3)],
-		FairSharing:         []PreemptionMode{"", PreemptNever, PreemptLowerPriority, PreemptAny}[s.n(4)],
+		WithinClusterQueue:  []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptLowerOrNewerEqualPriority, PreemptLowerPriority}[s.n(4)],
+		ReclaimWithinCohort: []PreemptionMode{PreemptNever, PreemptLowerPriority, PreemptAny, PreemptAny}[s.n(4)],
+		FairSharing:         []PreemptionMode{"", PreemptNever, PreemptLowerPriority, PreemptAny, PreemptAny}[s.n(5)],
 	}
 	first := s.n(3)
 	g := ResourceGroup{CoveredResources: []ResourceName{gpu}}
@@ -99,7 +109,7 @@ func (r *fuzzRun) upsert(w Workload) {
 
 func (r *fuzzRun) step() {
 	s := r.s
-	switch op := s.n(10); op {
+	switch op := s.n(11); op {
 	case 0, 1, 2:
 		r.clock++
 		name := fmt.Sprintf("w%d", s.n(40))
@@ -134,6 +144,16 @@ func (r *fuzzRun) step() {
 		}
 		cq.Stopped = s.n(5) == 0
 		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
+	case 10:
+		name := r.pick()
+		ex1, ok1 := r.e.Explain(key(name))
+		ex2, ok2 := r.twin.Explain(key(name))
+		if ok1 != ok2 || !reflect.DeepEqual(ex1, ex2) {
+			r.t.Fatalf("Explain differs between identical engines: %+v vs %+v", ex1, ex2)
+		}
+		if ok1 != (r.m.phase[name] == phasePending && name != "") {
+			r.t.Fatalf("Explain(%s) ok=%v in phase %d", name, ok1, r.m.phase[name])
+		}
 	case 9:
 		name := r.pick()
 		if name != "" && r.m.phase[name] == phasePending {
@@ -257,7 +277,7 @@ func (r *fuzzRun) checkModel() {
 }
 
 func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
-	s := &bytesource{b: data}
+	s := newBytesource(data)
 	opts := Options{FairSharing: s.n(4) != 0, StarvationSkips: 1 + s.n(3)}
 	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts),
 		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}}}
@@ -275,7 +295,7 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte("\x03\x04\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x09\x00\x01\x02\x04\x05\x06\x04\x07\x04"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := fuzzSetup(t, data)
-		for i := 0; i < 400 && !r.s.done(); i++ {
+		for range 300 {
 			r.step()
 			r.checkModel()
 		}
@@ -284,42 +304,53 @@ func FuzzEngine(f *testing.F) {
 	})
 }
 
-// FuzzConvergence sets up random queues and workloads, then cycles with the
-// controller applying every decision at once and no new input. It must reach a fixed
+// FuzzConvergence sets up random queues, then sends three waves of workloads (later
+// waves with higher priorities, so they preempt). After each wave it cycles with the
+// controller applying every decision at once and no new input; it must reach a fixed
 // point (a cycle with no admission and no preemption): preemptions never loop.
 func FuzzConvergence(f *testing.F) {
 	f.Add([]byte("\x01\x02\x00\x01\x02\x00\x05\x04\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"))
 	f.Add([]byte("\x03\x01\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x00\x00\x01\x02\x00\x05\x06\x00\x07"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := fuzzSetup(t, data)
-		for i := 0; i < 60 && !r.s.done(); i++ {
-			r.clock++
-			name := fmt.Sprintf("w%d", i)
-			w := fuzzWorkload(r.s, name, r.clock)
-			r.upsert(w)
-			r.m.specs[name], r.m.phase[name] = w, phasePending
-		}
-		for round := 0; ; round++ {
-			if round == 100 {
-				t.Fatalf("no fixed point after %d rounds", round)
-			}
-			res := r.e.Cycle(t0)
-			r.twin.Cycle(t0)
-			if len(res.Admitted) == 0 && len(res.Preemptions) == 0 {
-				break
-			}
-			for _, a := range res.Admitted {
-				w := r.m.specs[a.Key.Name]
-				adm := a.Admission
-				w.Admission = &adm
+		for wave := range int32(3) {
+			for range 5 + r.s.n(20) {
+				r.clock++
+				name := fmt.Sprintf("w%d", r.clock)
+				w := fuzzWorkload(r.s, name, r.clock)
+				w.Priority += 2 * wave
 				r.upsert(w)
-				r.m.phase[a.Key.Name] = phaseAdmitted
+				r.m.specs[name], r.m.phase[name] = w, phasePending
 			}
-			for _, p := range res.Preemptions {
-				r.upsert(r.m.specs[p.Victim.Name])
-				r.m.phase[p.Victim.Name] = phasePending
-			}
-			r.checkModel()
+			r.converge()
 		}
 	})
+}
+
+// converge cycles until nothing is admitted or preempted, applying every decision.
+func (r *fuzzRun) converge() int {
+	preemptions := 0
+	for round := 0; ; round++ {
+		if round == 100 {
+			r.t.Fatalf("no fixed point after %d rounds", round)
+		}
+		res := r.e.Cycle(t0)
+		r.twin.Cycle(t0)
+		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 {
+			return preemptions
+		}
+		preemptions += len(res.Preemptions)
+		for _, a := range res.Admitted {
+			w := r.m.specs[a.Key.Name]
+			adm := a.Admission
+			w.Admission = &adm
+			r.upsert(w)
+			r.m.phase[a.Key.Name] = phaseAdmitted
+		}
+		for _, p := range res.Preemptions {
+			r.upsert(r.m.specs[p.Victim.Name])
+			r.m.phase[p.Victim.Name] = phasePending
+		}
+		r.checkModel()
+	}
 }

@@ -43,8 +43,11 @@ func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
 // "insufficient quota for nvidia.com/gpu in flavor h200: requested 16, available 8
 // (nominal 8, borrowable 0)". In the parenthesis, nominal is the part of available
 // that is the queue's own unused quota and borrowable the part it would borrow.
+//
+// It runs for every evaluation that does not fit, so it appends into a reused buffer
+// instead of using fmt.
 func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
-	var parts []string
+	b := e.msgBuf[:0]
 	for _, f := range c.groups[gi].flavors {
 		for _, r := range w.req {
 			if c.resGroup[r.res] != gi {
@@ -56,12 +59,27 @@ func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
 				continue
 			}
 			own := max(0, min(a, c.quota[k].nominal-c.usage[k]))
-			parts = append(parts, fmt.Sprintf("insufficient quota for %s in flavor %s: requested %s, available %s (nominal %s, borrowable %s)",
-				e.resources[r.res], f.name, fmtAmount(r.amt), fmtAmount(a), fmtAmount(own), fmtAmount(a-own)))
+			if len(b) > 0 {
+				b = append(b, "; "...)
+			}
+			b = append(b, "insufficient quota for "...)
+			b = append(b, e.resources[r.res]...)
+			b = append(b, " in flavor "...)
+			b = append(b, f.name...)
+			b = append(b, ": requested "...)
+			b = appendAmount(b, r.amt)
+			b = append(b, ", available "...)
+			b = appendAmount(b, a)
+			b = append(b, " (nominal "...)
+			b = appendAmount(b, own)
+			b = append(b, ", borrowable "...)
+			b = appendAmount(b, a-own)
+			b = append(b, ')')
 			break
 		}
 	}
-	return strings.Join(parts, "; ")
+	e.msgBuf = b
+	return string(b)
 }
 
 func (e *Engine) msgExceeds(c *cqState, w *wl, gi int) string {
@@ -96,9 +114,11 @@ func (e *Engine) msgPreempted(c *cqState, w *wl, v victim) string {
 
 // fmtAmount prints a milli-unit amount in whole units when exact ("16"), otherwise
 // with an "m" suffix like a Kubernetes quantity ("1500m").
-func fmtAmount(a int64) string {
+func fmtAmount(a int64) string { return string(appendAmount(nil, a)) }
+
+func appendAmount(b []byte, a int64) []byte {
 	if a%1000 == 0 {
-		return strconv.FormatInt(a/1000, 10)
+		return strconv.AppendInt(b, a/1000, 10)
 	}
-	return strconv.FormatInt(a, 10) + "m"
+	return append(strconv.AppendInt(b, a, 10), 'm')
 }

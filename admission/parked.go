@@ -182,14 +182,14 @@ func (e *Engine) parkedNext(c *cqState) *wl {
 	}
 	// The result is the minimum in a total order, so map order does not matter.
 	for r, t := range c.parked {
-		first, _ := t.Min()
-		if _, ok := c.resGroup[r]; !ok || first.low > e.bestAvailable(c, r) {
-			continue // nothing parked under r could fit (the common case)
-		}
 		if reserve != nil && amountOf(reserve.req, r) > 0 {
 			continue
 		}
+		first, _ := t.Min()
 		avail := e.bestAvailable(c, r)
+		if first.low > avail {
+			continue // nothing parked under r could fit (the common case)
+		}
 		t.Ascend(func(b *parkBucket) bool {
 			if b.key <= avail {
 				if w, _ := b.items.min(); best == nil || lessPending(w, best) {

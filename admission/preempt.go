@@ -22,7 +22,8 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
-		if vs, ok := e.planPreemption(c, w); ok {
+		if vs, flavors, ok := e.planPreemption(c, w); ok {
+			e.claim(c, w, vs, flavors)
 			w.victims = w.victims[:0]
 			for _, v := range vs {
 				v.w.evicting, v.w.evictFor = true, w.key
@@ -72,9 +73,12 @@ func (e *Engine) fairMode(c *cqState) PreemptionMode {
 // priority, then most recently admitted, then key) until the workload fits, then
 // victims that turn out unnecessary are put back (latest first). A workload that
 // would still not fit after evicting every allowed candidate preempts nothing.
-func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, bool) {
+//
+// It also returns the flavor index per resource group the plan relies on (-1: group
+// not requested).
+func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, []int, bool) {
 	if c.spec == nil || !e.canPreempt(c) {
-		return nil, false
+		return nil, nil, false
 	}
 	var removed []victim
 	defer func() {
@@ -82,21 +86,54 @@ func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, bool) {
 			v.cq.charge(v.w.usage, 1)
 		}
 	}()
+	flavors := make([]int, len(c.groups))
 	for gi := range c.groups {
-		if !requestsGroup(c, w, gi) || e.chooseFlavor(c, w, gi) >= 0 {
+		flavors[gi] = -1
+		if !requestsGroup(c, w, gi) {
+			continue
+		}
+		if flavors[gi] = e.chooseFlavor(c, w, gi); flavors[gi] >= 0 {
 			continue
 		}
 		ok := false
 		for fi := range c.groups[gi].flavors {
 			if removed, ok = e.tryFlavor(c, w, gi, fi, removed); ok {
+				flavors[gi] = fi
 				break
 			}
 		}
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return slices.Clone(removed), len(removed) > 0
+	return slices.Clone(removed), flavors, len(removed) > 0
+}
+
+// claim holds, for a preemptor that now waits for its victims, the free quota its
+// plan counted on besides what the victims will free: charged to its queue as held
+// quota (a ghost) so that nothing admitted meanwhile — by its own queue or by the
+// cohort — can take it. Without the claim, work admitted in the same cycle could use
+// that free quota, the preemptor would still not fit once the victims are gone and
+// would preempt again: a loop FuzzConvergence found. The claim never exceeds what is
+// available now, because the preemptor fits once the victims are removed.
+func (e *Engine) claim(c *cqState, w *wl, vs []victim, flavors []int) {
+	var held []frAmt
+	for _, r := range w.req {
+		k := makeFR(c.groups[c.resGroup[r.res]].flavors[flavors[c.resGroup[r.res]]].id, r.res)
+		need := r.amt
+		for _, v := range vs {
+			need -= usageOf(v.w, k)
+		}
+		if need > 0 {
+			held = append(held, frAmt{fr: k, amt: need})
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	c.charge(held, 1)
+	w.ghosts = append(w.ghosts, ghost{cq: c.name, usage: held})
+	e.rekey(c)
 }
 
 func requestsGroup(c *cqState, w *wl, gi int) bool {

@@ -203,3 +203,28 @@ func TestRollbackOfEviction(t *testing.T) {
 		t.Fatalf("after rollback victims %v, want v again", got)
 	}
 }
+
+// TestPreemptorClaimsFreeQuota: a preemptor whose plan counts on free quota besides
+// what its victims free claims that quota. Without the claim, a lower-priority
+// workload behind it takes the free quota in the same cycle, the preemptor still does
+// not fit after the eviction and preempts again, round after round (found by
+// FuzzConvergence).
+func TestPreemptorClaimsFreeQuota(t *testing.T) {
+	e := newEngine(t, Options{})
+	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{8}, preempt(PreemptionPolicy{WithinClusterQueue: PreemptLowerPriority})))
+	v := running(job("v", "a", 0, 1, 1, 4), "a", 1)
+	h, l := job("h", "a", 9, 2, 1, 8), job("l", "a", 5, 3, 1, 4)
+	mustWL(t, e, v, h, l)
+	specs := specMap(v, h, l)
+	var victims, admittedAll []string
+	for range 5 {
+		res := cycle(t, e)
+		victims = append(victims, victimNames(res)...)
+		admittedAll = append(admittedAll, admittedNames(res)...)
+		evict(t, e, specs, res)
+		confirm(t, e, specs, res)
+	}
+	if !eqStrings(victims, []string{"v"}) || !eqStrings(admittedAll, []string{"h"}) {
+		t.Fatalf("victims %v admitted %v, want [v] and [h]", victims, admittedAll)
+	}
+}

@@ -72,6 +72,13 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	return c, nil
 }
 
+// engineOptions are the admission engine's defaults with the flags applied.
+func engineOptions(c config) admission.Options {
+	o := admission.DefaultOptions()
+	o.FairSharing = c.fairSharing
+	return o
+}
+
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

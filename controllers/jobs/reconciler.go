@@ -90,6 +90,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	job := r.kind.Wrap(obj)
+	if !obj.GetDeletionTimestamp().IsZero() {
+		// A job being deleted releases its quota once its pods are gone
+		// (orphan or foreground deletion can keep the object a while).
+		if job.IsActive() {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, r.deleteWorkloads(ctx, req.Namespace, req.Name)
+	}
 	wl := &berthv1.Workload{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: WorkloadName(r.kind.GVK().Kind, obj)}, wl)
 	if apierrors.IsNotFound(err) {

@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/controlplane"
@@ -91,7 +92,8 @@ func Start(ctx context.Context, full bool) (*Env, error) {
 
 // BerthOptions configure StartBerth.
 type BerthOptions struct {
-	// Setup is passed to setup.Setup. Webhooks are always on.
+	// Setup is passed to setup.Setup. Webhooks are always on; a zero
+	// Engine means admission.DefaultOptions, as berth-controller runs.
 	Setup setup.Options
 	// NewClient, when set, builds the manager's client (e.g. to inject
 	// faults with interceptor.NewClient).
@@ -125,6 +127,9 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.Setup.Webhooks = true
+	if o.Setup.Engine == (admission.Options{}) {
+		o.Setup.Engine = admission.DefaultOptions()
+	}
 	b, err := setup.Setup(ctx, mgr, o.Setup)
 	if err != nil {
 		cancel()

@@ -1,0 +1,261 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/perf/scenario"
+)
+
+// berthUser is the identity berth-controller authenticates as, so that the
+// API server's audit log tells its requests from the runner's.
+const berthUser = "berth-controller"
+
+// LocalQueueName is the LocalQueue every ClusterQueue's namespace has.
+const LocalQueueName = "main"
+
+// cluster is a control plane with berth's CRDs, and the runner's client.
+type cluster struct {
+	plane  *controlplane.Plane
+	scheme *k8sruntime.Scheme
+	// client is the runner's own, unthrottled.
+	client client.Client
+	// requests counts the runner's requests by HTTP method.
+	requests *methodCounter
+	// auditLog is the API server's audit log of berth's requests; "" when
+	// auditing is off.
+	auditLog string
+}
+
+// startCluster starts an apiserver + etcd plane in dir with berth's CRDs
+// and no webhooks (berth runs with --webhook-port=0).
+func startCluster(ctx context.Context, binDir, dir string, audit bool) (*cluster, error) {
+	scheme, err := framework.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating plane directory: %w", err)
+	}
+	opts := controlplane.Options{
+		BinDir:            binDir,
+		Scheme:            scheme,
+		CRDDirectoryPaths: []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		Dir:               dir,
+		ExtraArgs:         map[controlplane.Component][]string{},
+	}
+	c := &cluster{scheme: scheme, requests: &methodCounter{}}
+	if audit {
+		args, log, err := auditFiles(dir, berthUser)
+		if err != nil {
+			return nil, err
+		}
+		opts.ExtraArgs[controlplane.KubeAPIServer] = args
+		c.auditLog = log
+	}
+	if c.plane, err = controlplane.Start(ctx, opts); err != nil {
+		return nil, fmt.Errorf("starting control plane: %w", err)
+	}
+	cfg := rest.CopyConfig(c.plane.Config)
+	cfg.QPS = -1 // the runner must never be what throttles the run
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return c.requests.wrap(rt) })
+	if c.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, errors.Join(fmt.Errorf("creating client: %w", err), c.plane.Stop())
+	}
+	return c, nil
+}
+
+// berthKubeconfig provisions berth's user (system:masters) and writes its
+// kubeconfig into the plane's directory.
+func (c *cluster) berthKubeconfig() (string, error) {
+	u, err := c.plane.Env.AddUser(envtest.User{Name: berthUser, Groups: []string{"system:masters"}}, c.plane.Config)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s: %w", berthUser, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig of %s: %w", berthUser, err)
+	}
+	path := filepath.Join(c.plane.Dir, berthUser+".kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing kubeconfig of %s: %w", berthUser, err)
+	}
+	return path, nil
+}
+
+// stop stops the plane.
+func (c *cluster) stop() error { return c.plane.Stop() }
+
+// setupQueues creates the flavor, one namespace, ClusterQueue and
+// LocalQueue per scenario ClusterQueue, and the layout's nodes if asked.
+func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preemption string) error {
+	if err := c.client.Create(ctx, &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.Flavor}}); err != nil {
+		return fmt.Errorf("creating ResourceFlavor: %w", err)
+	}
+	var objs []client.Object
+	for _, cq := range s.ClusterQueues() {
+		objs = append(objs,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cq.Name, Labels: map[string]string{"perf.berth.dev/scenario": s.Name}}},
+			clusterQueue(s, cq, preemption),
+			&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: cq.Name, Name: LocalQueueName},
+				Spec: berthv1.LocalQueueSpec{ClusterQueue: cq.Name}})
+	}
+	if l := s.Layout; l != nil && l.CreateNodes {
+		for r := range l.Racks {
+			for n := range l.NodesPerRack {
+				name := fmt.Sprintf("rack-%02d-node-%03d", r, n)
+				objs = append(objs, controlplane.GPUNode(name, l.GPUsPerNode, map[string]string{l.RackLabel: fmt.Sprintf("rack-%02d", r)}))
+			}
+		}
+	}
+	return createAll(ctx, c.client, objs, 16)
+}
+
+// clusterQueue is the ClusterQueue of one scenario queue. preemption
+// "never" overrides the scenario's policy.
+func clusterQueue(s *scenario.Scenario, cq scenario.ClusterQueue, preemption string) *berthv1.ClusterQueue {
+	g := s.Groups[cq.Group]
+	fq := berthv1.FlavorQuotas{Name: s.Flavor}
+	var covered []corev1.ResourceName
+	for _, q := range g.Quota {
+		covered = append(covered, q.Resource)
+		fq.Resources = append(fq.Resources, berthv1.ResourceQuota{
+			Name: q.Resource, NominalQuota: q.Nominal, BorrowingLimit: q.BorrowingLimit, LendingLimit: q.LendingLimit,
+		})
+	}
+	spec := berthv1.ClusterQueueSpec{
+		Cohort:           cq.Cohort,
+		ResourceGroups:   []berthv1.ResourceGroup{{CoveredResources: covered, Flavors: []berthv1.FlavorQuotas{fq}}},
+		QueueingStrategy: berthv1.QueueingStrategy(g.QueueingStrategy),
+	}
+	if preemption != PreemptionNever {
+		spec.Preemption = berthv1.ClusterQueuePreemption{
+			WithinClusterQueue:  berthv1.PreemptionMode(ptr.Deref(nonEmpty(g.Preemption.WithinClusterQueue), "Never")),
+			ReclaimWithinCohort: berthv1.PreemptionMode(ptr.Deref(nonEmpty(g.Preemption.ReclaimWithinCohort), "Never")),
+		}
+	}
+	return &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: cq.Name}, Spec: spec}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// createAll creates objs in order of kind (each object's dependencies come
+// before it in objs) with up to workers requests in flight.
+func createAll(ctx context.Context, c client.Client, objs []client.Object, workers int) error {
+	// Namespaces first: everything else may live in one.
+	var first, rest []client.Object
+	for _, o := range objs {
+		if _, ok := o.(*corev1.Namespace); ok {
+			first = append(first, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	for _, batch := range [][]client.Object{first, rest} {
+		var wg sync.WaitGroup
+		var failed atomic.Pointer[error]
+		sem := make(chan struct{}, workers)
+		for _, o := range batch {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := c.Create(ctx, o); err != nil {
+					err = fmt.Errorf("creating %T %s: %w", o, client.ObjectKeyFromObject(o), err)
+					failed.CompareAndSwap(nil, &err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+	}
+	return nil
+}
+
+// waitQueuesActive waits until berth has written Active=True on every
+// ClusterQueue: then its caches are synced and its engine knows every queue.
+func (c *cluster) waitQueuesActive(ctx context.Context, want int, berth *berthProcess, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	active := 0
+	for {
+		cqs := &berthv1.ClusterQueueList{}
+		if err := c.client.List(ctx, cqs); err == nil {
+			active = 0
+			for i := range cqs.Items {
+				if meta.IsStatusConditionTrue(cqs.Items[i].Status.Conditions, berthv1.ConditionActive) {
+					active++
+				}
+			}
+			if active == want {
+				return nil
+			}
+		}
+		if err := berth.running(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d ClusterQueues Active after %s", active, want, timeout)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// methodCounter counts HTTP requests by method.
+type methodCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (m *methodCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		m.mu.Lock()
+		if m.counts == nil {
+			m.counts = map[string]int{}
+		}
+		m.counts[r.Method]++
+		m.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+// snapshot returns a copy of the counts.
+func (m *methodCounter) snapshot() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.counts))
+	for k, v := range m.counts {
+		out[k] = v
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
