@@ -7,7 +7,6 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 # kube-scheduler, kwok) are built once from test/tools and cached outside the
 # checkout; the script prints their directory.
 TOOLS_BIN = $(shell test/tools/build.sh $(1) | tail -n 1)
-GINKGO_FLAGS ?= -v
 TEST_TIMEOUT ?= 30m
 
 .PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e tools demo clean
@@ -53,11 +52,13 @@ test-unit:
 
 ## test-integration: suites against a real kube-apiserver and etcd.
 test-integration:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/... ./test/controlplane/... -ginkgo.label-filter='!e2e' $(GINKGO_FLAGS:%=-ginkgo.%)
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/...
 
-## test-e2e: suites on the full plane (apiserver, etcd, controller-manager, scheduler, kwok).
+## test-e2e: suites on the full plane (apiserver, etcd, controller-manager, scheduler, kwok),
+## including the harness's own suite. Packages run one at a time (-p 1): two
+## control planes at once would starve each other on a small machine.
 test-e2e:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/... $(GINKGO_FLAGS:%=-ginkgo.%)
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/controlplane/... ./test/e2e/...
 
 ## demo: run berth on a local full control plane and watch GPU jobs get admitted.
 demo:

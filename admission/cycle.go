@@ -71,7 +71,7 @@ func (e *Engine) Cycle(now time.Time) Result {
 }
 
 // serveReady evaluates, before anything else, preemptors whose victims are all gone,
-// so that they get the quota the preemption freed.
+// so that they get the quota the preemption freed (held for them until then).
 func (e *Engine) serveReady(res *Result) {
 	if len(e.ready) == 0 {
 		return
@@ -95,7 +95,11 @@ func (e *Engine) serveReady(res *Result) {
 		if c.spec == nil || c.spec.Stopped || (c.strict() && w != head) {
 			continue
 		}
-		if out := e.evaluate(c, w, head); out.reason == "" {
+		// No head reservation applies: the quota was freed (and held) for this
+		// workload by its own preemptions. Without this exemption a reservation that
+		// began after the preemption would hand the quota to another queue and the
+		// preemptor would preempt again (found by FuzzConvergence).
+		if out := e.evaluate(c, w, nil); out.reason == "" {
 			c.fresh.remove(w)
 			e.unpark(c, w)
 			w.evalCycle = e.cycle

@@ -340,6 +340,9 @@ func (r *fuzzRun) converge() int {
 			return preemptions
 		}
 		preemptions += len(res.Preemptions)
+		if round > 95 { // about to fail: show the loop
+			r.t.Logf("round %d: %s", round, fmtResult(res))
+		}
 		for _, a := range res.Admitted {
 			w := r.m.specs[a.Key.Name]
 			adm := a.Admission

@@ -108,7 +108,7 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 		setup(ctx, "8")
 		var jobs []*batchv1.Job
 		for _, name := range []string{"a", "b", "c"} {
-			job := builders.Job(ns, name, "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(4 * time.Second)).Obj()
+			job := builders.Job(ns, name, "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(6 * time.Second)).Obj()
 			Expect(env.Client.Create(ctx, job)).To(Succeed())
 			jobs = append(jobs, job)
 		}
@@ -123,8 +123,15 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 
 		By("restarting berth while one Job runs and two wait")
 		Expect(env.StopBerth()).To(Succeed())
-		_, err := env.StartBerth(frameworkOptions())
+		berth, err := env.StartBerth(frameworkOptions())
 		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			st, ok := berth.Scheduler.ClusterQueueStatus(ns)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(st.AdmittedWorkloads).To(BeEquivalentTo(1), "the rebuilt engine holds the running job")
+			g.Expect(st.PendingWorkloads).To(BeEquivalentTo(2))
+			g.Expect(st.FlavorsUsage[0].Resources[0].Total.String()).To(Equal(usage))
+		}, timeout, interval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			running := 0
 			for _, job := range jobs {

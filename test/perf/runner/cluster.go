@@ -37,7 +37,10 @@ const LocalQueueName = "main"
 type cluster struct {
 	plane  *controlplane.Plane
 	scheme *k8sruntime.Scheme
-	// client is the runner's own, unthrottled.
+	// cfg is the runner's own client configuration: admin, unthrottled,
+	// requests counted.
+	cfg *rest.Config
+	// client is the runner's own client, built from cfg.
 	client client.Client
 	// requests counts the runner's requests by HTTP method.
 	requests *methodCounter
@@ -75,10 +78,10 @@ func startCluster(ctx context.Context, binDir, dir string, audit bool) (*cluster
 	if c.plane, err = controlplane.Start(ctx, opts); err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
-	cfg := rest.CopyConfig(c.plane.Config)
-	cfg.QPS = -1 // the runner must never be what throttles the run
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return c.requests.wrap(rt) })
-	if c.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	c.cfg = rest.CopyConfig(c.plane.Config)
+	c.cfg.QPS = -1 // the runner must never be what throttles the run
+	c.cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return c.requests.wrap(rt) })
+	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
 		return nil, errors.Join(fmt.Errorf("creating client: %w", err), c.plane.Stop())
 	}
 	return c, nil
@@ -163,8 +166,8 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// createAll creates objs in order of kind (each object's dependencies come
-// before it in objs) with up to workers requests in flight.
+// createAll creates objs, namespaces first, with up to workers requests in
+// flight.
 func createAll(ctx context.Context, c client.Client, objs []client.Object, workers int) error {
 	// Namespaces first: everything else may live in one.
 	var first, rest []client.Object

@@ -1,0 +1,285 @@
+package runner
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/test/perf/scenario"
+)
+
+// record is the runner's view of one workload.
+type record struct {
+	created       time.Time     // when the runner called Create
+	createLag     time.Duration // how late that was against the schedule
+	createErr     error
+	firstAdmitted time.Time // when the runner first saw it admitted
+	running       bool
+	runs          int // admissions seen; numbers the finish timers
+	timer         *time.Timer
+	evictions     int
+	finished      time.Time
+	finishLag     time.Duration // finish write done, against admitted + runtime
+	reason        string        // last pending reason seen
+	reasonChanges int           // pending reasons berth wrote
+}
+
+// usageSample is every ClusterQueue's usage of its first quota resource, as
+// a fraction of nominal quota, at one moment.
+type usageSample struct {
+	at    time.Duration
+	perCQ []float64
+}
+
+// tracker follows every workload of a run: it creates them on schedule,
+// sees them admitted, finishes them after their runtime (or requeues them
+// when berth evicts them, as a job adapter would) and keeps the quota
+// they hold per ClusterQueue. Its methods are safe for concurrent use.
+type tracker struct {
+	s       *scenario.Scenario
+	mode    Mode
+	cqs     []scenario.ClusterQueue
+	wls     []scenario.Workload
+	byKey   map[client.ObjectKey]int
+	req     [][]int64 // per class, per resource: the gang's request in milli-units
+	limits  []cqLimits
+	// primary is, per ClusterQueue, the resource its usage is reported in:
+	// the first of its group's quota.
+	primary []int
+	cohorts map[string][]int // ClusterQueue indexes per cohort
+
+	mu         sync.Mutex
+	recs       []record
+	usage      [][]int64 // per ClusterQueue, per resource
+	settled    int       // finished or failed to create
+	done       chan struct{}
+	violations []string
+	samples    []usageSample
+	actions    chan action
+}
+
+// cqLimits are a ClusterQueue's quota per resource, in milli-units.
+type cqLimits struct {
+	nominal, capacity, guaranteed []int64 // capacity < 0: no borrowing limit
+}
+
+// newTracker prepares the records of every workload of s.
+func newTracker(s *scenario.Scenario, mode Mode) *tracker {
+	t := &tracker{s: s, mode: mode, cqs: s.ClusterQueues(), wls: s.Workloads(),
+		byKey: map[client.ObjectKey]int{}, cohorts: map[string][]int{}, done: make(chan struct{})}
+	t.recs = make([]record, len(t.wls))
+	t.actions = make(chan action, len(t.wls)+1024)
+	res := map[corev1.ResourceName]int{}
+	for _, g := range s.Groups {
+		for _, q := range g.Quota {
+			if _, ok := res[q.Resource]; !ok {
+				res[q.Resource] = len(res)
+			}
+		}
+	}
+	for i := range s.Classes {
+		req := make([]int64, len(res))
+		for r, q := range s.Classes[i].GangRequest() {
+			req[res[r]] = q.MilliValue()
+		}
+		t.req = append(t.req, req)
+	}
+	for _, cq := range t.cqs {
+		t.cohorts[cq.Cohort] = append(t.cohorts[cq.Cohort], cq.Index)
+		l := cqLimits{nominal: make([]int64, len(res)), capacity: make([]int64, len(res)), guaranteed: make([]int64, len(res))}
+		for _, q := range s.Groups[cq.Group].Quota {
+			i := res[q.Resource]
+			l.nominal[i], l.capacity[i] = q.Nominal.MilliValue(), -1
+			if q.BorrowingLimit != nil {
+				l.capacity[i] = q.Nominal.MilliValue() + q.BorrowingLimit.MilliValue()
+			}
+			if q.LendingLimit != nil {
+				l.guaranteed[i] = q.Nominal.MilliValue() - q.LendingLimit.MilliValue()
+			}
+		}
+		t.limits = append(t.limits, l)
+		t.primary = append(t.primary, res[s.Groups[cq.Group].Quota[0].Resource])
+		t.usage = append(t.usage, make([]int64, len(res)))
+	}
+	for i, w := range t.wls {
+		t.byKey[client.ObjectKey{Namespace: t.cqs[w.ClusterQueue].Name, Name: w.Name}] = i
+	}
+	return t
+}
+
+// observe handles one state of a Workload seen by the runner's informer.
+func (t *tracker) observe(obj any) {
+	wl, ok := obj.(*berthv1.Workload)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(wl)
+	if t.mode == ModeJobs {
+		ref := metav1.GetControllerOf(wl)
+		if ref == nil {
+			return
+		}
+		key.Name = ref.Name
+	}
+	i, ok := t.byKey[key]
+	if !ok {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.recs[i]
+	if !r.finished.IsZero() {
+		return
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); wl.Status.Admission == nil && c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason != r.reason {
+		r.reason = c.Reason
+		// "Pending" is what a requeue after eviction writes, not berth's
+		// pending reason.
+		if c.Reason != berthv1.ReasonPending {
+			r.reasonChanges++
+		}
+	}
+	switch {
+	case workloadstatus.IsAdmitted(wl) && !r.running:
+		t.admittedLocked(i, now)
+	case workloadstatus.IsEvicting(wl) && r.running:
+		r.running = false
+		r.evictions++
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		t.charge(i, -1)
+		if t.mode == ModeWorkloads {
+			// berth's job adapter requeues an evicted workload once its
+			// pods are gone; here there are none.
+			t.actions <- action{kind: actionRequeue, wl: i}
+		}
+	}
+}
+
+// admittedLocked starts workload i's run: it holds quota from now for its
+// class's runtime.
+func (t *tracker) admittedLocked(i int, now time.Time) {
+	r := &t.recs[i]
+	r.running = true
+	r.runs++
+	if r.firstAdmitted.IsZero() {
+		r.firstAdmitted = now
+	}
+	t.charge(i, 1)
+	t.checkQuota(t.wls[i].ClusterQueue, now)
+	runtime := t.s.Classes[t.wls[i].Class].Runtime.Duration
+	a := action{kind: actionFinish, wl: i, run: r.runs, due: now.Add(runtime)}
+	r.timer = time.AfterFunc(runtime, func() { t.actions <- a })
+}
+
+// finished records that workload i's finish was written at now.
+func (t *tracker) finished(i int, due, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.recs[i]
+	if !r.finished.IsZero() {
+		return
+	}
+	r.finished, r.finishLag, r.running = now, now.Sub(due), false
+	t.charge(i, -1)
+	t.settleLocked()
+}
+
+// failed records that workload i could not be created.
+func (t *tracker) failed(i int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.recs[i].createErr = err
+	t.settleLocked()
+}
+
+func (t *tracker) settleLocked() {
+	t.settled++
+	if t.settled == len(t.wls) {
+		close(t.done)
+	}
+}
+
+// current reports whether run number run of workload i is still going, so
+// a finish timer that fired after an eviction is ignored.
+func (t *tracker) current(i, run int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.recs[i]
+	return r.running && r.runs == run && r.finished.IsZero()
+}
+
+// charge adds (sign 1) or releases (sign -1) workload i's request.
+func (t *tracker) charge(i int, sign int64) {
+	w := t.wls[i]
+	for r, amt := range t.req[w.Class] {
+		t.usage[w.ClusterQueue][r] += sign * amt
+	}
+}
+
+// checkQuota records a violation if the runner sees more quota in use than
+// the ClusterQueue or its cohort has. The runner counts a workload from
+// when it sees it admitted until it has written its finish, a sub-interval
+// of when berth counts it, so any excess it sees is real.
+func (t *tracker) checkQuota(cq int, now time.Time) {
+	l := t.limits[cq]
+	for r, used := range t.usage[cq] {
+		if l.capacity[r] >= 0 && used > l.capacity[r] {
+			t.violations = append(t.violations, fmt.Sprintf("%s: ClusterQueue %s uses %d milli-units of resource %d, limit %d",
+				now.Format(time.RFC3339Nano), t.cqs[cq].Name, used, r, l.capacity[r]))
+		}
+		var borrowed, pool int64
+		for _, m := range t.cohorts[t.cqs[cq].Cohort] {
+			ml := t.limits[m]
+			borrowed += max(t.usage[m][r]-ml.guaranteed[r], 0)
+			pool += ml.nominal[r] - ml.guaranteed[r]
+		}
+		if borrowed > pool {
+			t.violations = append(t.violations, fmt.Sprintf("%s: cohort %s has %d milli-units of resource %d lent out, pool %d",
+				now.Format(time.RFC3339Nano), t.cqs[cq].Cohort, borrowed, r, pool))
+		}
+	}
+}
+
+// sample appends every ClusterQueue's usage of its first quota resource.
+func (t *tracker) sample(at time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := usageSample{at: at, perCQ: make([]float64, len(t.cqs))}
+	for i := range t.cqs {
+		if n := t.limits[i].nominal[t.primary[i]]; n > 0 {
+			s.perCQ[i] = float64(t.usage[i][t.primary[i]]) / float64(n)
+		}
+	}
+	t.samples = append(t.samples, s)
+}
+
+// progress returns how many workloads were created, admitted at least once
+// and finished.
+func (t *tracker) progress() (created, admitted, finished int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.recs {
+		r := &t.recs[i]
+		if !r.created.IsZero() {
+			created++
+		}
+		if !r.firstAdmitted.IsZero() {
+			admitted++
+		}
+		if !r.finished.IsZero() {
+			finished++
+		}
+	}
+	return created, admitted, finished
+}
