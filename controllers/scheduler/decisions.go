@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/workloadstatus"
 )
 
@@ -59,6 +60,7 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		s.assumed[a.Key] = wl.ResourceVersion
 	}
 	s.mu.Unlock()
+	s.opts.Metrics.Admission(metrics.ResultAdmitted)
 	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventAdmitted, "Admit", msg)
 }
 
@@ -68,6 +70,7 @@ func (s *Scheduler) rollback(key admission.WorkloadKey) {
 	delete(s.assumed, key)
 	s.engine.Rollback(key)
 	s.mu.Unlock()
+	s.opts.Metrics.Admission(metrics.ResultRolledBack)
 	s.retryLater()
 }
 
@@ -95,6 +98,7 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 		return
 	}
 	if written {
+		s.opts.Metrics.Preemption(string(p.Reason))
 		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventPreempted, "Preempt", msg)
 	}
 }
@@ -119,6 +123,7 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		return
 	}
 	if written {
+		s.opts.Metrics.PendingStatusWrite()
 		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventPending, "Queue", p.Message)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 )
 
 // Options configure a Scheduler.
@@ -46,6 +47,8 @@ type Options struct {
 	PendingStatusDelay time.Duration
 	// Now returns the current time; time.Now when nil.
 	Now func() time.Time
+	// Metrics records what the loop does; required.
+	Metrics *metrics.Metrics
 }
 
 // Scheduler owns the admission engine. Reconcilers feed it; its Start runs
@@ -96,6 +99,9 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Metrics == nil {
+		return nil, fmt.Errorf("scheduler options: Metrics is required")
 	}
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
@@ -279,7 +285,9 @@ func isFinished(wl *berthv1.Workload) bool {
 // cycle runs one admission cycle and applies its decisions.
 func (s *Scheduler) cycle(ctx context.Context) {
 	s.mu.Lock()
+	start := time.Now()
 	res := s.engine.Cycle(s.opts.Now())
+	s.opts.Metrics.ObserveCycle(time.Since(start))
 	// Until each admission is written, a cached copy of the workload
 	// without it is stale by definition.
 	for _, a := range res.Admitted {

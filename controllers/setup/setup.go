@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/queue"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -35,6 +38,9 @@ type Options struct {
 	Webhooks bool
 	// ApplyWorkers is how many decisions are written at once.
 	ApplyWorkers int
+	// MetricsRegistry receives berth's collectors; controller-runtime's
+	// registry (served on the manager's metrics endpoint) when nil.
+	MetricsRegistry prometheus.Registerer
 	// PendingStatusDelay is how long a workload waits with a reason before
 	// the reason is written to its status.
 	PendingStatusDelay time.Duration
@@ -45,6 +51,8 @@ type Options struct {
 type Berth struct {
 	// Scheduler owns the admission engine.
 	Scheduler *scheduler.Scheduler
+	// Metrics are berth's collectors.
+	Metrics *metrics.Metrics
 }
 
 // Reconciler is the shape of every berth controller.
@@ -59,8 +67,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		o.StatusInterval = 2 * time.Second
 	}
 	recorder := mgr.GetEventRecorder(ControllerName)
+	m := metrics.New()
+	reg := o.MetricsRegistry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	if err := m.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
-		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay,
+		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m,
 	})
 	if err != nil {
 		return nil, err
@@ -87,7 +103,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 			return nil, fmt.Errorf("registering ClusterQueue webhook: %w", err)
 		}
 	}
-	return &Berth{Scheduler: sched}, nil
+	return &Berth{Scheduler: sched, Metrics: m}, nil
 }
 
 // Leader election uses a Lease in berth's own namespace.

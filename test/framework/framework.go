@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -127,6 +128,10 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.Setup.Webhooks = true
+	if o.Setup.MetricsRegistry == nil {
+		// Each start (a restart is a second start) gets its own registry.
+		o.Setup.MetricsRegistry = prometheus.NewRegistry()
+	}
 	if o.Setup.Engine == (admission.Options{}) {
 		o.Setup.Engine = admission.DefaultOptions()
 	}

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -118,7 +120,7 @@ var _ = Describe("admission writes", Ordered, func() {
 		})
 		var failures atomic.Int32
 		failures.Store(2)
-		_, err := env.StartBerth(framework.BerthOptions{NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		berth, err := env.StartBerth(framework.BerthOptions{NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			c, err := client.NewWithWatch(cfg, o)
 			if err != nil {
 				return nil, err
@@ -163,6 +165,8 @@ var _ = Describe("admission writes", Ordered, func() {
 			}
 		}
 		Expect(admitted).To(Equal(1), "one admission reached the API server")
+		Expect(testutil.ToFloat64(berth.Metrics.AdmissionsTotal.WithLabelValues(metrics.ResultRolledBack))).To(BeEquivalentTo(2))
+		Expect(testutil.ToFloat64(berth.Metrics.AdmissionsTotal.WithLabelValues(metrics.ResultAdmitted))).To(BeEquivalentTo(1))
 	})
 })
 

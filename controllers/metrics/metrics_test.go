@@ -1,0 +1,45 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Register(reg); err == nil {
+		t.Error("registering twice must fail, not silently double count")
+	}
+	m.Admission(ResultAdmitted)
+	m.Admission(ResultAdmitted)
+	m.Admission(ResultRolledBack)
+	m.Preemption("InCohortReclamation")
+	m.PendingStatusWrite()
+	m.ObserveCycle(250 * time.Microsecond)
+
+	cases := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"admitted", testutil.ToFloat64(m.AdmissionsTotal.WithLabelValues(ResultAdmitted)), 2},
+		{"rolled back", testutil.ToFloat64(m.AdmissionsTotal.WithLabelValues(ResultRolledBack)), 1},
+		{"preemptions", testutil.ToFloat64(m.PreemptionsTotal.WithLabelValues("InCohortReclamation")), 1},
+		{"pending writes", testutil.ToFloat64(m.PendingStatusWritesTotal), 1},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.CycleDuration); n != 1 {
+		t.Errorf("cycle histogram series = %d, want 1", n)
+	}
+}
