@@ -9,7 +9,7 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 TOOLS_BIN = $(shell test/tools/build.sh $(1) | tail -n 1)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e tools demo clean
+.PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e tools demo perf clean
 
 all: build
 
@@ -52,13 +52,26 @@ test-unit:
 
 ## test-integration: suites against a real kube-apiserver and etcd.
 test-integration:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/...
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/... ./test/perf/...
 
 ## test-e2e: suites on the full plane (apiserver, etcd, controller-manager, scheduler, kwok),
 ## including the harness's own suite. Packages run one at a time (-p 1): two
 ## control planes at once would starve each other on a small machine.
 test-e2e:
 	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/controlplane/... ./test/e2e/...
+
+## perf: run a performance scenario against a real apiserver and etcd and
+## report it against its floors (not part of `make test`, which runs only
+## the smoke scenario). SCENARIO: smoke, baseline, large, gpu-gangs or a YAML
+## file; QPS and BURST: berth's client limits; PERF_FLAGS: more berth-perf
+## flags (--mode=jobs, --preemption=never, --berth-rev=HEAD, ...). See
+## docs/performance.md.
+SCENARIO ?= smoke
+QPS ?= 500
+BURST ?= 1000
+PERF_FLAGS ?=
+perf:
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) run ./test/perf/cmd/berth-perf --scenario=$(SCENARIO) --qps=$(QPS) --burst=$(BURST) $(PERF_FLAGS)
 
 ## demo: run berth on a local full control plane and watch GPU jobs get admitted.
 demo:

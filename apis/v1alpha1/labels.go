@@ -15,3 +15,29 @@ const (
 	// admitted flavor, so that an evicted job can be restored exactly.
 	OriginalSchedulingAnnotation = "berth.dev/original-scheduling"
 )
+
+// Labels and annotations of job kinds beyond batch/v1 Job.
+const (
+	// PriorityClassLabel names a PriorityClass whose value orders the job in
+	// its queue, without giving its pods that priority (so kube-scheduler
+	// never preempts other pods for them). It takes precedence over the pod
+	// template's priorityClassName.
+	PriorityClassLabel = "berth.dev/priority-class"
+
+	// PodGroupLabel names the group a pod belongs to: the pods of a group,
+	// in one namespace, are one gang. A labelled pod without it is a group
+	// of one.
+	PodGroupLabel = "berth.dev/pod-group"
+
+	// PodGroupTotalCountAnnotation is the number of pods of the group; every
+	// member must carry the same value.
+	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
+
+	// JobKeyLabel is set on the Workload of a gang made of several objects
+	// (a pod group) and holds the gang's key (the group name).
+	JobKeyLabel = "berth.dev/job-key"
+
+	// AdmissionGate is the scheduling gate berth puts on a labelled pod at
+	// creation, and removes when the pod's group is admitted.
+	AdmissionGate = "berth.dev/admission"
+)

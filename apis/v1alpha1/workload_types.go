@@ -48,6 +48,13 @@ type WorkloadSpec struct {
 	// decides whom it may preempt.
 	// +optional
 	Priority int32 `json:"priority,omitempty"`
+
+	// priorityClassName is the PriorityClass the priority was taken from:
+	// the job's berth.dev/priority-class label, else its pods'
+	// priorityClassName. Empty when the priority is 0 by default.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // PodSetAssignment is what a pod set was admitted with.

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/setup"
 )
 
@@ -39,6 +40,7 @@ type config struct {
 	applyWorkers                  int
 	pendingStatusDelay            time.Duration
 	fairSharing                   bool
+	deviceClasses                 jobs.DeviceClassMapping
 }
 
 func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
@@ -59,9 +61,15 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
 	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 2*time.Second, "how long a workload waits with the same reason before the reason is written to its status")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
+	var draMapping string
+	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	var err error
+	if c.deviceClasses, err = jobs.ParseDeviceClassMapping(draMapping); err != nil {
+		return c, fmt.Errorf("--dra-device-class: %w", err)
 	}
 	if c.certManagement != "self" && c.certManagement != "external" {
 		return c, fmt.Errorf("--webhook-cert-management must be self or external, not %q", c.certManagement)
@@ -108,6 +116,9 @@ func run(ctx context.Context, c config) error {
 	if err := berthv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering berth types: %w", err)
 	}
+	if err := setup.AddToScheme(scheme); err != nil {
+		return err
+	}
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(c.qps), c.burst
 	if c.webhookPort > 0 && c.certManagement == "self" {
@@ -139,11 +150,12 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	if _, err := setup.Setup(ctx, mgr, setup.Options{
-		Engine:             admission.Options{FairSharing: c.fairSharing},
+		Engine:             engineOptions(c),
 		StatusInterval:     c.statusInterval,
 		Webhooks:           c.webhookPort > 0,
 		ApplyWorkers:       c.applyWorkers,
 		PendingStatusDelay: c.pendingStatusDelay,
+		DeviceClasses:      c.deviceClasses,
 	}); err != nil {
 		return err
 	}

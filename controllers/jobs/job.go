@@ -7,8 +7,13 @@
 package jobs
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -52,6 +57,51 @@ type GenericJob interface {
 	// Finished reports whether the job ended, whether it succeeded, and a
 	// message for the Workload's Finished condition.
 	Finished() (finished, succeeded bool, message string)
+	// PodTemplates returns the pod template of each pod set, in the order
+	// of PodSets; berth reads priority classes and DRA claims from them.
+	PodTemplates() []PodSetTemplate
+}
+
+// PodSetTemplate is the pod template of one pod set.
+type PodSetTemplate struct {
+	// Name of the pod set.
+	Name string
+	// Spec of its pods.
+	Spec *corev1.PodSpec
+}
+
+// Gang is implemented by a GenericJob that is one of several gangs of its
+// object (a LeaderWorkerSet replica): its Workload is named after the object
+// plus the suffix, so each gang is queued and admitted on its own.
+type Gang interface {
+	GenericJob
+	// WorkloadSuffix tells the gang's Workload apart from its siblings'.
+	WorkloadSuffix() string
+}
+
+// Writer is implemented by a GenericJob whose changes are not written by
+// updating Object (pods released by removing a scheduling gate). The
+// reconciler calls Write instead of Update after Suspend, Resume or
+// SetScheduling.
+type Writer interface {
+	// Write persists the in-memory changes. It must be idempotent.
+	Write(ctx context.Context, c client.Client) error
+}
+
+// Watcher is implemented by a Kind whose gangs change with objects other
+// than the job and its Workloads (a LeaderWorkerSet's pods).
+type Watcher interface {
+	// Watch adds watches to the reconciler's builder.
+	Watch(ctx context.Context, mgr ctrl.Manager, b *builder.Builder) error
+}
+
+// Splitter is implemented by a Kind whose objects run several gangs, each
+// with its own Workload. The reconciler deletes the object's Workloads
+// whose gang no longer exists (scaled down), releasing their quota.
+type Splitter interface {
+	// Gangs returns the object's gangs; c reads what the gangs consist of
+	// (for example pods).
+	Gangs(ctx context.Context, c client.Reader, obj client.Object) ([]Gang, error)
 }
 
 // Kind creates the GenericJob of one kind of job.
@@ -62,4 +112,26 @@ type Kind interface {
 	NewObject() client.Object
 	// Wrap returns the GenericJob of an object of the kind.
 	Wrap(obj client.Object) GenericJob
+}
+
+// Resolver is implemented by a Kind whose gang is not one object but
+// several that share a key (a pod group: the pods with one group label).
+// Its reconcile requests name the key, not an object. The gang's Workload
+// carries the key in the berth.dev/job-key label and is owned, not
+// controlled, by every member (see Owned), so the garbage collector deletes
+// it with the last member; berth deletes it too once no member is left.
+type Resolver interface {
+	// Key returns the gang key of an object of the kind, and false when
+	// berth does not manage the object.
+	Key(obj client.Object) (string, bool)
+	// Resolve returns the gang of a key, or nil when none of its objects
+	// exists any more.
+	Resolve(ctx context.Context, c client.Reader, namespace, key string) (Gang, error)
+}
+
+// Owned is implemented by a GenericJob whose Workload has several owners
+// instead of one controller (the pods of a pod group).
+type Owned interface {
+	// Owners are the owner references of the gang's Workload.
+	Owners() []metav1.OwnerReference
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,19 +49,23 @@ type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	kind     Kind
+	opts     Options
 }
 
 // NewReconciler returns the reconciler for jobs of kind.
-func NewReconciler(c client.Client, recorder events.EventRecorder, kind Kind) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, kind: kind}
+func NewReconciler(c client.Client, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, kind: kind, opts: opts}
 }
 
 // Name of the controller, for logs and metrics.
 func (r *Reconciler) Name() string { return strings.ToLower(r.kind.GVK().Kind) }
 
 // Register adds the reconciler to mgr: it watches labelled jobs of its kind
-// and the Workloads they own.
+// and the Workloads they own, and whatever else the kind asks for.
 func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if res, ok := r.kind.(Resolver); ok {
+		return r.registerResolved(mgr, res)
+	}
 	if err := IndexOwner(ctx, mgr, r.kind.GVK()); err != nil {
 		return err
 	}
@@ -65,11 +73,16 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 		_, ok := o.GetLabels()[berthv1.QueueNameLabel]
 		return ok
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
 		For(r.kind.NewObject(), builder.WithPredicates(labelled)).
-		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner())).
-		Complete(r)
+		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner()))
+	if w, ok := r.kind.(Watcher); ok {
+		if err := w.Watch(ctx, mgr, b); err != nil {
+			return fmt.Errorf("registering %s watches: %w", r.Name(), err)
+		}
+	}
+	return b.Complete(r)
 }
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -77,34 +90,104 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one job and its Workload in step.
+// Reconcile brings one job and the Workloads of its gangs in step.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if res, ok := r.kind.(Resolver); ok {
+		return r.reconcileResolved(ctx, res, req)
+	}
 	obj := r.kind.NewObject()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, r.deleteWorkloads(ctx, req.Namespace, req.Name)
+			return reconcile.Result{}, r.deleteWorkloads(ctx, req.Namespace, req.Name, nil)
 		}
 		return reconcile.Result{}, fmt.Errorf("reading %s %s: %w", r.kind.GVK().Kind, req, err)
 	}
-	if _, ok := obj.GetLabels()[berthv1.QueueNameLabel]; !ok {
+	if _, ok := obj.GetLabels()[berthv1.QueueNameLabel]; !ok || r.isChild(obj) {
 		return reconcile.Result{}, nil
 	}
-	job := r.kind.Wrap(obj)
+	gangs, err := r.gangs(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		// A job being deleted releases its quota once its pods are gone
 		// (orphan or foreground deletion can keep the object a while).
-		if job.IsActive() {
-			return reconcile.Result{}, nil
+		for _, g := range gangs {
+			if g.job.IsActive() {
+				return reconcile.Result{}, nil
+			}
 		}
-		return reconcile.Result{}, r.deleteWorkloads(ctx, req.Namespace, req.Name)
+		return reconcile.Result{}, r.deleteWorkloads(ctx, req.Namespace, req.Name, nil)
 	}
+	var result reconcile.Result
+	keep := map[string]bool{}
+	for _, g := range gangs {
+		keep[g.workload] = true
+		res, err := r.reconcileGang(ctx, g)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
+			result = res
+		}
+	}
+	if _, ok := r.kind.(Splitter); ok {
+		// Gangs scaled away release their quota.
+		return result, r.deleteWorkloads(ctx, req.Namespace, req.Name, keep)
+	}
+	return result, nil
+}
+
+// gang is one GenericJob and the name of its Workload.
+type gang struct {
+	job      GenericJob
+	workload string
+	// key of a Resolver kind's gang.
+	key string
+}
+
+// gangs returns the gangs of obj: the object itself, or what its Splitter
+// says.
+func (r *Reconciler) gangs(ctx context.Context, obj client.Object) ([]gang, error) {
+	s, ok := r.kind.(Splitter)
+	if !ok {
+		return []gang{{job: r.kind.Wrap(obj), workload: WorkloadName(r.kind.GVK().Kind, obj)}}, nil
+	}
+	gs, err := s.Gangs(ctx, r.client, obj)
+	if err != nil {
+		return nil, fmt.Errorf("reading gangs of %s %s: %w", r.kind.GVK().Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	out := make([]gang, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, gang{job: g, workload: GangWorkloadName(r.kind.GVK().Kind, obj, g.WorkloadSuffix())})
+	}
+	return out, nil
+}
+
+// isChild reports whether obj is controlled by an object of a kind berth
+// manages as a whole (a JobSet's Job): its parent's Workload covers it.
+func (r *Reconciler) isChild(obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(r.opts.Parents, gv.Group+"/"+ref.Kind)
+}
+
+// reconcileGang brings one gang and its Workload in step.
+func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Result, error) {
+	job, obj := g.job, g.job.Object()
 	wl := &berthv1.Workload{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: WorkloadName(r.kind.GVK().Kind, obj)}, wl)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: g.workload}, wl)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.createWorkload(ctx, job)
+		return reconcile.Result{}, r.createWorkload(ctx, g)
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading workload of %s: %w", req, err)
+		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", g.workload, err)
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
 		return reconcile.Result{}, r.finish(ctx, wl, succeeded, msg)
@@ -119,33 +202,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 }
 
+// write persists the in-memory changes of a job.
+func (r *Reconciler) write(ctx context.Context, job GenericJob) error {
+	if w, ok := job.(Writer); ok {
+		return w.Write(ctx, r.client)
+	}
+	return r.client.Update(ctx, job.Object())
+}
+
+// invalid reports a job that cannot be queued as it is; an update of the
+// job requeues it.
+func (r *Reconciler) invalid(job GenericJob, wl *berthv1.Workload, err error) error {
+	if !isInvalid(err) {
+		return err
+	}
+	var related runtime.Object // a nil *Workload in the interface would not be nil
+	if wl != nil {
+		related = wl
+	}
+	reason := EventInvalidJob
+	var ie *InvalidError
+	if errors.As(err, &ie) && ie.reason != "" {
+		reason = ie.reason
+	}
+	r.recorder.Eventf(job.Object(), related, corev1.EventTypeWarning, reason, "Queue", "cannot queue: %v", err)
+	return nil
+}
+
 // createWorkload holds a new job and creates its Workload.
-func (r *Reconciler) createWorkload(ctx context.Context, job GenericJob) error {
-	obj := job.Object()
+func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
+	job, obj := g.job, g.job.Object()
 	if finished, _, _ := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
 	if !job.IsSuspended() {
 		job.Suspend()
-		if err := r.client.Update(ctx, obj); err != nil {
+		if err := r.write(ctx, job); err != nil {
 			return fmt.Errorf("suspending %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 		r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventSuspended, "Suspend", "suspended until berth admits it")
 	}
-	podSets, err := job.PodSets()
+	spec, err := r.spec(ctx, job)
 	if err != nil {
-		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventInvalidJob, "Queue", "cannot queue: %v", err)
-		return nil // waits for the user to fix the job; an update requeues it
+		return r.invalid(job, nil, err)
 	}
 	wl := &berthv1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: WorkloadName(r.kind.GVK().Kind, obj), Namespace: obj.GetNamespace()},
+		ObjectMeta: metav1.ObjectMeta{Name: g.workload, Namespace: obj.GetNamespace()},
 		Spec: berthv1.WorkloadSpec{
-			QueueName: obj.GetLabels()[berthv1.QueueNameLabel],
-			PodSets:   podSets,
+			QueueName:         obj.GetLabels()[berthv1.QueueNameLabel],
+			PodSets:           spec.podSets,
+			Priority:          spec.priority,
+			PriorityClassName: spec.priorityClassName,
 		},
 	}
-	if err := controllerutil.SetControllerReference(obj, wl, r.client.Scheme()); err != nil {
-		return fmt.Errorf("owning workload: %w", err)
+	if err := r.setOwners(g, wl); err != nil {
+		return err
 	}
 	if err := r.client.Create(ctx, wl); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -158,13 +269,14 @@ func (r *Reconciler) createWorkload(ctx context.Context, job GenericJob) error {
 }
 
 // hold keeps a job whose workload is not admitted suspended, and keeps the
-// workload's pod sets in step with the job while it waits.
+// workload's pod sets and priority in step with the job while it waits.
 func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
 	obj := job.Object()
-	if !job.IsSuspended() {
-		restoreScheduling(job)
+	if mustStop(job) {
+		// The API accepts a changed pod template only once the job is
+		// suspended: its own scheduling is restored by the next pass.
 		job.Suspend()
-		if err := r.client.Update(ctx, obj); err != nil {
+		if err := r.write(ctx, job); err != nil {
 			return fmt.Errorf("suspending %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventSuspended, "Suspend", "suspended until berth admits it")
@@ -173,15 +285,26 @@ func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	if wl.Status.Admission != nil || workloadstatus.IsFinished(wl) {
 		return nil
 	}
-	podSets, err := job.PodSets()
+	if restoreScheduling(job) {
+		if err := r.write(ctx, job); err != nil {
+			return fmt.Errorf("restoring the scheduling of %s: %w", client.ObjectKeyFromObject(obj), err)
+		}
+		return nil
+	}
+	return r.syncSpec(ctx, job, wl)
+}
+
+// syncSpec updates the workload's pod sets and priority to the job's.
+func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+	spec, err := r.spec(ctx, job)
 	if err != nil {
-		r.recorder.Eventf(obj, wl, corev1.EventTypeWarning, EventInvalidJob, "Queue", "cannot queue: %v", err)
+		return r.invalid(job, wl, err)
+	}
+	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) && spec.priority == wl.Spec.Priority &&
+		spec.priorityClassName == wl.Spec.PriorityClassName {
 		return nil
 	}
-	if equality.Semantic.DeepEqual(podSets, wl.Spec.PodSets) {
-		return nil
-	}
-	wl.Spec.PodSets = podSets
+	wl.Spec.PodSets, wl.Spec.Priority, wl.Spec.PriorityClassName = spec.podSets, spec.priority, spec.priorityClassName
 	if err := r.client.Update(ctx, wl); err != nil {
 		return fmt.Errorf("updating pod sets of workload %s: %w", wl.Name, err)
 	}
@@ -191,7 +314,7 @@ func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workl
 // start runs an admitted job on the flavors of its admission.
 func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
 	if !job.IsSuspended() {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.resize(ctx, job, wl)
 	}
 	obj := job.Object()
 	scheduling, missing, err := r.admittedScheduling(ctx, job, wl)
@@ -208,7 +331,7 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 	}
 	job.SetScheduling(scheduling)
 	job.Resume()
-	if err := r.client.Update(ctx, obj); err != nil {
+	if err := r.write(ctx, job); err != nil {
 		return reconcile.Result{}, fmt.Errorf("starting %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
 	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStarted, "Start", "%s",
@@ -220,10 +343,9 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 // are gone, releases the workload's quota so it queues again.
 func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
 	obj := job.Object()
-	if !job.IsSuspended() {
-		restoreScheduling(job)
+	if mustStop(job) {
 		job.Suspend()
-		if err := r.client.Update(ctx, obj); err != nil {
+		if err := r.write(ctx, job); err != nil {
 			return fmt.Errorf("suspending evicted %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStopped, "Stop", "%s",
@@ -232,6 +354,11 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	}
 	if job.IsActive() {
 		return nil // the job's controller deletes the pods; their updates requeue us
+	}
+	// A job that grew is queued again at its new size: the pod sets change
+	// before the quota is released, so it is never admitted at the old one.
+	if err := r.syncSpec(ctx, job, wl); err != nil {
+		return err
 	}
 	_, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
 		if !workloadstatus.IsEvicting(w) {
@@ -255,19 +382,23 @@ func (r *Reconciler) finish(ctx context.Context, wl *berthv1.Workload, succeeded
 	return err
 }
 
-// deleteWorkloads deletes the workloads of a job that no longer exists. On a
-// cluster with a garbage collector owner references do the same; this also
-// covers clusters where it lags.
-func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string) error {
+// deleteWorkloads deletes the workloads of a job that no longer exists, or,
+// with keep, those of its gangs that no longer exist. On a cluster with a
+// garbage collector owner references do the former; this also covers
+// clusters where it lags.
+func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string, keep map[string]bool) error {
 	wls := &berthv1.WorkloadList{}
 	if err := r.client.List(ctx, wls, client.InNamespace(namespace), client.MatchingFields{OwnerIndexKey(r.kind.GVK()): name}); err != nil {
-		return fmt.Errorf("listing workloads of deleted %s %s/%s: %w", r.kind.GVK().Kind, namespace, name, err)
+		return fmt.Errorf("listing workloads of %s %s/%s: %w", r.kind.GVK().Kind, namespace, name, err)
 	}
 	for i := range wls.Items {
+		if keep[wls.Items[i].Name] {
+			continue
+		}
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}
-		log.FromContext(ctx).V(2).Info("deleted workload of deleted job", "workload", wls.Items[i].Name)
+		log.FromContext(ctx).V(2).Info("deleted workload of deleted job or gang", "workload", wls.Items[i].Name)
 	}
 	return nil
 }
@@ -286,6 +417,35 @@ func WorkloadName(kind string, obj client.Object) string {
 	return prefix + "-" + suffix
 }
 
+// GangWorkloadName is the deterministic name of the Workload of one gang of
+// an object that runs several (see Splitter).
+func GangWorkloadName(kind string, obj client.Object, suffix string) string {
+	sum := sha256.Sum256([]byte(string(obj.GetUID()) + "/" + suffix))
+	hash := hex.EncodeToString(sum[:])[:5]
+	prefix := strings.ToLower(kind) + "-" + obj.GetName()
+	maxLen := 253 - 7 - len(suffix)
+	if len(prefix) > maxLen {
+		prefix = prefix[:maxLen]
+	}
+	return prefix + "-" + suffix + "-" + hash
+}
+
+// mustStop reports whether a job that may not run must be stopped: it is
+// not suspended, or (for gangs of pods, which are released pod by pod) some
+// of its pods run.
+func mustStop(job GenericJob) bool {
+	if !job.IsSuspended() {
+		return true
+	}
+	_, pods := job.(Writer)
+	return pods && job.IsActive()
+}
+
+// ctrlSetController makes owner the controller of wl.
+func ctrlSetController(owner client.Object, wl *berthv1.Workload, c client.Client) error {
+	return controllerutil.SetControllerReference(owner, wl, c.Scheme())
+}
+
 func workloadMessage(wl *berthv1.Workload, condType, fallback string) string {
 	for _, c := range wl.Status.Conditions {
 		if c.Type == condType && c.Message != "" {
@@ -298,6 +458,9 @@ func workloadMessage(wl *berthv1.Workload, condType, fallback string) string {
 // saveOriginalScheduling records the job's own node selectors and
 // tolerations before berth changes them, once.
 func saveOriginalScheduling(job GenericJob) error {
+	if _, pods := job.(Writer); pods {
+		return nil // released pods are never gated again: nothing to restore
+	}
 	obj := job.Object()
 	if _, ok := obj.GetAnnotations()[berthv1.OriginalSchedulingAnnotation]; ok {
 		return nil
@@ -315,12 +478,16 @@ func saveOriginalScheduling(job GenericJob) error {
 	return nil
 }
 
-// restoreScheduling puts back the job's own node selectors and tolerations.
-func restoreScheduling(job GenericJob) {
+// restoreScheduling puts back the job's own node selectors and
+// tolerations, and reports whether berth had changed them.
+func restoreScheduling(job GenericJob) bool {
+	if _, pods := job.(Writer); pods {
+		return false
+	}
 	obj := job.Object()
 	raw, ok := obj.GetAnnotations()[berthv1.OriginalSchedulingAnnotation]
 	if !ok {
-		return
+		return false
 	}
 	var orig []PodSetScheduling
 	if err := json.Unmarshal([]byte(raw), &orig); err == nil {
@@ -329,4 +496,5 @@ func restoreScheduling(job GenericJob) {
 	ann := obj.GetAnnotations()
 	delete(ann, berthv1.OriginalSchedulingAnnotation)
 	obj.SetAnnotations(ann)
+	return true
 }

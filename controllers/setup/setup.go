@@ -10,13 +10,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
+	"github.com/berth-dev/berth/controllers/jobs/jobset"
+	"github.com/berth-dev/berth/controllers/jobs/lws"
+	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/queue"
 	"github.com/berth-dev/berth/controllers/scheduler"
@@ -44,6 +53,8 @@ type Options struct {
 	// PendingStatusDelay is how long a workload waits with a reason before
 	// the reason is written to its status.
 	PendingStatusDelay time.Duration
+	// DeviceClasses counts DRA devices, by DeviceClass, against quota.
+	DeviceClasses jobs.DeviceClassMapping
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -88,7 +99,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		workload.NewReconciler(mgr.GetClient(), sched, recorder),
 		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
-		jobs.NewReconciler(mgr.GetClient(), recorder, batchjob.Kind{}),
+	}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}}
+	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		reconcilers = append(reconcilers, jobs.NewReconciler(mgr.GetClient(), recorder, k, jobsOpts))
 	}
 	for _, r := range reconcilers {
 		if err := r.Register(ctx, mgr); err != nil {
@@ -99,11 +117,51 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).Complete(); err != nil {
 			return nil, fmt.Errorf("registering Job webhook: %w", err)
 		}
+		if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).Complete(); err != nil {
+			return nil, fmt.Errorf("registering JobSet webhook: %w", err)
+		}
+		if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).Complete(); err != nil {
+			return nil, fmt.Errorf("registering LeaderWorkerSet webhook: %w", err)
+		}
+		if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete(); err != nil {
+			return nil, fmt.Errorf("registering Pod webhook: %w", err)
+		}
 		if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
 			return nil, fmt.Errorf("registering ClusterQueue webhook: %w", err)
 		}
 	}
 	return &Berth{Scheduler: sched, Metrics: m}, nil
+}
+
+// servedKinds returns the job kinds whose API the cluster serves: a kind
+// whose CRD is not installed (no JobSet operator) is skipped, with a log
+// line, rather than failing berth. Installing the CRD later needs a
+// restart of berth.
+func servedKinds(mgr ctrl.Manager, kinds ...jobs.Kind) ([]jobs.Kind, error) {
+	var out []jobs.Kind
+	for _, k := range kinds {
+		gvk := k.GVK()
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				mgr.GetLogger().Info("job kind not served by the cluster; not managing it", "kind", gvk.String())
+				continue
+			}
+			return nil, fmt.Errorf("looking up %s: %w", gvk, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// AddToScheme registers the API types of every job kind berth manages.
+func AddToScheme(s *runtime.Scheme) error {
+	if err := jobsetv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering JobSet types: %w", err)
+	}
+	if err := lwsv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering LeaderWorkerSet types: %w", err)
+	}
+	return nil
 }
 
 // Leader election uses a Lease in berth's own namespace.

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,21 +64,39 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 	if err := berthv1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("registering berth types: %w", err)
 	}
+	if err := setup.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Start brings up a plane (full: with controller-manager, scheduler and
 // kwok) with berth's CRDs and webhook configuration.
 func Start(ctx context.Context, full bool) (*Env, error) {
+	return StartWith(ctx, StartOptions{Full: full})
+}
+
+// StartOptions configure StartWith.
+type StartOptions struct {
+	// Full adds kube-controller-manager, kube-scheduler and kwok.
+	Full bool
+	// CRDPaths are CRD files or directories installed besides berth's,
+	// e.g. JobSetCRD().
+	CRDPaths []string
+}
+
+// StartWith brings up a plane with berth's CRDs and webhook configuration
+// and the extra CRDs of o.
+func StartWith(ctx context.Context, o StartOptions) (*Env, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
 	root := RepoRoot()
 	plane, err := controlplane.Start(ctx, controlplane.Options{
-		Full:              full,
+		Full:              o.Full,
 		Scheme:            scheme,
-		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths: append([]string{filepath.Join(root, "config", "crd", "bases")}, o.CRDPaths...),
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
 		},
@@ -89,6 +109,41 @@ func Start(ctx context.Context, full bool) (*Env, error) {
 		return nil, errors.Join(fmt.Errorf("creating client: %w", err), plane.Stop())
 	}
 	return &Env{Plane: plane, Client: c, Scheme: scheme}, nil
+}
+
+// ModuleDir is the directory of a module berth requires (from the module
+// cache), for the CRDs it ships.
+func ModuleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating module %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded: run go mod download", module)
+	}
+	return dir, nil
+}
+
+// JobSetCRD is the JobSet CRD of the JobSet version berth is built with.
+func JobSetCRD() (string, error) {
+	dir, err := ModuleDir("sigs.k8s.io/jobset")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "config", "components", "crd", "bases", "jobset.x-k8s.io_jobsets.yaml"), nil
+}
+
+// LeaderWorkerSetCRD is the LeaderWorkerSet CRD of the LWS version berth
+// is built with.
+func LeaderWorkerSetCRD() (string, error) {
+	dir, err := ModuleDir("sigs.k8s.io/lws")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"), nil
 }
 
 // BerthOptions configure StartBerth.

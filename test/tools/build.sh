@@ -11,6 +11,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
+JOBSET_VERSION=v0.11.1
+LWS_VERSION=v0.8.0
 cache="${BERTH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth/tools}"
 bin="$cache/bin"
 mkdir -p "$bin"
@@ -84,9 +86,29 @@ kwok_stages() {
   link kwok-stages "$KWOK_VERSION"
 }
 
+# operator_config NAME VERSION MODULE FILES...: the CRDs and webhook
+# configurations an operator needs, copied from its module beside its binary
+# (bin/NAME-config-VERSION, linked as bin/NAME-config), so the e2e suite
+# installs exactly the manifests of the version it runs.
+operator_config() {
+  local name="$1" version="$2" module="$3"; shift 3
+  local out="$bin/$name-config-$version"
+  if [[ ! -d "$out" ]]; then
+    local src tmp
+    src="$(cd "$here/$name" && go mod download "$module" && go list -m -f '{{.Dir}}' "$module")"
+    tmp="$out.tmp.$$"
+    mkdir -p "$tmp"
+    for f in "$@"; do
+      install -m 0644 "$src/$f" "$tmp/"
+    done
+    mv -T "$tmp" "$out"
+  fi
+  link "$name-config" "$version"
+}
+
 components=("$@")
 if [[ ${#components[@]} -eq 0 ]]; then
-  components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+  components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok jobset lws)
 fi
 for c in "${components[@]}"; do
   case "$c" in
@@ -94,6 +116,16 @@ for c in "${components[@]}"; do
     kube-apiserver|kube-controller-manager|kube-scheduler)
       build "$c" "$KUBE_VERSION" kube "k8s.io/kubernetes/cmd/$c" "$(kube_ldflags)"; link "$c" "$KUBE_VERSION" ;;
     kwok) build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok; link kwok "$KWOK_VERSION"; kwok_stages ;;
+    # The JobSet and LeaderWorkerSet operators, for the e2e suite; their
+    # CRDs and webhook manifests are copied next to them.
+    jobset)
+      build jobset "$JOBSET_VERSION" jobset sigs.k8s.io/jobset; link jobset "$JOBSET_VERSION"
+      operator_config jobset "$JOBSET_VERSION" sigs.k8s.io/jobset \
+        config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml config/components/webhook/manifests.yaml ;;
+    lws)
+      build lws "$LWS_VERSION" lws sigs.k8s.io/lws/cmd; link lws "$LWS_VERSION"
+      operator_config lws "$LWS_VERSION" sigs.k8s.io/lws \
+        config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml config/webhook/manifests.yaml ;;
     *) echo "unknown component $c" >&2; exit 2 ;;
   esac
 done

@@ -1,5 +1,7 @@
 // Package batchjob adapts batch/v1 Jobs to berth: a Job is one gang of
-// min(parallelism, completions) pods.
+// min(parallelism, completions) pods, in NonIndexed and Indexed completion
+// mode alike (an Indexed Job's pods all start together, one per index, up to
+// parallelism). Changing parallelism resizes the gang: see jobs.Reconciler.
 package batchjob
 
 import (
@@ -54,6 +56,11 @@ func (j *Job) PodSets() ([]berthv1.PodSet, error) {
 		Count:    count,
 		Requests: jobs.PodRequests(&j.Spec.Template.Spec),
 	}}, nil
+}
+
+// PodTemplates returns the Job's pod template.
+func (j *Job) PodTemplates() []jobs.PodSetTemplate {
+	return []jobs.PodSetTemplate{{Name: PodSetName, Spec: &j.Spec.Template.Spec}}
 }
 
 // IsSuspended reports whether spec.suspend is true.

@@ -1,0 +1,170 @@
+// Package jobset adapts JobSets (sigs.k8s.io/jobset) to berth: a whole
+// JobSet is one gang, with one pod set per replicated job of
+// replicas × min(parallelism, completions) pods. berth holds and releases it
+// through JobSet's own spec.suspend, and gives each replicated job's pod
+// template the node selector and tolerations of its admitted flavor; the
+// JobSet controller passes both on to its child Jobs.
+package jobset
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// maxPodSets is the Workload API's limit on pod sets.
+const maxPodSets = 8
+
+// Kind is the jobs.Kind of JobSets.
+type Kind struct{}
+
+var _ jobs.Kind = Kind{}
+
+// GVK of jobset.x-k8s.io/v1alpha2 JobSet.
+func (Kind) GVK() schema.GroupVersionKind { return jobsetv1.SchemeGroupVersion.WithKind("JobSet") }
+
+// NewObject returns an empty JobSet.
+func (Kind) NewObject() client.Object { return &jobsetv1.JobSet{} }
+
+// Wrap returns the GenericJob of a JobSet.
+func (Kind) Wrap(obj client.Object) jobs.GenericJob { return &JobSet{obj.(*jobsetv1.JobSet)} }
+
+// JobSet is a JobSet seen as a GenericJob.
+type JobSet struct{ *jobsetv1.JobSet }
+
+// Object returns the JobSet.
+func (j *JobSet) Object() client.Object { return j.JobSet }
+
+// PodSets returns one pod set per replicated job.
+func (j *JobSet) PodSets() ([]berthv1.PodSet, error) {
+	rjs := j.Spec.ReplicatedJobs
+	if len(rjs) == 0 {
+		return nil, fmt.Errorf("the JobSet has no replicatedJobs: add at least one")
+	}
+	if len(rjs) > maxPodSets {
+		return nil, fmt.Errorf("the JobSet has %d replicatedJobs; berth admits at most %d pod sets per gang", len(rjs), maxPodSets)
+	}
+	out := make([]berthv1.PodSet, 0, len(rjs))
+	for i := range rjs {
+		rj := &rjs[i]
+		perJob := podsPerJob(&rj.Template.Spec)
+		if rj.Replicas < 1 || perJob < 1 {
+			return nil, fmt.Errorf("replicatedJob %q runs no pods (replicas %d, %d pods per Job): set replicas and parallelism to at least 1",
+				rj.Name, rj.Replicas, perJob)
+		}
+		out = append(out, berthv1.PodSet{
+			Name:     rj.Name,
+			Count:    rj.Replicas * perJob,
+			Requests: jobs.PodRequests(&rj.Template.Spec.Template.Spec),
+		})
+	}
+	return out, nil
+}
+
+// podsPerJob is min(parallelism, completions) of one child Job.
+func podsPerJob(spec *batchv1.JobSpec) int32 {
+	n := ptr.Deref(spec.Parallelism, 1)
+	if c := spec.Completions; c != nil && *c < n {
+		n = *c
+	}
+	return n
+}
+
+// PodTemplates returns each replicated job's pod template.
+func (j *JobSet) PodTemplates() []jobs.PodSetTemplate {
+	out := make([]jobs.PodSetTemplate, 0, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		rj := &j.Spec.ReplicatedJobs[i]
+		out = append(out, jobs.PodSetTemplate{Name: rj.Name, Spec: &rj.Template.Spec.Template.Spec})
+	}
+	return out
+}
+
+// IsSuspended reports whether spec.suspend is true.
+func (j *JobSet) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+// Suspend sets spec.suspend; the JobSet controller suspends its Jobs.
+func (j *JobSet) Suspend() { j.Spec.Suspend = ptr.To(true) }
+
+// Resume clears spec.suspend.
+func (j *JobSet) Resume() { j.Spec.Suspend = ptr.To(false) }
+
+// Scheduling returns each replicated job's node selector and tolerations.
+func (j *JobSet) Scheduling() []jobs.PodSetScheduling {
+	out := make([]jobs.PodSetScheduling, 0, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		rj := &j.Spec.ReplicatedJobs[i]
+		out = append(out, jobs.PodSetScheduling{
+			Name:         rj.Name,
+			NodeSelector: rj.Template.Spec.Template.Spec.NodeSelector,
+			Tolerations:  rj.Template.Spec.Template.Spec.Tolerations,
+		})
+	}
+	return out
+}
+
+// SetScheduling sets the node selector and tolerations of the named
+// replicated jobs' pod templates; JobSet allows it while suspended.
+func (j *JobSet) SetScheduling(s []jobs.PodSetScheduling) {
+	for _, ps := range s {
+		for i := range j.Spec.ReplicatedJobs {
+			if rj := &j.Spec.ReplicatedJobs[i]; rj.Name == ps.Name {
+				rj.Template.Spec.Template.Spec.NodeSelector = ps.NodeSelector
+				rj.Template.Spec.Template.Spec.Tolerations = ps.Tolerations
+			}
+		}
+	}
+}
+
+// IsActive reports whether a child Job still has running or pending pods.
+func (j *JobSet) IsActive() bool {
+	for _, s := range j.Status.ReplicatedJobsStatus {
+		if s.Active > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Finished reports the JobSet's Completed or Failed condition.
+func (j *JobSet) Finished() (bool, bool, string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		switch jobsetv1.JobSetConditionType(c.Type) {
+		case jobsetv1.JobSetCompleted:
+			return true, true, "the JobSet completed"
+		case jobsetv1.JobSetFailed:
+			return true, false, fmt.Sprintf("the JobSet failed: %s", c.Message)
+		}
+	}
+	return false, false, ""
+}
+
+// +kubebuilder:webhook:path=/mutate-jobset-x-k8s-io-v1alpha2-jobset,mutating=true,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create,versions=v1alpha2,name=mjobset.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
+
+// Defaulter holds every JobSet submitted to a berth queue: it sets
+// spec.suspend on creation, so that no child Job runs a pod before
+// admission.
+type Defaulter struct{}
+
+// Default suspends a JobSet that carries the queue-name label.
+func (Defaulter) Default(_ context.Context, js *jobsetv1.JobSet) error {
+	if _, ok := js.Labels[berthv1.QueueNameLabel]; ok {
+		js.Spec.Suspend = ptr.To(true)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update

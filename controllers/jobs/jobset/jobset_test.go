@@ -1,0 +1,59 @@
+package jobset
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+func TestPodSets(t *testing.T) {
+	rj := func(name string, replicas, parallelism, completions int32) jobsetv1.ReplicatedJob {
+		return jobsetv1.ReplicatedJob{Name: name, Replicas: replicas, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(parallelism), Completions: ptr.To(completions),
+		}}}
+	}
+	many := make([]jobsetv1.ReplicatedJob, 9)
+	for i := range many {
+		many[i] = rj(string(rune('a'+i)), 1, 1, 1)
+	}
+	tests := []struct {
+		name    string
+		rjs     []jobsetv1.ReplicatedJob
+		want    map[string]int32
+		wantErr string
+	}{
+		{name: "replicas times min(parallelism, completions)", rjs: []jobsetv1.ReplicatedJob{rj("driver", 1, 1, 1), rj("workers", 4, 2, 8)},
+			want: map[string]int32{"driver": 1, "workers": 8}},
+		{name: "completions below parallelism", rjs: []jobsetv1.ReplicatedJob{rj("w", 2, 4, 3)}, want: map[string]int32{"w": 6}},
+		{name: "zero replicas", rjs: []jobsetv1.ReplicatedJob{rj("w", 0, 1, 1)}, wantErr: "runs no pods"},
+		{name: "zero parallelism", rjs: []jobsetv1.ReplicatedJob{rj("w", 1, 0, 1)}, wantErr: "runs no pods"},
+		{name: "no replicated jobs", wantErr: "no replicatedJobs"},
+		{name: "more pod sets than a workload holds", rjs: many, wantErr: "at most 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			js := &JobSet{&jobsetv1.JobSet{Spec: jobsetv1.JobSetSpec{ReplicatedJobs: tt.rjs}}}
+			got, err := js.PodSets()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d pod sets, want %d", len(got), len(tt.want))
+			}
+			for _, ps := range got {
+				if ps.Count != tt.want[ps.Name] {
+					t.Errorf("pod set %s: count %d, want %d", ps.Name, ps.Count, tt.want[ps.Name])
+				}
+			}
+		})
+	}
+}

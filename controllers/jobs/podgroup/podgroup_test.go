@@ -1,0 +1,111 @@
+package podgroup
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+func pod(name, group, count string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{berthv1.QueueNameLabel: "q"}}}
+	if group != "" {
+		p.Labels[berthv1.PodGroupLabel] = group
+		p.Annotations = map[string]string{berthv1.PodGroupTotalCountAnnotation: count}
+	}
+	return p
+}
+
+func TestGroupPodSets(t *testing.T) {
+	tests := []struct {
+		name    string
+		pods    []corev1.Pod
+		want    int32
+		wantErr string
+	}{
+		{name: "a lone pod is a group of one", pods: []corev1.Pod{pod("a", "", "")}, want: 1},
+		{name: "complete group", pods: []corev1.Pod{pod("a", "g", "2"), pod("b", "g", "2")}, want: 2},
+		{name: "incomplete group", pods: []corev1.Pod{pod("a", "g", "3")}, wantErr: "has 1 of its 3 pods"},
+		{name: "members disagree", pods: []corev1.Pod{pod("a", "g", "2"), pod("b", "g", "3")}, wantErr: "disagree"},
+		{name: "count missing", pods: []corev1.Pod{pod("a", "g", "")}, wantErr: "at least 1"},
+		{name: "count zero", pods: []corev1.Pod{pod("a", "g", "0")}, wantErr: "at least 1"},
+		{name: "more pods than the count", pods: []corev1.Pod{pod("a", "g", "1"), pod("b", "g", "1")}, wantErr: "has 2 of its 1 pods"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := newGroup(tt.pods).PodSets()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Count != tt.want {
+				t.Fatalf("got %+v, want one pod set of %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKey(t *testing.T) {
+	owned := pod("c", "g", "1")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "s", Controller: ptr.To(true)}}
+	unlabelled := pod("d", "", "")
+	delete(unlabelled.Labels, berthv1.QueueNameLabel)
+	tests := []struct {
+		name   string
+		pod    corev1.Pod
+		want   string
+		wantOK bool
+	}{
+		{name: "grouped", pod: pod("a", "g", "2"), want: "g", wantOK: true},
+		{name: "lone", pod: pod("b", "", ""), want: "b", wantOK: true},
+		{name: "controlled by another object", pod: owned},
+		{name: "not submitted to a queue", pod: unlabelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Kind{}.Key(&tt.pod)
+			if ok != tt.wantOK || got != tt.want {
+				t.Errorf("Key = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestFinished(t *testing.T) {
+	phases := func(ps ...corev1.PodPhase) []corev1.Pod {
+		var out []corev1.Pod
+		for i, ph := range ps {
+			p := pod(string(rune('a'+i)), "g", "2")
+			p.Status.Phase = ph
+			out = append(out, p)
+		}
+		return out
+	}
+	tests := []struct {
+		name                string
+		pods                []corev1.Pod
+		finished, succeeded bool
+	}{
+		{name: "running", pods: phases(corev1.PodRunning, corev1.PodSucceeded)},
+		{name: "all succeeded", pods: phases(corev1.PodSucceeded, corev1.PodSucceeded), finished: true, succeeded: true},
+		{name: "one failed", pods: phases(corev1.PodFailed, corev1.PodSucceeded), finished: true},
+		{name: "incomplete group never finishes", pods: phases(corev1.PodSucceeded)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, s, _ := newGroup(tt.pods).Finished()
+			if f != tt.finished || s != tt.succeeded {
+				t.Errorf("Finished = %v, %v; want %v, %v", f, s, tt.finished, tt.succeeded)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+// Package pods holds gangs of pods that berth holds with a scheduling gate
+// instead of a suspend field: pod groups and LeaderWorkerSet replicas. A
+// labelled pod gets the berth.dev/admission gate when it is created (see
+// Defaulter); berth removes it, adding the admitted flavor's node selector
+// and tolerations, once the pod's gang is admitted. A pod cannot be gated
+// again, so a gang is stopped by deleting its running pods: their owner
+// (a StatefulSet, or the user) creates them again, gated.
+package pods
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// Gang is the pods of one gang and what berth is about to do to them.
+// Adapters embed it and add PodSets, Object and the rest of GenericJob.
+type Gang struct {
+	// Pods are the gang's existing pods, sorted by name.
+	Pods []corev1.Pod
+	// PodSetOf names the pod set a pod belongs to.
+	PodSetOf func(*corev1.Pod) string
+
+	scheduling map[string]jobs.PodSetScheduling
+	resume     bool
+	suspend    bool
+}
+
+// IsGated reports whether the pod still waits for berth.
+func IsGated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		return g.Name == berthv1.AdmissionGate
+	})
+}
+
+// isTerminal reports whether the pod has ended.
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// IsSuspended reports whether the gang is held: it has no pods yet, or one
+// of them still carries the admission gate (pods created after the gang
+// started are released by the next start).
+func (g *Gang) IsSuspended() bool {
+	if len(g.Pods) == 0 {
+		return true
+	}
+	for i := range g.Pods {
+		if IsGated(&g.Pods[i]) && g.Pods[i].DeletionTimestamp.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspend marks the gang's running pods for deletion by Write.
+func (g *Gang) Suspend() { g.suspend, g.resume = true, false }
+
+// Resume marks the gang's gated pods for release by Write.
+func (g *Gang) Resume() { g.resume, g.suspend = true, false }
+
+// SetScheduling records the node selector and tolerations Write gives the
+// released pods.
+func (g *Gang) SetScheduling(s []jobs.PodSetScheduling) {
+	g.scheduling = map[string]jobs.PodSetScheduling{}
+	for _, ps := range s {
+		g.scheduling[ps.Name] = ps
+	}
+}
+
+// IsActive reports whether a released pod still runs or terminates.
+func (g *Gang) IsActive() bool {
+	for i := range g.Pods {
+		if p := &g.Pods[i]; !IsGated(p) && !isTerminal(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Write releases or deletes pods as Resume or Suspend asked.
+func (g *Gang) Write(ctx context.Context, c client.Client) error {
+	for i := range g.Pods {
+		p := &g.Pods[i]
+		switch {
+		case g.resume && IsGated(p) && p.DeletionTimestamp.IsZero():
+			if err := g.release(ctx, c, p); err != nil {
+				return err
+			}
+		case g.suspend && !IsGated(p) && !isTerminal(p) && p.DeletionTimestamp.IsZero():
+			if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting pod %s to stop its gang: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// release removes the gate and adds the pod set's node selector and
+// tolerations. A gated pod may gain node selector keys and tolerations but
+// not change existing ones, so only missing ones are added.
+func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) error {
+	s := g.scheduling[g.PodSetOf(p)]
+	for k, v := range s.NodeSelector {
+		if _, ok := p.Spec.NodeSelector[k]; !ok {
+			if p.Spec.NodeSelector == nil {
+				p.Spec.NodeSelector = map[string]string{}
+			}
+			p.Spec.NodeSelector[k] = v
+		}
+	}
+	for _, t := range s.Tolerations {
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(x corev1.Toleration) bool { return x.MatchToleration(&t) }) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, t)
+		}
+	}
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(sg corev1.PodSchedulingGate) bool {
+		return sg.Name == berthv1.AdmissionGate
+	})
+	if err := c.Update(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing pod %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// Requests is the largest request of each resource over the pods, so a pod
+// set whose members differ is charged for its largest member.
+func Requests(ps []*corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, p := range ps {
+		for name, q := range jobs.PodRequests(&p.Spec) {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	return out
+}
+
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
+
+// Defaulter gates every labelled pod at creation, so kube-scheduler does
+// not place it before berth admits its gang. Pods of a Job are not gated:
+// berth holds the Job itself through spec.suspend.
+type Defaulter struct{}
+
+// jobGroup is the API group of batch Jobs.
+var jobGroup = schema.GroupKind{Group: "batch", Kind: "Job"}
+
+// Default adds the admission gate to a labelled pod not controlled by a Job.
+func (Defaulter) Default(_ context.Context, p *corev1.Pod) error {
+	if _, ok := p.Labels[berthv1.QueueNameLabel]; !ok || IsGated(p) {
+		return nil
+	}
+	for _, ref := range p.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && ref.Controller != nil && *ref.Controller && gv.Group == jobGroup.Group && ref.Kind == jobGroup.Kind {
+			return nil
+		}
+	}
+	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.AdmissionGate})
+	return nil
+}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete

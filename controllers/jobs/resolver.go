@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// registerResolved watches the objects of a Resolver kind and the Workloads
+// of their gangs, both mapped to the gang's key.
+func (r *Reconciler) registerResolved(mgr ctrl.Manager, res Resolver) error {
+	toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		key, ok := res.Key(o)
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: key}}}
+	})
+	ofKind := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[berthv1.JobKeyLabel] != "" && strings.HasPrefix(o.GetName(), strings.ToLower(r.kind.GVK().Kind)+"-")
+	})
+	wlToKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[berthv1.JobKeyLabel]}}}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name()).
+		Watches(r.kind.NewObject(), toKey).
+		Watches(&berthv1.Workload{}, wlToKey, builder.WithPredicates(ofKind))
+	return b.Complete(r)
+}
+
+// reconcileResolved brings the gang of one key and its Workload in step.
+func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req reconcile.Request) (reconcile.Result, error) {
+	g, err := res.Resolve(ctx, r.client, req.Namespace, req.Name)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading gang %s: %w", req, err)
+	}
+	name := KeyWorkloadName(r.kind.GVK().Kind, req.Namespace, req.Name)
+	if g == nil {
+		return reconcile.Result{}, r.deleteKeyWorkloads(ctx, req.Namespace, req.Name)
+	}
+	return r.reconcileGang(ctx, gang{job: g, workload: name, key: req.Name})
+}
+
+// deleteKeyWorkloads deletes the Workloads of a gang none of whose objects
+// exists any more.
+func (r *Reconciler) deleteKeyWorkloads(ctx context.Context, namespace, key string) error {
+	wls := &berthv1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.InNamespace(namespace), client.MatchingLabels{berthv1.JobKeyLabel: key}); err != nil {
+		return fmt.Errorf("listing workloads of gang %s/%s: %w", namespace, key, err)
+	}
+	for i := range wls.Items {
+		if wls.Items[i].Name != KeyWorkloadName(r.kind.GVK().Kind, namespace, key) {
+			continue
+		}
+		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// KeyWorkloadName is the deterministic name of the Workload of a gang made
+// of several objects: kind, key and a hash of both, so the same key in
+// another namespace or kind never collides.
+func KeyWorkloadName(kind, namespace, key string) string {
+	sum := sha256.Sum256([]byte(kind + "/" + namespace + "/" + key))
+	prefix := strings.ToLower(kind) + "-" + key
+	const maxLen = 253 - 6
+	if len(prefix) > maxLen {
+		prefix = prefix[:maxLen]
+	}
+	return prefix + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+// setOwners makes the gang's objects own its Workload: the controller
+// reference of one object, or the owner references of an Owned gang.
+func (r *Reconciler) setOwners(g gang, wl *berthv1.Workload) error {
+	if o, ok := g.job.(Owned); ok {
+		wl.OwnerReferences = o.Owners()
+		if wl.Labels == nil {
+			wl.Labels = map[string]string{}
+		}
+		wl.Labels[berthv1.JobKeyLabel] = g.key
+		return nil
+	}
+	if err := ctrlSetController(g.job.Object(), wl, r.client); err != nil {
+		return fmt.Errorf("owning workload: %w", err)
+	}
+	return nil
+}

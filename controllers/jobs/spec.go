@@ -1,0 +1,108 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// Options configure the job reconcilers.
+type Options struct {
+	// DeviceClasses counts DRA devices against quota.
+	DeviceClasses DeviceClassMapping
+	// Parents are the kinds berth manages whose children (a JobSet's Jobs)
+	// must not be queued again on their own.
+	Parents []string
+}
+
+// gangSpec is the part of a Workload's spec a job determines.
+type gangSpec struct {
+	podSets           []berthv1.PodSet
+	priority          int32
+	priorityClassName string
+}
+
+// spec computes the Workload spec of a job: its pod sets with what their
+// DRA claims cost, and its priority. An *InvalidError says what the user
+// must fix.
+func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error) {
+	podSets, err := job.PodSets()
+	if err != nil {
+		if isInvalid(err) {
+			return gangSpec{}, err
+		}
+		return gangSpec{}, &InvalidError{msg: err.Error()}
+	}
+	templates := job.PodTemplates()
+	ns := job.Object().GetNamespace()
+	for i := range podSets {
+		for _, t := range templates {
+			if t.Name != podSets[i].Name || t.Spec == nil {
+				continue
+			}
+			if podSets[i].Requests, err = r.opts.DeviceClasses.claimRequests(ctx, r.client, ns, t.Spec, podSets[i].Requests); err != nil {
+				return gangSpec{}, err
+			}
+		}
+	}
+	out := gangSpec{podSets: podSets}
+	out.priorityClassName = job.Object().GetLabels()[berthv1.PriorityClassLabel]
+	if out.priorityClassName == "" {
+		for _, t := range templates {
+			if t.Spec != nil && t.Spec.PriorityClassName != "" {
+				out.priorityClassName = t.Spec.PriorityClassName
+				break
+			}
+		}
+	}
+	if out.priorityClassName != "" {
+		pc := &schedulingv1.PriorityClass{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: out.priorityClassName}, pc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return gangSpec{}, Invalid("PriorityClass %q does not exist: create it or remove the reference", out.priorityClassName)
+			}
+			return gangSpec{}, fmt.Errorf("reading PriorityClass %s: %w", out.priorityClassName, err)
+		}
+		out.priority = pc.Value
+	}
+	return out, nil
+}
+
+// InvalidError is an error in a job that the user must fix; the reconciler
+// reports it as a warning event and does not retry (a change of the job
+// requeues it).
+type InvalidError struct {
+	msg string
+	// reason of the event; EventInvalidJob when empty.
+	reason string
+}
+
+func (e *InvalidError) Error() string { return e.msg }
+
+// Invalid returns an InvalidError reported as InvalidJob.
+func Invalid(format string, args ...any) error {
+	return &InvalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// InvalidWithReason returns an InvalidError reported with its own event
+// reason. Events of one object with one reason are aggregated with the
+// first note kept, so a condition users must tell apart (a pod group still
+// waiting for members) needs its own reason.
+func InvalidWithReason(reason, format string, args ...any) error {
+	return &InvalidError{msg: fmt.Sprintf(format, args...), reason: reason}
+}
+
+// isInvalid reports whether err is the user's to fix.
+func isInvalid(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie)
+}
+
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceclaimtemplates,verbs=get;list;watch

@@ -1,0 +1,105 @@
+// Package operators_test runs berth beside the real JobSet and
+// LeaderWorkerSet operators on the full plane (apiserver, etcd,
+// controller-manager, scheduler, kwok GPU nodes): child Jobs and pods are
+// created by the operators themselves, built by test/tools/build.sh from
+// their Go modules at the versions berth supports.
+package operators_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+const (
+	timeout  = 90 * time.Second
+	interval = 200 * time.Millisecond
+	// held is how long a spec watches a gang stay held.
+	held = 3 * time.Second
+	// productLabel selects the H200 nodes; the suite's flavors use it.
+	productLabel = "nvidia.com/gpu.product"
+	product      = "NVIDIA-H200"
+)
+
+var env *framework.Env
+
+func TestOperators(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "operators e2e suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var crds []string
+	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
+		crd, err := framework.OperatorCRD(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		crds = append(crds, crd)
+	}
+	var err error
+	env, err = framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: crds})
+	Expect(err).NotTo(HaveOccurred())
+	// Two 8-GPU nodes: room for two 8-GPU gangs at once, so only berth's
+	// quota can make them wait.
+	for i := range 2 {
+		node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), 8, map[string]string{productLabel: product})
+		Expect(env.Client.Create(ctx, node)).To(Succeed())
+		Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
+	}
+	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
+		Expect(env.StartOperator(ctx, o)).To(Succeed(), "starting the %s operator", o.Name)
+	}
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(10*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// setup creates a namespace with a flavor for the H200 nodes, a
+// ClusterQueue with 8 GPUs of it and a LocalQueue "team".
+func setup(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.Flavor(ns.Name, map[string]string{productLabel: product}))).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.ClusterQueue(ns.Name).Quota(ns.Name, builders.GPU, "8", "").Obj())).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, "team", ns.Name))).To(Succeed())
+	return ns.Name
+}
+
+// podsWith lists the pods of the namespace with the labels.
+func podsWith(ctx context.Context, g Gomega, ns string, labels map[string]string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
+	return pods.Items
+}
+
+// workloadsOf lists the Workloads controlled by the object.
+func workloadsOf(ctx context.Context, g Gomega, obj client.Object) []berthv1.Workload {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []berthv1.Workload
+	for i := range wls.Items {
+		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == obj.GetUID() {
+			out = append(out, wls.Items[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+// Package jobset_test runs the JobSet adapter against a real kube-apiserver
+// and etcd with the JobSet CRD installed. There is no JobSet operator here:
+// the adapter marks JobSets finished as the operator would.
+package jobset_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
+)
+
+var env *framework.Env
+
+func TestJobSet(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "JobSet integration suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	crd, err := framework.JobSetCRD()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = framework.StartWith(ctx, framework.StartOptions{CRDPaths: []string{crd}})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(5*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+var _ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, adapter{})
+
+// adapter drives JobSets of two replicated jobs: "driver" (one Job of two
+// pods) and "workers" (two Jobs of one pod), 2 GPUs per pod.
+type adapter struct{}
+
+func (adapter) Kind() string { return "JobSet" }
+
+func (adapter) PodSets() []string { return []string{"driver", "workers"} }
+
+func (adapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
+	js := newJobSet(namespace, name, queue, 1)
+	return js, c.Create(ctx, js)
+}
+
+func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
+	js := newJobSet(namespace, name, queue, 0)
+	return js, "runs no pods", c.Create(ctx, js)
+}
+
+func (adapter) Finishes() bool { return true }
+
+func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
+	return c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+func (adapter) Requeues() bool { return true }
+
+func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
+	js := &jobsetv1.JobSet{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), js); err != nil {
+		return false, nil, err
+	}
+	sel := map[string]map[string]string{}
+	for _, rj := range js.Spec.ReplicatedJobs {
+		sel[rj.Name] = rj.Template.Spec.Template.Spec.NodeSelector
+	}
+	return !ptr.Deref(js.Spec.Suspend, false), sel, nil
+}
+
+func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
+	js := &jobsetv1.JobSet{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), js); err != nil {
+		return err
+	}
+	js.Status.Conditions = append(js.Status.Conditions, metav1.Condition{
+		Type: string(jobsetv1.JobSetCompleted), Status: metav1.ConditionTrue, Reason: "AllJobsCompleted",
+		Message: "jobset completed successfully", LastTransitionTime: metav1.Now(),
+	})
+	return c.Status().Update(ctx, js)
+}
+
+// newJobSet builds a labelled JobSet; parallelism 0 makes it run no pods.
+func newJobSet(namespace, name, queue string, parallelism int32) *jobsetv1.JobSet {
+	rj := func(rjName string, replicas, pods int32) jobsetv1.ReplicatedJob {
+		return jobsetv1.ReplicatedJob{
+			Name:     rjName,
+			Replicas: replicas,
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+				Parallelism: ptr.To(pods * parallelism), Completions: ptr.To(pods * parallelism),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest",
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{builders.GPU: resource.MustParse("2")},
+							Limits:   corev1.ResourceList{builders.GPU: resource.MustParse("2")},
+						}}},
+				}},
+			}},
+		}
+	}
+	return &jobsetv1.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{berthv1.QueueNameLabel: queue}},
+		Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{
+			rj("driver", 1, 2),
+			rj("workers", 2, 1),
+		}},
+	}
+}
+
+var _ = Describe("JobSet children", func() {
+	It("does not queue a labelled Job that a JobSet controls: the JobSet's workload covers it", func(ctx SpecContext) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
+		Expect(env.Client.Create(ctx, ns)).To(Succeed())
+		js := newJobSet(ns.Name, "parent", "team", 1)
+		Expect(env.Client.Create(ctx, js)).To(Succeed())
+		child := builders.Job(ns.Name, "parent-workers-0", "team").Obj()
+		child.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: jobsetv1.SchemeGroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID, Controller: ptr.To(true),
+		}}
+		Expect(env.Client.Create(ctx, child)).To(Succeed())
+		Eventually(func() (int, error) {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, js)
+			return len(wls), err
+		}, 30*time.Second, 100*time.Millisecond).Should(Equal(1))
+		Consistently(func() (int, error) {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, child)
+			return len(wls), err
+		}, "2s", 100*time.Millisecond).Should(BeZero())
+	})
+})

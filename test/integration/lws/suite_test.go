@@ -1,0 +1,184 @@
+// Package lws_test runs the LeaderWorkerSet adapter against a real
+// kube-apiserver and etcd with the LeaderWorkerSet CRD installed. There is
+// no LeaderWorkerSet operator here: the adapter creates each replica's pods
+// (leader and workers, labelled as the operator labels them) whenever they
+// are missing, as the operator's StatefulSets would.
+package lws_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs/lws"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
+)
+
+var env *framework.Env
+
+func TestLeaderWorkerSet(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "LeaderWorkerSet integration suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	crd, err := framework.LeaderWorkerSetCRD()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = framework.StartWith(ctx, framework.StartOptions{CRDPaths: []string{crd}})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(5*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+var _ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, adapter{})
+
+// adapter drives LeaderWorkerSets of one replica of size 2 (a leader and
+// a worker), 4 GPUs per pod.
+type adapter struct{}
+
+func (adapter) Kind() string { return "LeaderWorkerSet" }
+
+func (adapter) PodSets() []string { return []string{lws.LeaderPodSet, lws.WorkersPodSet} }
+
+func (adapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
+	obj := newLWS(namespace, name, queue)
+	return obj, c.Create(ctx, obj)
+}
+
+func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
+	obj := newLWS(namespace, name, queue)
+	obj.Labels[berthv1.PriorityClassLabel] = "no-such-class"
+	return obj, `PriorityClass "no-such-class" does not exist`, c.Create(ctx, obj)
+}
+
+// State plays the operator (creating missing pods), then reports the
+// LeaderWorkerSet started when every pod of every replica is released.
+func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
+	set := &lwsv1.LeaderWorkerSet{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), set); err != nil {
+		return false, nil, err
+	}
+	pods, err := ensurePods(ctx, c, set)
+	if err != nil {
+		return false, nil, err
+	}
+	sel := map[string]map[string]string{}
+	started := len(pods) > 0
+	for _, p := range pods {
+		started = started && !gated(&p)
+		set := lws.WorkersPodSet
+		if p.Labels[lwsv1.WorkerIndexLabelKey] == "0" {
+			set = lws.LeaderPodSet
+		}
+		sel[set] = p.Spec.NodeSelector
+	}
+	return started, sel, nil
+}
+
+// Finish scales the LeaderWorkerSet to zero: a serving set never finishes,
+// it is scaled down.
+func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
+	return scale(ctx, c, obj, 0)
+}
+
+func (adapter) Finishes() bool { return false }
+
+func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
+	return c.Delete(ctx, obj)
+}
+
+func (adapter) Requeues() bool { return true }
+
+func scale(ctx context.Context, c client.Client, obj client.Object, replicas int32) error {
+	set := &lwsv1.LeaderWorkerSet{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), set); err != nil {
+		return err
+	}
+	set.Spec.Replicas = ptr.To(replicas)
+	return c.Update(ctx, set)
+}
+
+func newLWS(namespace, name, queue string) *lwsv1.LeaderWorkerSet {
+	return &lwsv1.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{berthv1.QueueNameLabel: queue}},
+		Spec: lwsv1.LeaderWorkerSetSpec{
+			StartupPolicy:   lwsv1.LeaderCreatedStartupPolicy,
+			RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType},
+			Replicas:        ptr.To[int32](1),
+			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+				Size: ptr.To[int32](2),
+				WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/serve:latest",
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{builders.GPU: resource.MustParse("4")},
+							Limits:   corev1.ResourceList{builders.GPU: resource.MustParse("4")},
+						}}},
+				}},
+			},
+		},
+	}
+}
+
+// ensurePods creates the pods of every replica that are missing, labelled
+// and owned as the operator's StatefulSets make them, and returns all pods.
+func ensurePods(ctx context.Context, c client.Client, set *lwsv1.LeaderWorkerSet) ([]corev1.Pod, error) {
+	size := ptr.Deref(set.Spec.LeaderWorkerTemplate.Size, 1)
+	for i := range ptr.Deref(set.Spec.Replicas, 1) {
+		for w := range size {
+			name := fmt.Sprintf("%s-%d", set.Name, i)
+			if w > 0 {
+				name = fmt.Sprintf("%s-%d-%d", set.Name, i, w)
+			}
+			tmpl := set.Spec.LeaderWorkerTemplate.WorkerTemplate.DeepCopy()
+			labels := map[string]string{
+				lwsv1.SetNameLabelKey: set.Name, lwsv1.GroupIndexLabelKey: strconv.Itoa(int(i)), lwsv1.WorkerIndexLabelKey: strconv.Itoa(int(w)),
+			}
+			for k, v := range tmpl.Labels {
+				labels[k] = v
+			}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: set.Namespace, Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: lwsv1.GroupVersion.String(), Kind: "LeaderWorkerSet", Name: set.Name, UID: set.UID, Controller: ptr.To(true),
+				}}},
+				Spec: tmpl.Spec,
+			}
+			if err := c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("creating pod %s: %w", name, err)
+			}
+		}
+	}
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{lwsv1.SetNameLabelKey: set.Name}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func gated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == berthv1.AdmissionGate })
+}
