@@ -24,6 +24,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/workload"
+	"github.com/berth-dev/berth/controllers/workloadstatus"
 )
 
 // ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
@@ -83,6 +85,11 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonStopped,
 			Message: fmt.Sprintf("stopPolicy is %s: the queue admits nothing new", cq.Spec.StopPolicy)}
 	}
+	if cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain {
+		if err := r.drain(ctx, cq); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	base := cq.DeepCopy()
 	active.ObservedGeneration = cq.Generation
 	meta.SetStatusCondition(&cq.Status.Conditions, active)
@@ -107,6 +114,27 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	}
 	r.throttle.wrote(cq.Name)
 	return reconcile.Result{}, nil
+}
+
+// drain evicts every workload admitted by a ClusterQueue stopped with
+// HoldAndDrain. Their jobs are suspended and they wait, held, until the
+// queue is started again.
+func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQueue) error {
+	wls := &berthv1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.MatchingFields{workload.AdmittedInIndex: cq.Name}); err != nil {
+		return fmt.Errorf("listing workloads admitted by ClusterQueue %s: %w", cq.Name, err)
+	}
+	msg := fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name)
+	for i := range wls.Items {
+		_, err := workloadstatus.Patch(ctx, r.client, r.client, &wls.Items[i], func(w *berthv1.Workload) bool {
+			return workloadstatus.IsAdmitted(w) &&
+				workloadstatus.SetCondition(w, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonClusterQueueStopped, msg)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // missingFlavors lists the flavors the queue names that do not exist.

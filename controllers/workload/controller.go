@@ -31,6 +31,9 @@ const (
 	QueueNameIndex = "spec.queueName"
 	// ClusterQueueIndex indexes LocalQueues by spec.clusterQueue.
 	ClusterQueueIndex = "spec.clusterQueue"
+	// AdmittedInIndex indexes Workloads by the ClusterQueue of their
+	// admission.
+	AdmittedInIndex = "status.admission.clusterQueue"
 )
 
 // EventUnqueueable is the reason of events about workloads that cannot be
@@ -59,6 +62,14 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 		return []string{o.(*berthv1.Workload).Spec.QueueName}
 	}); err != nil {
 		return fmt.Errorf("indexing workloads by queue: %w", err)
+	}
+	if err := idx.IndexField(ctx, &berthv1.Workload{}, AdmittedInIndex, func(o client.Object) []string {
+		if a := o.(*berthv1.Workload).Status.Admission; a != nil {
+			return []string{a.ClusterQueue}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing workloads by admission: %w", err)
 	}
 	if err := idx.IndexField(ctx, &berthv1.LocalQueue{}, ClusterQueueIndex, func(o client.Object) []string {
 		return []string{o.(*berthv1.LocalQueue).Spec.ClusterQueue}
