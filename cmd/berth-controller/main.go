@@ -134,7 +134,12 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("managing webhook certificate: %w", err)
 		}
 	}
+	cacheOpts, err := setup.CacheOptions()
+	if err != nil {
+		return err
+	}
 	opts := ctrl.Options{
+		Cache:                   cacheOpts,
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: c.metricsAddr},
 		HealthProbeBindAddress:  c.probeAddr,

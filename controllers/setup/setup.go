@@ -12,8 +12,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -166,3 +170,16 @@ func AddToScheme(s *runtime.Scheme) error {
 
 // Leader election uses a Lease in berth's own namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// CacheOptions bound what berth's informers hold: of all Pods in the
+// cluster, only those labelled with a queue name (pod groups and
+// LeaderWorkerSet pods) matter to berth, so only those are cached.
+func CacheOptions() (cache.Options, error) {
+	queued, err := labels.NewRequirement(berthv1.QueueNameLabel, selection.Exists, nil)
+	if err != nil {
+		return cache.Options{}, fmt.Errorf("building the pod cache selector: %w", err)
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*queued)},
+	}}, nil
+}

@@ -166,7 +166,12 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 		return nil, errors.New("berth is already running")
 	}
 	wh := e.Plane.Env.WebhookInstallOptions
+	cacheOpts, err := setup.CacheOptions()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(e.Plane.Config, ctrl.Options{
+		Cache:                  cacheOpts,
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
