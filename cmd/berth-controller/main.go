@@ -57,9 +57,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.StringVar(&c.webhookSecret, "webhook-secret", "berth-webhook-certs", "name of the Secret that holds the self-managed certificate")
 	fs.Float64Var(&c.qps, "kube-api-qps", 500, "client-side limit of API requests per second (see docs/performance.md)")
 	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
-	fs.DurationVar(&c.statusInterval, "queue-status-interval", 2*time.Second, "the most often a queue's counts and usage are written")
+	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
-	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 2*time.Second, "how long a workload waits with the same reason before the reason is written to its status")
+	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", time.Minute, "how long a workload waits its turn for quota before that is written to its status; reasons that need action are written at once")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")

@@ -18,8 +18,10 @@ import (
 
 // Event reasons the scheduler records on Workloads.
 const (
-	EventAdmitted  = "Admitted"
-	EventPending   = "Pending"
+	// EventInadmissible: the workload cannot be admitted until someone
+	// changes it or its queue (the message says what).
+	EventInadmissible = "Inadmissible"
+	// EventPreempted: the workload is evicted to make room.
 	EventPreempted = "Preempted"
 )
 
@@ -60,8 +62,10 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		s.assumed[a.Key] = wl.ResourceVersion
 	}
 	s.mu.Unlock()
+	// No event: the Admitted condition records it, and the job adapter's
+	// Started event tells the job's owner; an event per admission would
+	// double the writes of a deep backlog.
 	s.opts.Metrics.Admission(metrics.ResultAdmitted)
-	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventAdmitted, "Admit", msg)
 }
 
 // rollback returns an admission the API server did not take to pending.
@@ -124,7 +128,12 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 	}
 	if written {
 		s.opts.Metrics.PendingStatusWrite()
-		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventPending, "Queue", p.Message)
+		s.mu.Lock()
+		s.pending.wrote(p)
+		s.mu.Unlock()
+		if actionable(p.Reason) {
+			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventInadmissible, "Queue", p.Message)
+		}
 	}
 }
 

@@ -66,8 +66,8 @@ type Scheduler struct {
 	// older than that is stale and must not turn the workload back into a
 	// pending one, or it would be admitted twice.
 	assumed map[admission.WorkloadKey]string
-	// notes are pending reasons waiting for PendingStatusDelay to pass.
-	notes map[admission.WorkloadKey]pendingNote
+	// pending decides when pending reasons are written.
+	pending pendingNotes
 	// queues tracks which LocalQueue each queued workload is in, and
 	// whether it is admitted, for O(1) LocalQueue counts.
 	queues queueCounts
@@ -75,11 +75,6 @@ type Scheduler struct {
 	wake chan struct{}
 }
 
-// pendingNote is a pending reason not yet written.
-type pendingNote struct {
-	update admission.PendingUpdate
-	due    time.Time
-}
 
 // New returns a Scheduler that writes with c and re-reads after conflicts
 // with reader (an uncached reader).
@@ -106,7 +101,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
-		notes: map[admission.WorkloadKey]pendingNote{}, queues: newQueueCounts(),
+		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
 	}, nil
 }
 
@@ -167,7 +162,7 @@ func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.assumed, key)
-	delete(s.notes, key)
+	s.pending.forget(key)
 	s.queues.remove(key)
 	s.engine.DeleteWorkload(key)
 	s.poke()
@@ -292,17 +287,12 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	// without it is stale by definition.
 	for _, a := range res.Admitted {
 		s.assumed[a.Key] = ""
-		delete(s.notes, a.Key)
+		s.pending.forget(a.Key)
 		s.queues.admit(a.Key)
 	}
-	due := s.opts.Now().Add(s.opts.PendingStatusDelay)
+	now := s.opts.Now()
 	for _, p := range res.Pending {
-		n, ok := s.notes[p.Key]
-		if !ok {
-			n.due = due // pending since now
-		}
-		n.update = p
-		s.notes[p.Key] = n
+		s.pending.note(p, now)
 	}
 	s.mu.Unlock()
 	if len(res.Admitted)+len(res.Preemptions) == 0 {
@@ -331,15 +321,8 @@ func (s *Scheduler) cycle(ctx context.Context) {
 
 // flushPending writes the pending reasons whose delay has passed.
 func (s *Scheduler) flushPending(ctx context.Context) {
-	now := s.opts.Now()
-	var due []admission.PendingUpdate
 	s.mu.Lock()
-	for k, n := range s.notes {
-		if !n.due.After(now) {
-			due = append(due, n.update)
-			delete(s.notes, k)
-		}
-	}
+	due := s.pending.take(s.opts.Now())
 	s.mu.Unlock()
 	if len(due) == 0 {
 		return

@@ -120,7 +120,14 @@ func (p *Plane) nodeComponents(opts Options) ([]nodeComponent, error) {
 		// token controller can mint tokens that work, and the CA that the
 		// kube-root-ca.crt ConfigMaps publish.
 		add("service-account-private-key-file", filepath.Join(certDir, "sa-signer.key")).
-		add("root-ca-file", caPath)
+		add("root-ca-file", caPath).
+		// On a loaded 2-core machine kwok's lease renewals can lag; a long
+		// grace period keeps the node-lifecycle controller from tainting a
+		// healthy fake node NotReady in the middle of a suite.
+		add("node-monitor-grace-period", "5m").
+		// The default 20 QPS throttles the Job controller under bursts.
+		add("kube-api-qps", "100").
+		add("kube-api-burst", "200")
 	sched := newArgList().
 		add("kubeconfig", p.Kubeconfig).
 		add("leader-elect", "false").

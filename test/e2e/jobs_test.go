@@ -1,16 +1,19 @@
 package e2e_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -147,15 +150,16 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 		}
 		expectSerial(ctx, jobs)
 		for _, job := range jobs {
-			wl := workloadOf(ctx, Default, job)
-			admissions := 0
-			for _, e := range events(ctx, Default, ns, wl.Name) {
-				if len(e) >= 9 && e[:9] == "Admitted:" {
-					admissions++
+			starts := 0
+			for _, e := range events(ctx, Default, ns, job.Name) {
+				if strings.HasPrefix(e, "Started:") {
+					starts++
 				}
 			}
-			Expect(admissions).To(Equal(1), "workload %s admitted once", wl.Name)
+			Expect(starts).To(Equal(1), "job %s started once", job.Name)
 		}
+		Expect(testutil.ToFloat64(berth.Metrics.AdmissionsTotal.WithLabelValues(metrics.ResultAdmitted))).
+			To(BeEquivalentTo(2), "after the restart only the two waiting jobs were admitted")
 	})
 })
 

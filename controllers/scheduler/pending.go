@@ -1,0 +1,87 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/berth-dev/berth/admission"
+)
+
+// actionable reports whether a pending reason needs someone to act — the
+// queue setup or the workload is wrong — as opposed to the workload just
+// waiting its turn for quota.
+func actionable(r admission.PendingReason) bool {
+	switch r {
+	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped,
+		admission.UnsupportedResource, admission.ExceedsMaxQuota:
+		return true
+	}
+	return false
+}
+
+// pendingNotes decide when a pending reason is written to a Workload's
+// status. Writes are the API server's scarce resource, and in a deep
+// backlog almost every workload is pending for a while, so:
+//
+//   - an actionable reason is written at once;
+//   - a waiting reason (insufficient quota, behind the head, waiting for
+//     preemption) only after the workload stayed pending for the delay —
+//     most workloads are admitted sooner and never cost the write;
+//   - a reason is written again only when it changes, not when only the
+//     message's figures do.
+//
+// Callers hold the Scheduler's mutex.
+type pendingNotes struct {
+	delay time.Duration
+	// notes are reasons not written yet, with when they are due.
+	notes map[admission.WorkloadKey]pendingNote
+	// written is the reason last written per still-pending workload.
+	written map[admission.WorkloadKey]admission.PendingReason
+}
+
+// pendingNote is a pending reason not yet written.
+type pendingNote struct {
+	update admission.PendingUpdate
+	due    time.Time
+}
+
+func newPendingNotes(delay time.Duration) pendingNotes {
+	return pendingNotes{delay: delay, notes: map[admission.WorkloadKey]pendingNote{}, written: map[admission.WorkloadKey]admission.PendingReason{}}
+}
+
+// note records the engine's latest reason for a pending workload.
+func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
+	if last, ok := p.written[u.Key]; ok && last == u.Reason {
+		delete(p.notes, u.Key) // the reason on record still holds
+		return
+	}
+	n, ok := p.notes[u.Key]
+	if !ok {
+		n.due = now.Add(p.delay) // pending with a reason since now
+	}
+	if actionable(u.Reason) {
+		n.due = now
+	}
+	n.update = u
+	p.notes[u.Key] = n
+}
+
+// take removes and returns the reasons due at now.
+func (p *pendingNotes) take(now time.Time) []admission.PendingUpdate {
+	var due []admission.PendingUpdate
+	for k, n := range p.notes {
+		if !n.due.After(now) {
+			due = append(due, n.update)
+			delete(p.notes, k)
+		}
+	}
+	return due
+}
+
+// wrote records that a reason reached the workload's status.
+func (p *pendingNotes) wrote(u admission.PendingUpdate) { p.written[u.Key] = u.Reason }
+
+// forget drops a workload that is no longer pending.
+func (p *pendingNotes) forget(key admission.WorkloadKey) {
+	delete(p.notes, key)
+	delete(p.written, key)
+}

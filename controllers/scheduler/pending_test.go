@@ -1,0 +1,62 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/admission"
+)
+
+func TestPendingNotes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key := admission.WorkloadKey{Namespace: "ns", Name: "w"}
+	waiting := admission.PendingUpdate{Key: key, Reason: admission.InsufficientQuota, Message: "short by 8"}
+	cases := []struct {
+		name  string
+		steps func(p *pendingNotes) []admission.PendingUpdate
+		want  int
+	}{
+		{name: "a waiting reason is not written before the delay", want: 0, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(waiting, t0)
+			return p.take(t0.Add(59 * time.Second))
+		}},
+		{name: "a waiting reason is written after the delay", want: 1, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(waiting, t0)
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.InsufficientQuota, Message: "short by 4"}, t0.Add(30*time.Second))
+			return p.take(t0.Add(time.Minute))
+		}},
+		{name: "an actionable reason is written at once", want: 1, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.ExceedsMaxQuota}, t0)
+			return p.take(t0)
+		}},
+		{name: "an admitted workload is never written", want: 0, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(waiting, t0)
+			p.forget(key)
+			return p.take(t0.Add(time.Hour))
+		}},
+		{name: "the same reason with new figures is not rewritten", want: 0, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(waiting, t0)
+			for _, u := range p.take(t0.Add(time.Minute)) {
+				p.wrote(u)
+			}
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.InsufficientQuota, Message: "short by 2"}, t0.Add(2*time.Minute))
+			return p.take(t0.Add(time.Hour))
+		}},
+		{name: "a new reason is written again", want: 1, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(waiting, t0)
+			for _, u := range p.take(t0.Add(time.Minute)) {
+				p.wrote(u)
+			}
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.ClusterQueueStopped}, t0.Add(2*time.Minute))
+			return p.take(t0.Add(2 * time.Minute))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPendingNotes(time.Minute)
+			if got := tc.steps(&p); len(got) != tc.want {
+				t.Errorf("written %d reasons %v, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}
