@@ -85,41 +85,50 @@ func (w *benchWorld) churn(tb testing.TB, k int) {
 var benchSizes = []int{1_000, 10_000, 100_000, 1_000_000}
 
 // BenchmarkAdmission measures the cost of one admission decision in steady state:
-// each round finishes the 64 oldest running workloads, adds 64 new pending ones, and
-// runs a cycle; only the cycle is timed. ns/op is per admission.
+// each round finishes the `churn` oldest running workloads, adds as many new pending
+// ones, and runs a cycle; only the cycle is timed. ns/op is per admission. Every
+// finish wakes its whole cohort (100 queues), so a round with churn 64 wakes all
+// 1,000 queues for about 60 admissions; churn 512 is a controller batching a busier
+// period into one cycle.
 func BenchmarkAdmission(b *testing.B) {
 	for _, strategy := range []QueueingStrategy{BestEffortFIFO, StrictFIFO} {
-		for _, n := range benchSizes {
-			b.Run(fmt.Sprintf("%s/N=%d", strategy, n), func(b *testing.B) {
-				w := newBenchWorld(b, n, strategy)
-				w.apply(b, w.e.Cycle(t0)) // initial fill, untimed
-				w.e.evaluations = 0
-				b.ReportAllocs()
-				b.ResetTimer()
-				var admissions, cycles int
-				var cycleTime time.Duration
-				for admissions < b.N {
-					b.StopTimer()
-					w.churn(b, 64)
-					b.StartTimer()
-					start := time.Now()
-					res := w.e.Cycle(t0)
-					cycleTime += time.Since(start)
-					b.StopTimer()
-					if len(res.Admitted) == 0 {
-						b.Fatalf("steady state admitted nothing (pending %d)", len(w.specs))
-					}
-					admissions += len(res.Admitted)
-					cycles++
-					w.apply(b, res)
-					b.StartTimer()
-				}
-				b.ReportMetric(float64(cycleTime.Nanoseconds())/float64(admissions), "ns/admission")
-				b.ReportMetric(float64(admissions)/float64(cycles), "admissions/cycle")
-				b.ReportMetric(float64(w.e.evaluations)/float64(admissions), "evals/admission")
-			})
+		for _, churn := range []int{64, 512} {
+			for _, n := range benchSizes {
+				benchAdmission(b, strategy, churn, n)
+			}
 		}
 	}
+}
+
+func benchAdmission(b *testing.B, strategy QueueingStrategy, churn, n int) {
+	b.Run(fmt.Sprintf("%s/churn=%d/N=%d", strategy, churn, n), func(b *testing.B) {
+		w := newBenchWorld(b, n, strategy)
+		w.apply(b, w.e.Cycle(t0)) // initial fill, untimed
+		w.e.evaluations = 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		var admissions, cycles int
+		var cycleTime time.Duration
+		for admissions < b.N {
+			b.StopTimer()
+			w.churn(b, churn)
+			b.StartTimer()
+			start := time.Now()
+			res := w.e.Cycle(t0)
+			cycleTime += time.Since(start)
+			b.StopTimer()
+			if len(res.Admitted) == 0 {
+				b.Fatalf("steady state admitted nothing (pending %d)", len(w.specs))
+			}
+			admissions += len(res.Admitted)
+			cycles++
+			w.apply(b, res)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(cycleTime.Nanoseconds())/float64(admissions), "ns/admission")
+		b.ReportMetric(float64(admissions)/float64(cycles), "admissions/cycle")
+		b.ReportMetric(float64(w.e.evaluations)/float64(admissions), "evals/admission")
+	})
 }
 
 // BenchmarkNothingFits measures a cycle in which nothing fits, after the initial
@@ -179,4 +188,26 @@ func TestMemoryPerPendingWorkload(t *testing.T) {
 		t.Errorf("engine heap %.0f B per workload, budget 1024", perWL)
 	}
 	runtime.KeepAlive(w.e)
+}
+
+// BenchmarkEngineHeap reports the engine's live heap per workload (runtime.MemStats,
+// after GC) once N workloads are upserted and a first cycle has evaluated them all
+// (parked indexes populated). One op builds one world; heap-B/workload is the figure.
+func BenchmarkEngineHeap(b *testing.B) {
+	for _, n := range benchSizes[1:] {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			for range b.N {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				w := newBenchWorld(b, n, BestEffortFIFO)
+				w.apply(b, w.e.Cycle(t0))
+				w.specs, w.admitted = nil, nil
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(w.e.workloads)), "heap-B/workload")
+				runtime.KeepAlive(w.e)
+			}
+		})
+	}
 }

@@ -80,7 +80,6 @@ func (e *Engine) compile(c *cqState) {
 			gs.resources = append(gs.resources, id)
 			c.resGroup[id] = gi
 		}
-		slices.Sort(gs.resources)
 		for _, f := range g.Flavors {
 			fid := e.flavorID(f.Flavor)
 			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid})

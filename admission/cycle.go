@@ -23,6 +23,9 @@ func (e *Engine) Cycle(now time.Time) Result {
 	e.cycle++
 	e.now = now.UnixNano()
 	var res Result
+	if len(e.ready) == 0 && !e.anyWork() {
+		return res // nothing changed since the last cycle: nothing can fit
+	}
 	work := e.tenants.clone()
 	e.work = &work
 	e.serveReady(&res)
@@ -40,6 +43,14 @@ func (e *Engine) Cycle(now time.Time) Result {
 		}
 	}
 	e.work = nil
+	e.endCycle()
+	return res
+}
+
+// endCycle applies what the cycle deferred so that no workload is evaluated twice
+// and capacity only shrinks while it runs: reservations lifted, parked workloads
+// filed, held quota of admitted preemptors freed.
+func (e *Engine) endCycle() {
 	for _, c := range e.deferred {
 		e.liftReservation(c)
 	}
@@ -67,7 +78,6 @@ func (e *Engine) Cycle(now time.Time) Result {
 		e.maybeDropCQ(c)
 	}
 	e.deferredGhosts = e.deferredGhosts[:0]
-	return res
 }
 
 // serveReady evaluates, before anything else, preemptors whose victims are all gone,
@@ -106,6 +116,17 @@ func (e *Engine) serveReady(res *Result) {
 			e.admit(c, w, head, out, res)
 		}
 	}
+}
+
+// anyWork reports whether some queue has something to examine: O(tenants), no
+// allocation.
+func (e *Engine) anyWork() bool {
+	found := false
+	e.tenants.ascend(func(c *cqState) bool {
+		found = c.refresh != refreshNone || c.fresh.len() > 0 || c.parkedLive
+		return !found
+	})
+	return found
 }
 
 // rekey refreshes the queue's fair-share key in the tenant index (and in the running
@@ -223,13 +244,24 @@ func (e *Engine) blockBehind(c *cqState, head *wl, res *Result) {
 
 // report records a pending status and emits it only if it changed.
 func (e *Engine) report(w *wl, reason PendingReason, msg string, res *Result) {
-	if w.reason == reason && w.message == msg {
+	h := hashMessage(msg)
+	if w.reason == reason && w.msgHash == h {
 		return
 	}
-	w.reason, w.message = reason, msg
+	w.reason, w.msgHash = reason, h
 	if res != nil {
 		res.Pending = append(res.Pending, PendingUpdate{Key: w.key, Reason: reason, Message: msg})
 	}
+}
+
+// hashMessage is 64-bit FNV-1a, without allocation.
+func hashMessage(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // admit assumes the admission of w with the flavors chosen in out.
@@ -242,7 +274,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	}
 	w.adm, w.usage = e.buildAdmission(c, w, out.flavors)
 	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
-	w.victims = nil
+	w.victims, w.preempted = nil, false
 	if len(w.ghosts) > 0 {
 		e.deferredGhosts = append(e.deferredGhosts, w.ghosts...)
 		w.ghosts = nil

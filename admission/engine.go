@@ -3,6 +3,8 @@ package admission
 import (
 	"fmt"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // DefaultStarvationSkips is the number of cycles in which a BestEffortFIFO head may be
@@ -47,6 +49,9 @@ type Engine struct {
 	// tenants holds every ClusterQueue state that has pending workloads, in fair-share
 	// order.
 	tenants tenantIndex
+	// wlFree and bucketFree are the node free lists shared by all indexes.
+	wlFree     *btree.FreeListG[*wl]
+	bucketFree *btree.FreeListG[*parkBucket]
 	// work is the running cycle's copy-on-write clone of tenants (nil between cycles).
 	work *tenantIndex
 	// names interns flavor and resource names into small integers.
@@ -95,13 +100,15 @@ func New(opts Options) (*Engine, error) {
 		opts.StarvationSkips = DefaultStarvationSkips
 	}
 	return &Engine{
-		opts:      opts,
-		cqs:       map[string]*cqState{},
-		cohorts:   map[string]*cohortState{},
-		workloads: map[WorkloadKey]*wl{},
-		tenants:   newTenantIndex(),
-		flavorIDs: map[string]int32{},
-		resIDs:    map[ResourceName]int32{},
+		opts:       opts,
+		cqs:        map[string]*cqState{},
+		cohorts:    map[string]*cohortState{},
+		workloads:  map[WorkloadKey]*wl{},
+		tenants:    newTenantIndex(),
+		wlFree:     btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
+		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
+		flavorIDs:  map[string]int32{},
+		resIDs:     map[ResourceName]int32{},
 	}, nil
 }
 
@@ -188,14 +195,16 @@ type wl struct {
 	evictFor  WorkloadKey
 	victims   []WorkloadKey
 	ghosts    []ghost // quota of evicted victims held for this preemptor
+	preempted bool    // evicted by a preemption and not admitted since: preempts nothing
 	evalCycle uint64  // last cycle in which the workload was evaluated
 	held      bool    // in its queue's reserved set (blocked by a reserving head)
 	parkRes   int32   // resource it is parked under (-1: not parked)
 	parkAmt   int64   // its request of parkRes
 
-	// last reported pending status.
+	// last reported pending status: the reason and a hash of the message (keeping
+	// only a hash saves ~100 bytes per pending workload; it is only compared).
 	reason  PendingReason
-	message string
+	msgHash uint64
 
 	// anti-starvation (BestEffortFIFO heads).
 	skips     int32

@@ -3,8 +3,8 @@ package admission
 import (
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"

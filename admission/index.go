@@ -18,8 +18,11 @@ type workloadIndex struct {
 	t *btree.BTreeG[*wl]
 }
 
-func newWorkloadIndex(less btree.LessFunc[*wl]) workloadIndex {
-	return workloadIndex{t: btree.NewG(btreeDegree, less)}
+// newWorkloadIndex returns an empty index. Every index of an Engine shares one node
+// free list (a per-tree free list would cost 256 bytes per tree, and a queue has
+// several trees plus one per parked size bucket).
+func newWorkloadIndex(less btree.LessFunc[*wl], free *btree.FreeListG[*wl]) workloadIndex {
+	return workloadIndex{t: btree.NewWithFreeListG(btreeDegree, less, free)}
 }
 
 func (x workloadIndex) insert(w *wl)            { x.t.ReplaceOrInsert(w) }

@@ -82,7 +82,7 @@ func (e *Engine) park(c *cqState, w *wl) bool {
 	}
 	t, ok := c.parked[best]
 	if !ok {
-		t = btree.NewG(4, lessBucket)
+		t = btree.NewWithFreeListG(4, lessBucket, e.bucketFree)
 		c.parked[best] = t
 	}
 	w.parkRes, w.parkAmt = best, amountOf(w.req, best)
@@ -91,7 +91,7 @@ func (e *Engine) park(c *cqState, w *wl) bool {
 	if !ok {
 		b = probe
 		b.low = w.parkAmt
-		b.items = newWorkloadIndex(lessPending)
+		b.items = newWorkloadIndex(lessPending, e.wlFree)
 		t.ReplaceOrInsert(b)
 	}
 	b.low = min(b.low, w.parkAmt)

@@ -22,17 +22,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
-		if vs, flavors, ok := e.planPreemption(c, w); ok {
-			e.claim(c, w, vs, flavors)
-			w.victims = w.victims[:0]
-			for _, v := range vs {
-				v.w.evicting, v.w.evictFor = true, w.key
-				w.victims = append(w.victims, v.w.key)
-				res.Preemptions = append(res.Preemptions, Preemption{
-					Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
-				})
-			}
-			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+		if e.preempt(c, w, res) {
 			return
 		}
 		e.report(w, InsufficientQuota, e.msgInsufficient(c, w, out.group), res)
@@ -44,6 +34,37 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 	default:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 	}
+}
+
+// preempt plans preemptions for w and, if a plan makes it fit, marks the victims,
+// claims the free quota the plan counts on and reports w as waiting.
+//
+// No cascades: a workload evicted by a preemption preempts nothing until it has been
+// admitted again. Every preemptor is then a workload that was not itself a victim;
+// since a preemptor is admitted once its victims are gone (their quota and its claim
+// are held for it), each preemption removes one such workload from the pending set
+// and a closed system runs out of preemptions. Without the rule, preemptions of
+// different kinds chain into loops (in-queue preemption changing which flavor a
+// queue uses, which re-enables a fair-share preemption: found by FuzzConvergence).
+func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
+	if w.preempted {
+		return false
+	}
+	vs, flavors, ok := e.planPreemption(c, w)
+	if !ok {
+		return false
+	}
+	e.claim(c, w, vs, flavors)
+	w.victims = w.victims[:0]
+	for _, v := range vs {
+		v.w.evicting, v.w.evictFor = true, w.key
+		w.victims = append(w.victims, v.w.key)
+		res.Preemptions = append(res.Preemptions, Preemption{
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
+		})
+	}
+	e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+	return true
 }
 
 // canPreempt reports whether the queue's policy allows any kind of preemption.

@@ -24,7 +24,7 @@ type flavorState struct {
 
 // groupState is a compiled resource group.
 type groupState struct {
-	resources []int32 // sorted resource ids
+	resources []int32 // resource ids in CoveredResources order
 	flavors   []flavorState
 }
 
@@ -61,11 +61,11 @@ func (e *Engine) cqStateFor(name string) *cqState {
 	c := &cqState{
 		name:     name,
 		usage:    map[frKey]int64{},
-		pending:  newWorkloadIndex(lessPending),
-		fresh:    newWorkloadIndex(lessPending),
-		admitted: newWorkloadIndex(lessVictim),
+		pending:  newWorkloadIndex(lessPending, e.wlFree),
+		fresh:    newWorkloadIndex(lessPending, e.wlFree),
+		admitted: newWorkloadIndex(lessVictim, e.wlFree),
 		parked:   parkedIndex{},
-		reserved: newWorkloadIndex(lessPending),
+		reserved: newWorkloadIndex(lessPending, e.wlFree),
 		tkey:     tenantKey{name: name},
 	}
 	e.cqs[name] = c

@@ -43,9 +43,10 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 			e.maybeDropCQ(prev)
 		}
 	case w.Admission == nil: // confirmed admission evicted
+		old.preempted = old.evicting
 		e.release(old)
 		old.takeSpec(nw)
-		old.reason, old.message = "", ""
+		old.reason, old.msgHash = "", 0
 		e.enqueue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
@@ -73,7 +74,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 		old.evicting = false // keep the mark on nw; do not wake the preemptor
 		e.release(old)
 	}
-	nw.reason, nw.message = old.reason, old.message
+	nw.reason, nw.msgHash = old.reason, old.msgHash
 	e.workloads[nw.key] = nw
 	e.admitExisting(nw)
 }
@@ -192,7 +193,7 @@ func (e *Engine) liftReservation(c *cqState) {
 
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
 func (e *Engine) admitExisting(w *wl) {
-	w.phase = phaseAdmitted
+	w.phase, w.preempted = phaseAdmitted, false
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
