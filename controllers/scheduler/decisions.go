@@ -97,6 +97,11 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 		return workloadstatus.SetCondition(w, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonPreempted, msg)
 	})
 	if err != nil {
+		// The engine holds the victim's quota for the preemptor until the
+		// victim is gone; since it is not going, give it back.
+		s.mu.Lock()
+		s.engine.Rollback(p.Victim)
+		s.mu.Unlock()
 		logWriteError(ctx, err, "writing preemption", p.Victim)
 		s.retryLater()
 		return
