@@ -82,7 +82,6 @@ func fuzzWorkload(s *bytesource, name string, created int64) Workload {
 type fuzzModel struct {
 	specs map[string]Workload
 	phase map[string]wlPhase
-	adm   map[string]Admission
 }
 
 // fuzzRun drives two engines with the same operations and checks, after every

@@ -107,7 +107,6 @@ func newTenantIndex() tenantIndex { return tenantIndex{t: btree.NewG(btreeDegree
 func (x tenantIndex) insert(c *cqState)      { x.t.ReplaceOrInsert(c) }
 func (x tenantIndex) remove(c *cqState) bool { _, ok := x.t.Delete(c); return ok }
 func (x tenantIndex) has(c *cqState) bool    { return x.t.Has(c) }
-func (x tenantIndex) len() int               { return x.t.Len() }
 func (x tenantIndex) min() (*cqState, bool)  { return x.t.Min() }
 func (x tenantIndex) clone() tenantIndex     { return tenantIndex{t: x.t.Clone()} }
 func (x tenantIndex) ascend(f func(*cqState) bool) {

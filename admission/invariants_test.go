@@ -149,7 +149,7 @@ func checkCohort(name string, co *cohortState) error {
 		}
 	}
 	maps.DeleteFunc(co.used, func(_ frKey, v int64) bool { return v == 0 })
-	if !maps.Equal(pool, co.pool) && !(len(pool) == 0 && len(co.pool) == 0) {
+	if !maps.Equal(pool, co.pool) && (len(pool) != 0 || len(co.pool) != 0) {
 		return fmt.Errorf("cohort %q pool %v, recomputed %v", name, co.pool, pool)
 	}
 	if !maps.Equal(used, co.used) {

@@ -7,7 +7,7 @@ import (
 
 // running returns w admitted in cq (flavor h200) at the given admission time.
 func running(w Workload, cq string, at int64) Workload {
-	w = admitted(w, cq, "h200")
+	w = admitted(w, cq)
 	w.AdmissionTime = at
 	return w
 }

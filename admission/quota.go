@@ -187,9 +187,6 @@ func weighted(share uint64, weight int64) int64 {
 	return int64(min(q, math.MaxInt64))
 }
 
-// borrowing reports whether the queue uses more than its nominal quota of k.
-func (c *cqState) borrowing(k frKey) bool { return c.usage[k] > c.quota[k].nominal }
-
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64

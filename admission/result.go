@@ -5,25 +5,25 @@ package admission
 type PendingReason string
 
 const (
-	// ClusterQueueNotFound: the workload's ClusterQueue does not exist (yet, or any more).
+	// ClusterQueueNotFound means the workload's ClusterQueue does not exist (yet, or any more).
 	// The workload is held until the ClusterQueue is created.
 	ClusterQueueNotFound PendingReason = "ClusterQueueNotFound"
-	// ClusterQueueStopped: the ClusterQueue is stopped and admits nothing.
+	// ClusterQueueStopped means the ClusterQueue is stopped and admits nothing.
 	ClusterQueueStopped PendingReason = "ClusterQueueStopped"
-	// UnsupportedResource: the workload requests a resource that no resource group of
+	// UnsupportedResource means the workload requests a resource that no resource group of
 	// its ClusterQueue covers. It is held until the ClusterQueue changes.
 	UnsupportedResource PendingReason = "UnsupportedResource"
-	// ExceedsMaxQuota: the workload does not fit in any flavor even with the whole
+	// ExceedsMaxQuota means the workload does not fit in any flavor even with the whole
 	// ClusterQueue and everything it may borrow free. It is held until quotas change.
 	ExceedsMaxQuota PendingReason = "ExceedsMaxQuota"
-	// InsufficientQuota: the workload does not fit now and no preemption can make it fit.
+	// InsufficientQuota means the workload does not fit now and no preemption can make it fit.
 	InsufficientQuota PendingReason = "InsufficientQuota"
-	// WaitingForPreemption: victims were proposed (Result.Preemptions) for this workload;
+	// WaitingForPreemption means victims were proposed (Result.Preemptions) for this workload;
 	// it is admitted once their usage is released.
 	WaitingForPreemption PendingReason = "WaitingForPreemption"
-	// BlockedByHead: StrictFIFO queue whose head does not fit.
+	// BlockedByHead means StrictFIFO queue whose head does not fit.
 	BlockedByHead PendingReason = "BlockedByHead"
-	// ReservedForHead: BestEffortFIFO queue whose head has been skipped past too often;
+	// ReservedForHead means BestEffortFIFO queue whose head has been skipped past too often;
 	// the queue reserves the flavors/resources the head needs, and this workload would
 	// use some of them.
 	ReservedForHead PendingReason = "ReservedForHead"
@@ -33,13 +33,13 @@ const (
 type PreemptionReason string
 
 const (
-	// InClusterQueue: the victim has lower priority (or equal priority and is newer) in
+	// InClusterQueue means the victim has lower priority (or equal priority and is newer) in
 	// the preemptor's own ClusterQueue.
 	InClusterQueue PreemptionReason = "InClusterQueue"
-	// InCohortReclamation: the victim's ClusterQueue borrows quota that the preemptor's
+	// InCohortReclamation means the victim's ClusterQueue borrows quota that the preemptor's
 	// ClusterQueue lent and now reclaims (the preemptor stays within its nominal quota).
 	InCohortReclamation PreemptionReason = "InCohortReclamation"
-	// InCohortFairSharing: the victim's ClusterQueue is above its fair share and stays
+	// InCohortFairSharing means the victim's ClusterQueue is above its fair share and stays
 	// above the preemptor's after the preemption.
 	InCohortFairSharing PreemptionReason = "InCohortFairSharing"
 )
@@ -105,7 +105,7 @@ type FairShare struct {
 	Cohort string
 	// Weight in milli-units.
 	Weight int64
-	// DominantResourceShare: the largest borrowed/lendable ratio over the queue's
+	// DominantResourceShare means the largest borrowed/lendable ratio over the queue's
 	// flavor/resources, in parts per billion, divided by the weight (×1000). 0 when the
 	// queue does not borrow; math.MaxInt64 when a weight-0 queue borrows.
 	DominantResourceShare int64

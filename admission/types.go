@@ -16,9 +16,9 @@ const MaxAmount int64 = 1 << 60
 type QueueingStrategy string
 
 const (
-	// StrictFIFO: the head of the queue blocks everything behind it until it is admitted.
+	// StrictFIFO means the head of the queue blocks everything behind it until it is admitted.
 	StrictFIFO QueueingStrategy = "StrictFIFO"
-	// BestEffortFIFO: a head that does not fit does not block smaller work behind it. To
+	// BestEffortFIFO means a head that does not fit does not block smaller work behind it. To
 	// keep the head from starving, once it has been skipped past in
 	// Options.StarvationSkips cycles (or for Options.StarvationAge), the queue reserves
 	// for it: nothing behind it that would use a flavor/resource it needs is admitted.
@@ -43,14 +43,14 @@ const (
 // PreemptionPolicy says whom the pending workloads of a ClusterQueue may preempt. The
 // empty mode means PreemptNever, except for FairSharing (see there).
 type PreemptionPolicy struct {
-	// WithinClusterQueue: Never | LowerPriority | LowerOrNewerEqualPriority. Victims are
+	// WithinClusterQueue means Never | LowerPriority | LowerOrNewerEqualPriority. Victims are
 	// admitted workloads of the same ClusterQueue.
 	WithinClusterQueue PreemptionMode
-	// ReclaimWithinCohort: Never | LowerPriority | Any. Victims are admitted workloads of
+	// ReclaimWithinCohort means Never | LowerPriority | Any. Victims are admitted workloads of
 	// other ClusterQueues in the cohort that borrow; allowed only when the preemptor,
 	// once admitted, stays within its own nominal quota (it takes back what it lent).
 	ReclaimWithinCohort PreemptionMode
-	// FairSharing: Never | LowerPriority | Any; "" means "same as ReclaimWithinCohort".
+	// FairSharing means Never | LowerPriority | Any; "" means "same as ReclaimWithinCohort".
 	// Used only when Options.FairSharing is on. Victims are admitted workloads of other
 	// borrowing ClusterQueues in the cohort whose dominant resource share, after the
 	// preemption, stays strictly above the preemptor queue's share after admission.
@@ -96,7 +96,7 @@ type ClusterQueue struct {
 	Cohort string
 	// ResourceGroups hold the quota.
 	ResourceGroups []ResourceGroup
-	// QueueingStrategy: StrictFIFO or BestEffortFIFO. "" means BestEffortFIFO.
+	// QueueingStrategy means StrictFIFO or BestEffortFIFO. "" means BestEffortFIFO.
 	QueueingStrategy QueueingStrategy
 	// Preemption says whom this queue's pending workloads may preempt.
 	Preemption PreemptionPolicy
@@ -134,7 +134,7 @@ type Workload struct {
 	ClusterQueue string
 	// LocalQueue is carried for diagnostics.
 	LocalQueue string
-	// Priority: higher first.
+	// Priority means higher first.
 	Priority int32
 	// CreationTime in unix nanoseconds: earlier first among equal priority.
 	CreationTime int64

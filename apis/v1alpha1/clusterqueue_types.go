@@ -41,11 +41,11 @@ const (
 type StopPolicy string
 
 const (
-	// StopPolicyNone: the queue admits as usual.
+	// StopPolicyNone means the queue admits as usual.
 	StopPolicyNone StopPolicy = "None"
-	// StopPolicyHold: the queue admits nothing new; admitted work keeps running.
+	// StopPolicyHold means the queue admits nothing new; admitted work keeps running.
 	StopPolicyHold StopPolicy = "Hold"
-	// StopPolicyHoldAndDrain: the queue admits nothing new and evicts what
+	// StopPolicyHoldAndDrain means the queue admits nothing new and evicts what
 	// it has admitted.
 	StopPolicyHoldAndDrain StopPolicy = "HoldAndDrain"
 )

@@ -75,7 +75,6 @@ type Scheduler struct {
 	wake chan struct{}
 }
 
-
 // New returns a Scheduler that writes with c and re-reads after conflicts
 // with reader (an uncached reader).
 func New(c client.Client, reader client.Reader, recorder events.EventRecorder, opts Options) (*Scheduler, error) {
