@@ -32,15 +32,28 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
-// buildBerth compiles cmd/berth-controller into dir.
-func buildBerth(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "berth-controller")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/berth-controller")
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building berth-controller: %w\n%s", err, out)
+// BuildBerth compiles cmd/berth-controller to bin: of this checkout's
+// working tree when rev is "", else of git revision rev (exported with git
+// archive, so the working tree may be mid-edit).
+func BuildBerth(ctx context.Context, rev, bin string) (err error) {
+	src := repoRoot()
+	if rev != "" {
+		if src, err = os.MkdirTemp("", "berth-src-"); err != nil {
+			return fmt.Errorf("exporting %s: %w", rev, err)
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(src)) }()
+		export := exec.CommandContext(ctx, "bash", "-c", `set -o pipefail; git archive --format=tar "$1" | tar -x -C "$2"`, "export", rev, src)
+		export.Dir = repoRoot()
+		if out, err := export.CombinedOutput(); err != nil {
+			return fmt.Errorf("exporting %s: %w\n%s", rev, err, out)
+		}
 	}
-	return bin, nil
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/berth-controller")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building berth-controller: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -121,7 +134,7 @@ func (p *berthProcess) waitReady(ctx context.Context, url string, timeout time.D
 		select {
 		case err := <-p.exited:
 			p.exited <- err
-			return fmt.Errorf("berth-controller exited before it was ready (%v):\n%s", err, tail(p.logPath))
+			return fmt.Errorf("berth-controller exited before it was ready (%w):\n%s", err, tail(p.logPath))
 		case <-ctx.Done():
 			return fmt.Errorf("berth-controller not ready within %s:\n%s", timeout, tail(p.logPath))
 		case <-tick.C:
@@ -137,7 +150,7 @@ func (p *berthProcess) running() error {
 	select {
 	case err := <-p.exited:
 		p.exited <- err
-		return fmt.Errorf("berth-controller exited (%v):\n%s", err, tail(p.logPath))
+		return fmt.Errorf("berth-controller exited (%w):\n%s", err, tail(p.logPath))
 	default:
 		return nil
 	}
@@ -150,11 +163,12 @@ func (p *berthProcess) stop() error {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.exited:
+	case err := <-p.exited:
+		p.exited <- err // for running()
 		return nil
 	case <-time.After(30 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
+		p.exited <- <-p.exited
 		return errors.New("berth-controller did not stop within 30s of SIGTERM and was killed")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +23,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/controlplane"
-	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -52,9 +52,12 @@ type cluster struct {
 // startCluster starts an apiserver + etcd plane in dir with berth's CRDs
 // and no webhooks (berth runs with --webhook-port=0).
 func startCluster(ctx context.Context, binDir, dir string, audit bool) (*cluster, error) {
-	scheme, err := framework.NewScheme()
-	if err != nil {
-		return nil, err
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering Kubernetes types: %w", err)
+	}
+	if err := berthv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering berth types: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating plane directory: %w", err)
@@ -75,6 +78,7 @@ func startCluster(ctx context.Context, binDir, dir string, audit bool) (*cluster
 		opts.ExtraArgs[controlplane.KubeAPIServer] = args
 		c.auditLog = log
 	}
+	var err error
 	if c.plane, err = controlplane.Start(ctx, opts); err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}

@@ -40,8 +40,7 @@ const (
 type action struct {
 	kind  actionKind
 	wl    int
-	run   int       // finish: the admission it ends
-	due   time.Time // finish: admission seen + runtime
+	run   int // finish: the admission it ends
 	tries int
 }
 
@@ -186,7 +185,6 @@ func (t *tracker) do(ctx context.Context, c client.Client, reader client.Reader,
 		if err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting job %s: %w", key, err)
 		}
-		t.finished(a.wl, a.due, time.Now())
 		return nil
 	}
 	wl := &berthv1.Workload{}
@@ -204,18 +202,13 @@ func (t *tracker) do(ctx context.Context, c client.Client, reader client.Reader,
 		return err
 	}
 	runtime := t.s.Classes[w.Class].Runtime.Duration
-	written, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
+	// The watch sees the finish (see tracker.observe).
+	_, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
 		if !workloadstatus.IsAdmitted(w) {
 			return false // evicted meanwhile: the eviction requeues it
 		}
 		return workloadstatus.SetCondition(w, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded,
 			fmt.Sprintf("ran for %s", runtime))
 	})
-	if err != nil {
-		return err
-	}
-	if written {
-		t.finished(a.wl, a.due, time.Now())
-	}
-	return nil
+	return err
 }

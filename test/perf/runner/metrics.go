@@ -92,12 +92,13 @@ func parseMetrics(r io.Reader, names ...string) ([]Sample, error) {
 	return out, nil
 }
 
-// sumBy adds up the samples of metric name by the value of label.
-func sumBy(samples []Sample, name, label string) map[string]int {
+// requestsByMethod adds up the samples of client-go's request counter by
+// HTTP method.
+func requestsByMethod(samples []Sample) map[string]int {
 	out := map[string]int{}
 	for _, s := range samples {
-		if s.Name == name {
-			out[s.Labels[label]] += int(s.Value)
+		if s.Name == requestsMetric {
+			out[s.Labels["method"]] += int(s.Value)
 		}
 	}
 	return out

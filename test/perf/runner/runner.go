@@ -55,13 +55,16 @@ type Options struct {
 	// BerthArgs are extra berth-controller flags.
 	BerthArgs []string
 	// BerthBinary is a built berth-controller; default: build
-	// ./cmd/berth-controller into Dir.
+	// ./cmd/berth-controller into Dir, from BerthRevision.
 	BerthBinary string
+	// BerthRevision is the git revision to build berth from; default: the
+	// working tree.
+	BerthRevision string
 	// Preemption: PreemptionScenario (default) or PreemptionNever.
 	Preemption string
 	// CalibrationWorkloads is how many Workloads the API-floor calibration
-	// writes (× 3 writes); 0 means the default, min(5000, the scenario's
-	// workloads); negative skips calibration.
+	// writes (× 3 writes); 0 means the default, the scenario's workloads
+	// but at least 500 and at most 5000; negative skips calibration.
 	CalibrationWorkloads int
 	// CalibrationWriters write concurrently during calibration. Default 16.
 	CalibrationWriters int
@@ -80,13 +83,17 @@ type Options struct {
 	// finish. Default 25 minutes.
 	Timeout time.Duration
 	// SampleInterval is how often ClusterQueue usage is sampled. Default
-	// 500 ms.
+	// 250 ms.
 	SampleInterval time.Duration
 	// Creators and Finishers are how many creates and finish writes the
 	// runner has in flight at most. Default 32 each.
 	Creators, Finishers int
 	// Progress receives a line every few seconds; nil: none.
 	Progress io.Writer
+	// Trace, when set, receives a line per workload transition the runner
+	// sees (admitted, evicted, finish written), with the quota then in
+	// use: for finding out what happened around a quota violation.
+	Trace io.Writer
 }
 
 func (o *Options) defaults() error {
@@ -112,7 +119,7 @@ func (o *Options) defaults() error {
 		o.Burst = 1000
 	}
 	if o.CalibrationWorkloads == 0 {
-		o.CalibrationWorkloads = min(5000, o.Scenario.WorkloadCount())
+		o.CalibrationWorkloads = min(5000, max(500, o.Scenario.WorkloadCount()))
 	}
 	if o.CalibrationWriters <= 0 {
 		o.CalibrationWriters = 16
@@ -121,7 +128,7 @@ func (o *Options) defaults() error {
 		o.Timeout = 25 * time.Minute
 	}
 	if o.SampleInterval <= 0 {
-		o.SampleInterval = 500 * time.Millisecond
+		o.SampleInterval = 250 * time.Millisecond
 	}
 	if o.Creators <= 0 {
 		o.Creators = 32
@@ -165,7 +172,8 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	bin := o.BerthBinary
 	if bin == "" {
 		fmt.Fprintln(o.Progress, "building berth-controller")
-		if bin, err = buildBerth(ctx, dir); err != nil {
+		bin = filepath.Join(dir, "berth-controller")
+		if err := BuildBerth(ctx, o.BerthRevision, bin); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolscache "k8s.io/client-go/tools/cache"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/workloadstatus"
@@ -19,14 +22,16 @@ import (
 type record struct {
 	created       time.Time     // when the runner called Create
 	createLag     time.Duration // how late that was against the schedule
-	createErr     error
-	firstAdmitted time.Time // when the runner first saw it admitted
+	err           error         // why the runner gave up on it
+	settled       bool          // finished, or given up on
+	firstAdmitted time.Time     // when the runner first saw it admitted
 	running       bool
 	runs          int // admissions seen; numbers the finish timers
 	timer         *time.Timer
 	evictions     int
-	finished      time.Time
-	finishLag     time.Duration // finish write done, against admitted + runtime
+	due           time.Time     // when the current run ends: admission seen + runtime
+	finished      time.Time     // when the runner's watch saw it finished (or, for a Job, its Workload deleted)
+	finishLag     time.Duration // finished, against due
 	reason        string        // last pending reason seen
 	reasonChanges int           // pending reasons berth wrote
 }
@@ -43,13 +48,13 @@ type usageSample struct {
 // when berth evicts them, as a job adapter would) and keeps the quota
 // they hold per ClusterQueue. Its methods are safe for concurrent use.
 type tracker struct {
-	s       *scenario.Scenario
-	mode    Mode
-	cqs     []scenario.ClusterQueue
-	wls     []scenario.Workload
-	byKey   map[client.ObjectKey]int
-	req     [][]int64 // per class, per resource: the gang's request in milli-units
-	limits  []cqLimits
+	s      *scenario.Scenario
+	mode   Mode
+	cqs    []scenario.ClusterQueue
+	wls    []scenario.Workload
+	byKey  map[client.ObjectKey]int
+	req    [][]int64 // per class, per resource: the gang's request in milli-units
+	limits []cqLimits
 	// primary is, per ClusterQueue, the resource its usage is reported in:
 	// the first of its group's quota.
 	primary []int
@@ -63,6 +68,23 @@ type tracker struct {
 	violations []string
 	samples    []usageSample
 	actions    chan action
+	// trace, when set, receives a line per transition the runner sees.
+	trace io.Writer
+}
+
+// tracef writes a trace line; the caller holds t.mu.
+func (t *tracker) tracef(i int, format string, args ...any) {
+	if t.trace == nil {
+		return
+	}
+	w := t.wls[i]
+	cq := w.ClusterQueue
+	var cohort int64
+	for _, m := range t.cohorts[t.cqs[cq].Cohort] {
+		cohort += t.usage[m][0]
+	}
+	fmt.Fprintf(t.trace, "%s %s/%s %s [queue %d, cohort %d]\n", time.Now().Format("15:04:05.000000"),
+		t.cqs[cq].Name, w.Name, fmt.Sprintf(format, args...), t.usage[cq][0], cohort)
 }
 
 // cqLimits are a ClusterQueue's quota per resource, in milli-units.
@@ -114,21 +136,34 @@ func newTracker(s *scenario.Scenario, mode Mode) *tracker {
 	return t
 }
 
+// index returns the index of the workload a Workload object stands for:
+// itself, or in jobs mode the Job that owns it.
+func (t *tracker) index(wl *berthv1.Workload) (int, bool) {
+	key := client.ObjectKeyFromObject(wl)
+	if t.mode == ModeJobs {
+		ref := metav1.GetControllerOf(wl)
+		if ref == nil {
+			return 0, false
+		}
+		key.Name = ref.Name
+	}
+	i, ok := t.byKey[key]
+	return i, ok
+}
+
 // observe handles one state of a Workload seen by the runner's informer.
+//
+// Quota is accounted in the order of the watch, which is the order berth
+// sees changes in: a workload counts from the state that admits it to the
+// state that finishes or evicts it. Counting from when the runner's own
+// finish write returns instead would let the runner see berth reuse quota
+// before it had released it.
 func (t *tracker) observe(obj any) {
 	wl, ok := obj.(*berthv1.Workload)
 	if !ok {
 		return
 	}
-	key := client.ObjectKeyFromObject(wl)
-	if t.mode == ModeJobs {
-		ref := metav1.GetControllerOf(wl)
-		if ref == nil {
-			return
-		}
-		key.Name = ref.Name
-	}
-	i, ok := t.byKey[key]
+	i, ok := t.index(wl)
 	if !ok {
 		return
 	}
@@ -137,6 +172,10 @@ func (t *tracker) observe(obj any) {
 	defer t.mu.Unlock()
 	r := &t.recs[i]
 	if !r.finished.IsZero() {
+		return
+	}
+	if workloadstatus.IsFinished(wl) {
+		t.finishedLocked(i, now)
 		return
 	}
 	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); wl.Status.Admission == nil && c != nil &&
@@ -151,6 +190,7 @@ func (t *tracker) observe(obj any) {
 	switch {
 	case workloadstatus.IsAdmitted(wl) && !r.running:
 		t.admittedLocked(i, now)
+		t.tracef(i, "admitted rv %s", wl.ResourceVersion)
 	case workloadstatus.IsEvicting(wl) && r.running:
 		r.running = false
 		r.evictions++
@@ -158,6 +198,7 @@ func (t *tracker) observe(obj any) {
 			r.timer.Stop()
 		}
 		t.charge(i, -1)
+		t.tracef(i, "evicted rv %s", wl.ResourceVersion)
 		if t.mode == ModeWorkloads {
 			// berth's job adapter requeues an evicted workload once its
 			// pods are gone; here there are none.
@@ -178,32 +219,60 @@ func (t *tracker) admittedLocked(i int, now time.Time) {
 	t.charge(i, 1)
 	t.checkQuota(t.wls[i].ClusterQueue, now)
 	runtime := t.s.Classes[t.wls[i].Class].Runtime.Duration
-	a := action{kind: actionFinish, wl: i, run: r.runs, due: now.Add(runtime)}
+	r.due = now.Add(runtime)
+	a := action{kind: actionFinish, wl: i, run: r.runs}
 	r.timer = time.AfterFunc(runtime, func() { t.actions <- a })
 }
 
-// finished records that workload i's finish was written at now.
-func (t *tracker) finished(i int, due, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// deleted handles a Workload deletion: in jobs mode, how berth releases the
+// quota of a Job the runner deleted.
+func (t *tracker) deleted(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	wl, ok := obj.(*berthv1.Workload)
+	if !ok {
+		return
+	}
+	if i, ok := t.index(wl); ok {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.finishedLocked(i, time.Now())
+	}
+}
+
+// finishedLocked records that workload i finished at now and releases its
+// quota.
+func (t *tracker) finishedLocked(i int, now time.Time) {
 	r := &t.recs[i]
 	if !r.finished.IsZero() {
 		return
 	}
-	r.finished, r.finishLag, r.running = now, now.Sub(due), false
-	t.charge(i, -1)
-	t.settleLocked()
+	if r.running {
+		t.charge(i, -1)
+	}
+	r.finished, r.finishLag, r.running = now, now.Sub(r.due), false
+	t.tracef(i, "finished")
+	t.settleLocked(i)
 }
 
-// failed records that workload i could not be created.
+// failed records that the runner gave up on workload i: it could not be
+// created, or its finish or requeue could not be written.
 func (t *tracker) failed(i int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.recs[i].createErr = err
-	t.settleLocked()
+	if t.recs[i].err == nil {
+		t.recs[i].err = err
+	}
+	t.settleLocked(i)
 }
 
-func (t *tracker) settleLocked() {
+// settleLocked counts workload i as done with, once.
+func (t *tracker) settleLocked(i int) {
+	if t.recs[i].settled {
+		return
+	}
+	t.recs[i].settled = true
 	t.settled++
 	if t.settled == len(t.wls) {
 		close(t.done)

@@ -7,14 +7,17 @@ import (
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
-func TestReplay(t *testing.T) {
+// replayCase is a scenario and when the replay must admit its workloads.
+type replayCase struct {
+	name     string
+	yaml     string
+	admitted map[string][]time.Duration // per workload name, per ClusterQueue
+	makespan time.Duration
+}
+
+func TestReplayQuota(t *testing.T) {
 	const s = time.Second
-	tests := []struct {
-		name     string
-		yaml     string
-		admitted map[string][]time.Duration // per workload name, per ClusterQueue
-		makespan time.Duration
-	}{
+	runReplayCases(t, []replayCase{
 		{
 			name: "a queue admits what fits and the rest when quota is released",
 			yaml: `
@@ -60,6 +63,12 @@ workloadClasses:
 			admitted: map[string][]time.Duration{"a-0": {0, s}, "b-0": {s, 0}},
 			makespan: 2 * s,
 		},
+	})
+}
+
+func TestReplayQueueing(t *testing.T) {
+	const s = time.Second
+	runReplayCases(t, []replayCase{
 		{
 			name: "BestEffortFIFO lets smaller work pass a head that does not fit",
 			yaml: `
@@ -82,7 +91,11 @@ workloadClasses:
 			admitted: map[string][]time.Duration{"big-0": {0}, "big-1": {s}, "small-0": {s}},
 			makespan: 2 * s,
 		},
-	}
+	})
+}
+
+func runReplayCases(t *testing.T, tests []replayCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := scenario.Parse([]byte(tc.yaml))

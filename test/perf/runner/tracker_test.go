@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/test/perf/scenario"
+)
+
+// twoSmall: one ClusterQueue (c-0-q0) with 1 cpu, two 1-cpu workloads.
+const twoSmall = `
+name: t
+cohorts: [{name: c, count: 1, clusterQueues: 1, quota: [{resource: cpu, nominal: "1"}]}]
+workloadClasses:
+- {name: small, count: 2, interval: 0s, runtime: 10ms, request: {cpu: "1"}}
+`
+
+// state is a Workload state the tracker may see.
+type state func(wl *berthv1.Workload)
+
+func pending(reason string) state {
+	return func(wl *berthv1.Workload) {
+		workloadstatus.SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionFalse, reason, "waits")
+	}
+}
+
+func admitted(wl *berthv1.Workload) {
+	workloadstatus.Admit(wl, &berthv1.Admission{ClusterQueue: "c-0-q0"}, "admitted")
+}
+
+func evicting(wl *berthv1.Workload) {
+	admitted(wl)
+	workloadstatus.SetCondition(wl, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonPreempted, "preempted")
+}
+
+func requeued(wl *berthv1.Workload) {
+	evicting(wl)
+	workloadstatus.Requeue(wl, "requeued")
+}
+
+func finished(wl *berthv1.Workload) {
+	admitted(wl)
+	workloadstatus.SetCondition(wl, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded, "done")
+}
+
+// step shows the tracker workload name in a state.
+type step struct {
+	name  string
+	state state
+}
+
+// trackerCase is a sequence of states and what the tracker makes of it.
+type trackerCase struct {
+	name          string
+	steps         []step
+	usage         int64 // milli-cpu in use at the end
+	actions       []actionKind
+	reasonChanges int
+	violations    int
+	done          bool
+}
+
+func TestTracker(t *testing.T) {
+	tests := []trackerCase{
+		{
+			name:    "an admission holds quota and asks for a finish after the runtime",
+			steps:   []step{{"small-0", pending("InsufficientQuota")}, {"small-0", admitted}},
+			usage:   1000,
+			actions: []actionKind{actionFinish}, reasonChanges: 1,
+		},
+		{
+			name:  "a finish seen by the watch releases the quota",
+			steps: []step{{"small-0", admitted}, {"small-0", finished}, {"small-1", admitted}, {"small-1", finished}},
+			usage: 0, actions: []actionKind{actionFinish, actionFinish}, done: true,
+		},
+		{
+			name:    "an eviction releases the quota and asks for a requeue; a new admission charges again",
+			steps:   []step{{"small-0", admitted}, {"small-0", evicting}, {"small-0", requeued}, {"small-0", admitted}},
+			usage:   1000,
+			actions: []actionKind{actionRequeue, actionFinish},
+		},
+		{
+			name: "pending reasons count once per change; a requeue's Pending is not berth's",
+			steps: []step{{"small-0", pending("InsufficientQuota")}, {"small-0", pending("InsufficientQuota")},
+				{"small-0", pending("ReservedForHead")}, {"small-0", pending(berthv1.ReasonPending)}},
+			reasonChanges: 2,
+		},
+		{
+			name:  "more quota in use than the queue has is a violation",
+			steps: []step{{"small-0", admitted}, {"small-1", admitted}},
+			usage: 2000, actions: []actionKind{actionFinish, actionFinish}, violations: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scenario.Parse([]byte(twoSmall))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := newTracker(s, ModeWorkloads)
+			for _, st := range tc.steps {
+				wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: st.name}}
+				st.state(wl)
+				tr.observe(wl)
+			}
+			checkTracker(t, tr, tc)
+		})
+	}
+}
+
+func checkTracker(t *testing.T, tr *tracker, tc trackerCase) {
+	t.Helper()
+	if got := tr.usage[0][0]; got != tc.usage {
+		t.Errorf("usage = %d, want %d", got, tc.usage)
+	}
+	if got := tr.recs[0].reasonChanges; got != tc.reasonChanges {
+		t.Errorf("pending reasons counted = %d, want %d", got, tc.reasonChanges)
+	}
+	if got := len(tr.violations); got != tc.violations {
+		t.Errorf("violations = %v, want %d", tr.violations, tc.violations)
+	}
+	for i, want := range tc.actions {
+		select {
+		case a := <-tr.actions:
+			if a.kind != want {
+				t.Errorf("action %d = %v, want %v", i, a.kind, want)
+			}
+		case <-time.After(time.Second):
+			t.Fatalf("no action %d (want %v)", i, want)
+		}
+	}
+	select {
+	case <-tr.done:
+		if !tc.done {
+			t.Error("the tracker is done, want not")
+		}
+	default:
+		if tc.done {
+			t.Error("the tracker is not done, want done")
+		}
+	}
+}
+
+func TestTrackerJobs(t *testing.T) {
+	s, err := scenario.Parse([]byte(twoSmall))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracker(s, ModeJobs)
+	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: "job-small-0-abcde",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "small-0", Controller: ptr.To(true)}}}}
+	admitted(wl)
+	tr.observe(wl)
+	if tr.usage[0][0] != 1000 || !tr.recs[0].running {
+		t.Fatalf("after admission: usage %d, running %v; want 1000, true", tr.usage[0][0], tr.recs[0].running)
+	}
+	tr.deleted(toolscache.DeletedFinalStateUnknown{Key: "c-0-q0/job-small-0-abcde", Obj: wl})
+	if tr.usage[0][0] != 0 || tr.recs[0].finished.IsZero() {
+		t.Errorf("after deletion: usage %d, finished %v; want 0 and finished", tr.usage[0][0], tr.recs[0].finished)
+	}
+}
