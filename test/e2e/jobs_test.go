@@ -43,8 +43,10 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 		By("giving the queue quota")
 		cq := &berthv1.ClusterQueue{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
+		base := cq.DeepCopy()
 		cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("8")
-		Expect(env.Client.Update(ctx, cq)).To(Succeed())
+		// No resourceVersion: berth's status writes cannot conflict.
+		Expect(env.Client.Patch(ctx, cq, client.MergeFrom(base))).To(Succeed())
 		Eventually(complete(ctx, job), timeout, interval).Should(Succeed())
 
 		var admittedAt time.Time

@@ -90,7 +90,9 @@ func DescribeAdapter(env func() *framework.Env, a Adapter) bool {
 			gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
 			second := create(ctx, c, a, ns, "second")
 			gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
-			gomega.Expect(a.Finish(ctx, c, first)).To(gomega.Succeed())
+			// Finish reads and writes the object berth also writes; retry
+			// on a conflict as its controller would.
+			gomega.Eventually(func() error { return a.Finish(ctx, c, first) }, timeout, interval).Should(gomega.Succeed())
 			gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
 			if a.Finishes() {
 				gomega.Eventually(conditionReason(ctx, c, first, berthv1.ConditionFinished), timeout, interval).Should(gomega.Equal(berthv1.ReasonSucceeded))

@@ -23,8 +23,10 @@ var _ = Describe("stopping a ClusterQueue", func() {
 			setPolicy := func(p berthv1.StopPolicy) {
 				cq := &berthv1.ClusterQueue{}
 				Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
+				base := cq.DeepCopy()
 				cq.Spec.StopPolicy = p
-				Expect(env.Client.Update(ctx, cq)).To(Succeed())
+				// No resourceVersion: berth's status writes cannot conflict.
+				Expect(env.Client.Patch(ctx, cq, client.MergeFrom(base))).To(Succeed())
 			}
 			setPolicy(policy)
 			Eventually(func(g Gomega) string {

@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
@@ -46,8 +47,11 @@ var _ = Describe("API validation", func() {
 		ns := newNamespace(ctx)
 		lq := builders.LocalQueue(ns, "team", "cq-a")
 		Expect(env.Client.Create(ctx, lq)).To(Succeed())
+		// A merge patch carries no resourceVersion, so berth's status writes
+		// cannot make it conflict: only validation can reject it.
+		base := lq.DeepCopy()
 		lq.Spec.ClusterQueue = "cq-b"
-		err := env.Client.Update(ctx, lq)
+		err := env.Client.Patch(ctx, lq, client.MergeFrom(base))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("clusterQueue is immutable"))
 	})
