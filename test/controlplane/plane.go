@@ -91,6 +91,10 @@ type Options struct {
 	KwokConfigPaths []string
 
 	// StartTimeout bounds the start-up of each component. Default: 60s.
+	// etcd and kube-apiserver always get at least the default: on a busy
+	// 2-core machine a cold apiserver can take far longer than its usual
+	// 3-4 s, and a shorter bound (set to make a test of another component
+	// fail fast) must not make them fail instead.
 	StartTimeout time.Duration
 }
 
@@ -234,7 +238,7 @@ func (p *Plane) startAPIServer(opts Options) error {
 		WebhookInstallOptions:    opts.WebhookInstallOptions,
 		Scheme:                   opts.Scheme,
 		UseExistingCluster:       ptr.To(false),
-		ControlPlaneStartTimeout: opts.StartTimeout,
+		ControlPlaneStartTimeout: max(opts.StartTimeout, defaultStartTimeout),
 		ControlPlaneStopTimeout:  stopGrace * 4,
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: filepath.Join(p.Dir, "etcd"), Out: etcdLog, Err: etcdLog}
