@@ -24,7 +24,7 @@ func buildReport(o *Options, replay scenario.ReplayResult, cal *Calibration, m *
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var last time.Time
-	var createLag, finishLag []time.Duration
+	var createLag, finishLag, finishWrite, finishSeen []time.Duration
 	for i := range t.recs {
 		rec := &t.recs[i]
 		if rec.err != nil && len(r.Failures) < 10 {
@@ -40,6 +40,10 @@ func buildReport(o *Options, replay scenario.ReplayResult, cal *Calibration, m *
 		if !rec.finished.IsZero() {
 			r.Finished++
 			finishLag = append(finishLag, rec.finishLag)
+			if !rec.finishWritten.IsZero() {
+				finishWrite = append(finishWrite, rec.finishWritten.Sub(rec.due))
+				finishSeen = append(finishSeen, rec.finished.Sub(rec.finishWritten))
+			}
 			if rec.finished.After(last) {
 				last = rec.finished
 			}
@@ -59,10 +63,15 @@ func buildReport(o *Options, replay scenario.ReplayResult, cal *Calibration, m *
 	r.Processes = processes(m)
 	r.Runner = LoadStats{
 		CreateLag: toSeconds(scenario.Summarize(createLag)), FinishLag: toSeconds(scenario.Summarize(finishLag)),
+		FinishWrite: toSeconds(scenario.Summarize(finishWrite)), FinishSeen: toSeconds(scenario.Summarize(finishSeen)),
 		RequestsByMethod: diff(m.after.requests, m.before.requests),
 	}
-	r.QuotaViolationCount = len(t.violations)
-	r.QuotaViolations = t.violations[:min(len(t.violations), 10)]
+	violations, err := t.quotaViolations()
+	if err != nil {
+		violations = []string{err.Error()}
+	}
+	r.QuotaViolationCount = len(violations)
+	r.QuotaViolations = violations[:min(len(violations), 10)]
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -113,12 +114,20 @@ func (c *cluster) berthKubeconfig() (string, error) {
 func (c *cluster) stop() error { return c.plane.Stop() }
 
 // setupQueues creates the flavor, one namespace, ClusterQueue and
-// LocalQueue per scenario ClusterQueue, and the layout's nodes if asked.
+// LocalQueue per scenario ClusterQueue, a PriorityClass per class priority
+// (Jobs carry priority only through one), and the layout's nodes if asked.
 func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preemption string) error {
 	if err := c.client.Create(ctx, &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.Flavor}}); err != nil {
 		return fmt.Errorf("creating ResourceFlavor: %w", err)
 	}
 	var objs []client.Object
+	seen := map[int32]bool{}
+	for _, cl := range s.Classes {
+		if !seen[cl.Priority] {
+			seen[cl.Priority] = true
+			objs = append(objs, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: PriorityClassName(cl.Priority)}, Value: cl.Priority})
+		}
+	}
 	for _, cq := range s.ClusterQueues() {
 		objs = append(objs,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cq.Name, Labels: map[string]string{"perf.berth.dev/scenario": s.Name}}},
@@ -136,6 +145,10 @@ func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preempt
 	}
 	return createAll(ctx, c.client, objs, 16)
 }
+
+// PriorityClassName names the PriorityClass the runner creates for a
+// priority value.
+func PriorityClassName(priority int32) string { return fmt.Sprintf("perf-priority-%d", priority) }
 
 // clusterQueue is the ClusterQueue of one scenario queue. preemption
 // "never" overrides the scenario's policy.

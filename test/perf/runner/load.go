@@ -123,7 +123,8 @@ func (t *tracker) object(i int) client.Object {
 			Completions:  ptr.To(c.PodsPerGang),
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
+				RestartPolicy:     corev1.RestartPolicyNever,
+				PriorityClassName: PriorityClassName(c.Priority),
 				Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/perf:latest",
 					Resources: corev1.ResourceRequirements{Requests: c.Request, Limits: limits}}},
 			}},
@@ -203,12 +204,15 @@ func (t *tracker) do(ctx context.Context, c client.Client, reader client.Reader,
 	}
 	runtime := t.s.Classes[w.Class].Runtime.Duration
 	// The watch sees the finish (see tracker.observe).
-	_, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
+	written, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
 		if !workloadstatus.IsAdmitted(w) {
 			return false // evicted meanwhile: the eviction requeues it
 		}
 		return workloadstatus.SetCondition(w, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded,
 			fmt.Sprintf("ran for %s", runtime))
 	})
+	if written {
+		t.finishWritten(a.wl, time.Now())
+	}
 	return err
 }

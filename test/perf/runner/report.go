@@ -47,8 +47,9 @@ type Report struct {
 	// PendingReasonWrites counts the pending reasons berth wrote to
 	// Workloads, as the runner's watch saw them change.
 	PendingReasonWrites int `json:"pendingReasonWrites"`
-	// QuotaViolations lists (up to 10) moments the runner saw more quota in
-	// use than a ClusterQueue or cohort has; QuotaViolationCount all.
+	// QuotaViolations lists (up to 10) admissions after which, replaying the
+	// writes in etcd order, more quota was held than a ClusterQueue or
+	// cohort has; QuotaViolationCount counts all.
 	QuotaViolations     []string `json:"quotaViolations,omitempty"`
 	QuotaViolationCount int      `json:"quotaViolationCount"`
 }
@@ -205,8 +206,12 @@ type ProcUsage struct {
 // long after their runtime workloads were seen finished, and what the runner
 // sent.
 type LoadStats struct {
-	CreateLag        Seconds        `json:"createLag"`
-	FinishLag        Seconds        `json:"finishLag"`
+	CreateLag Seconds `json:"createLag"`
+	FinishLag Seconds `json:"finishLag"`
+	// FinishWrite (due to the finish write returning) and FinishSeen (that
+	// to the watch delivering it) split FinishLag in workloads mode.
+	FinishWrite      Seconds        `json:"finishWrite"`
+	FinishSeen       Seconds        `json:"finishSeen"`
 	RequestsByMethod map[string]int `json:"requestsByMethod"`
 }
 

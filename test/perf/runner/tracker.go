@@ -26,12 +26,14 @@ type record struct {
 	settled       bool          // finished, or given up on
 	firstAdmitted time.Time     // when the runner first saw it admitted
 	running       bool
-	runs          int // admissions seen; numbers the finish timers
+	heldFrom      uint64 // resourceVersion of the write that admitted the current run
+	runs          int    // admissions seen; numbers the finish timers
 	timer         *time.Timer
 	evictions     int
 	due           time.Time     // when the current run ends: admission seen + runtime
 	finished      time.Time     // when the runner's watch saw it finished (or, for a Job, its Workload deleted)
 	finishLag     time.Duration // finished, against due
+	finishWritten time.Time     // when the runner's finish write returned (workloads mode)
 	reason        string        // last pending reason seen
 	reasonChanges int           // pending reasons berth wrote
 }
@@ -60,14 +62,18 @@ type tracker struct {
 	primary []int
 	cohorts map[string][]int // ClusterQueue indexes per cohort
 
-	mu         sync.Mutex
-	recs       []record
-	usage      [][]int64 // per ClusterQueue, per resource
-	settled    int       // finished or failed to create
-	done       chan struct{}
-	violations []string
-	samples    []usageSample
-	actions    chan action
+	mu      sync.Mutex
+	recs    []record
+	usage   [][]int64 // per ClusterQueue, per resource
+	settled int       // finished or failed to create
+	done    chan struct{}
+	// holdings are the closed intervals in which workloads held quota.
+	holdings []holding
+	// opaqueRV is set when a resourceVersion was not a number, so the
+	// quota check (quotaViolations) cannot order writes.
+	opaqueRV bool
+	samples  []usageSample
+	actions  chan action
 	// trace, when set, receives a line per transition the runner sees.
 	trace io.Writer
 }
@@ -175,7 +181,7 @@ func (t *tracker) observe(obj any) {
 		return
 	}
 	if workloadstatus.IsFinished(wl) {
-		t.finishedLocked(i, now)
+		t.finishedLocked(i, now, t.revision(wl))
 		return
 	}
 	if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); wl.Status.Admission == nil && c != nil &&
@@ -189,7 +195,7 @@ func (t *tracker) observe(obj any) {
 	}
 	switch {
 	case workloadstatus.IsAdmitted(wl) && !r.running:
-		t.admittedLocked(i, now)
+		t.admittedLocked(i, now, t.revision(wl))
 		t.tracef(i, "admitted rv %s", wl.ResourceVersion)
 	case workloadstatus.IsEvicting(wl) && r.running:
 		r.running = false
@@ -198,6 +204,7 @@ func (t *tracker) observe(obj any) {
 			r.timer.Stop()
 		}
 		t.charge(i, -1)
+		t.released(i, t.revision(wl))
 		t.tracef(i, "evicted rv %s", wl.ResourceVersion)
 		if t.mode == ModeWorkloads {
 			// berth's job adapter requeues an evicted workload once its
@@ -207,9 +214,9 @@ func (t *tracker) observe(obj any) {
 	}
 }
 
-// admittedLocked starts workload i's run: it holds quota from now for its
-// class's runtime.
-func (t *tracker) admittedLocked(i int, now time.Time) {
+// admittedLocked starts workload i's run: it holds quota from now (write
+// rv) for its class's runtime.
+func (t *tracker) admittedLocked(i int, now time.Time, rv uint64) {
 	r := &t.recs[i]
 	r.running = true
 	r.runs++
@@ -217,11 +224,21 @@ func (t *tracker) admittedLocked(i int, now time.Time) {
 		r.firstAdmitted = now
 	}
 	t.charge(i, 1)
-	t.checkQuota(t.wls[i].ClusterQueue, now)
+	r.heldFrom = rv
 	runtime := t.s.Classes[t.wls[i].Class].Runtime.Duration
 	r.due = now.Add(runtime)
 	a := action{kind: actionFinish, wl: i, run: r.runs}
 	r.timer = time.AfterFunc(runtime, func() { t.actions <- a })
+}
+
+// finishWritten records when the runner's finish write for workload i
+// returned.
+func (t *tracker) finishWritten(i int, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.recs[i].finishWritten.IsZero() {
+		t.recs[i].finishWritten = at
+	}
 }
 
 // deleted handles a Workload deletion: in jobs mode, how berth releases the
@@ -237,19 +254,20 @@ func (t *tracker) deleted(obj any) {
 	if i, ok := t.index(wl); ok {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		t.finishedLocked(i, time.Now())
+		t.finishedLocked(i, time.Now(), t.revision(wl))
 	}
 }
 
-// finishedLocked records that workload i finished at now and releases its
-// quota.
-func (t *tracker) finishedLocked(i int, now time.Time) {
+// finishedLocked records that workload i finished at now (write rv) and
+// releases its quota.
+func (t *tracker) finishedLocked(i int, now time.Time, rv uint64) {
 	r := &t.recs[i]
 	if !r.finished.IsZero() {
 		return
 	}
 	if r.running {
 		t.charge(i, -1)
+		t.released(i, rv)
 	}
 	r.finished, r.finishLag, r.running = now, now.Sub(r.due), false
 	t.tracef(i, "finished")
@@ -293,30 +311,6 @@ func (t *tracker) charge(i int, sign int64) {
 	w := t.wls[i]
 	for r, amt := range t.req[w.Class] {
 		t.usage[w.ClusterQueue][r] += sign * amt
-	}
-}
-
-// checkQuota records a violation if the runner sees more quota in use than
-// the ClusterQueue or its cohort has. The runner counts a workload from
-// when it sees it admitted until it has written its finish, a sub-interval
-// of when berth counts it, so any excess it sees is real.
-func (t *tracker) checkQuota(cq int, now time.Time) {
-	l := t.limits[cq]
-	for r, used := range t.usage[cq] {
-		if l.capacity[r] >= 0 && used > l.capacity[r] {
-			t.violations = append(t.violations, fmt.Sprintf("%s: ClusterQueue %s uses %d milli-units of resource %d, limit %d",
-				now.Format(time.RFC3339Nano), t.cqs[cq].Name, used, r, l.capacity[r]))
-		}
-		var borrowed, pool int64
-		for _, m := range t.cohorts[t.cqs[cq].Cohort] {
-			ml := t.limits[m]
-			borrowed += max(t.usage[m][r]-ml.guaranteed[r], 0)
-			pool += ml.nominal[r] - ml.guaranteed[r]
-		}
-		if borrowed > pool {
-			t.violations = append(t.violations, fmt.Sprintf("%s: cohort %s has %d milli-units of resource %d lent out, pool %d",
-				now.Format(time.RFC3339Nano), t.cqs[cq].Cohort, borrowed, r, pool))
-		}
 	}
 }
 

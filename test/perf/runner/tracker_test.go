@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,10 +50,12 @@ func finished(wl *berthv1.Workload) {
 	workloadstatus.SetCondition(wl, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded, "done")
 }
 
-// step shows the tracker workload name in a state.
+// step shows the tracker workload name in a state, written at revision rv
+// (default: the step's position).
 type step struct {
 	name  string
 	state state
+	rv    int
 }
 
 // trackerCase is a sequence of states and what the tracker makes of it.
@@ -70,31 +73,37 @@ func TestTracker(t *testing.T) {
 	tests := []trackerCase{
 		{
 			name:    "an admission holds quota and asks for a finish after the runtime",
-			steps:   []step{{"small-0", pending("InsufficientQuota")}, {"small-0", admitted}},
+			steps:   []step{{"small-0", pending("InsufficientQuota"), 0}, {"small-0", admitted, 0}},
 			usage:   1000,
 			actions: []actionKind{actionFinish}, reasonChanges: 1,
 		},
 		{
 			name:  "a finish seen by the watch releases the quota",
-			steps: []step{{"small-0", admitted}, {"small-0", finished}, {"small-1", admitted}, {"small-1", finished}},
+			steps: []step{{"small-0", admitted, 0}, {"small-0", finished, 0}, {"small-1", admitted, 0}, {"small-1", finished, 0}},
 			usage: 0, actions: []actionKind{actionFinish, actionFinish}, done: true,
 		},
 		{
 			name:    "an eviction releases the quota and asks for a requeue; a new admission charges again",
-			steps:   []step{{"small-0", admitted}, {"small-0", evicting}, {"small-0", requeued}, {"small-0", admitted}},
+			steps:   []step{{"small-0", admitted, 0}, {"small-0", evicting, 0}, {"small-0", requeued, 0}, {"small-0", admitted, 0}},
 			usage:   1000,
 			actions: []actionKind{actionRequeue, actionFinish},
 		},
 		{
 			name: "pending reasons count once per change; a requeue's Pending is not berth's",
-			steps: []step{{"small-0", pending("InsufficientQuota")}, {"small-0", pending("InsufficientQuota")},
-				{"small-0", pending("ReservedForHead")}, {"small-0", pending(berthv1.ReasonPending)}},
+			steps: []step{{"small-0", pending("InsufficientQuota"), 0}, {"small-0", pending("InsufficientQuota"), 0},
+				{"small-0", pending("ReservedForHead"), 0}, {"small-0", pending(berthv1.ReasonPending), 0}},
 			reasonChanges: 2,
 		},
 		{
 			name:  "more quota in use than the queue has is a violation",
-			steps: []step{{"small-0", admitted}, {"small-1", admitted}},
+			steps: []step{{"small-0", admitted, 0}, {"small-1", admitted, 0}},
 			usage: 2000, actions: []actionKind{actionFinish, actionFinish}, violations: 1,
+		},
+		{
+			name: "quota is checked in write order, not in the order the watch delivers",
+			steps: []step{{"small-0", admitted, 1}, {"small-1", admitted, 3}, {"small-0", finished, 2},
+				{"small-1", finished, 4}},
+			actions: []actionKind{actionFinish, actionFinish}, done: true,
 		},
 	}
 	for _, tc := range tests {
@@ -104,8 +113,12 @@ func TestTracker(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := newTracker(s, ModeWorkloads)
-			for _, st := range tc.steps {
-				wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: st.name}}
+			for n, st := range tc.steps {
+				rv := st.rv
+				if rv == 0 {
+					rv = n + 1
+				}
+				wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: st.name, ResourceVersion: strconv.Itoa(rv)}}
 				st.state(wl)
 				tr.observe(wl)
 			}
@@ -122,8 +135,12 @@ func checkTracker(t *testing.T, tr *tracker, tc trackerCase) {
 	if got := tr.recs[0].reasonChanges; got != tc.reasonChanges {
 		t.Errorf("pending reasons counted = %d, want %d", got, tc.reasonChanges)
 	}
-	if got := len(tr.violations); got != tc.violations {
-		t.Errorf("violations = %v, want %d", tr.violations, tc.violations)
+	violations, err := tr.quotaViolations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(violations); got != tc.violations {
+		t.Errorf("violations = %v, want %d", violations, tc.violations)
 	}
 	for i, want := range tc.actions {
 		select {
@@ -153,7 +170,7 @@ func TestTrackerJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := newTracker(s, ModeJobs)
-	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: "job-small-0-abcde",
+	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "c-0-q0", Name: "job-small-0-abcde", ResourceVersion: "7",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "small-0", Controller: ptr.To(true)}}}}
 	admitted(wl)
 	tr.observe(wl)
