@@ -1,0 +1,278 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// Condition reasons the autoscaler writes. CapacityIsFound, CapacityIsNotFound,
+// CapacityIsProvisioned and CapacityReservationTimeExpired are
+// cluster-autoscaler's own.
+const (
+	ReasonAccepted          = "Accepted"
+	ReasonCapacityFound     = "CapacityIsFound"
+	ReasonCapacityNotFound  = "CapacityIsNotFound"
+	ReasonProvisioned       = "CapacityIsProvisioned"
+	ReasonScaleUpInProgress = "ScaleUpInProgress"
+	ReasonScaleUpImpossible = "ScaleUpImpossible"
+	ReasonScaleUpFailed     = "ScaleUpFailed"
+	ReasonTemplateNotFound  = "PodTemplateNotFound"
+	ReasonBookingExpired    = "CapacityReservationTimeExpired"
+	ReasonRevoked           = "CapacityRevoked"
+)
+
+// RequestReconciler answers ProvisioningRequests of the supported classes.
+// It must run with one worker: bookings are decided one request at a time.
+type RequestReconciler struct {
+	// Client writes and reads the cache (pods, pools, templates).
+	Client client.Client
+	// Reader reads requests and nodes from the API server, so bookings and
+	// node names just written are always seen.
+	Reader client.Reader
+	// Options are the autoscaler's options.
+	Options Options
+}
+
+// Register adds the reconciler to mgr: it watches ProvisioningRequests and
+// the pods that consume them.
+func (r *RequestReconciler) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("provisioningrequest").
+		For(&autoscalingv1.ProvisioningRequest{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name := o.GetAnnotations()[autoscalingv1.ProvisioningRequestPodAnnotationKey]
+			if name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=podtemplates;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
+
+// Reconcile moves one request on: accept it, then decide (fit or scale
+// up), finish a scale-up once its latency passed, and keep its booking
+// until consumed, expired or revoked.
+func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pr := &autoscalingv1.ProvisioningRequest{}
+	if err := r.Reader.Get(ctx, req.NamespacedName, pr); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	phase := PhaseOf(pr)
+	if !supported(pr.Spec.ProvisioningClassName) || phase == PhaseDone {
+		return reconcile.Result{}, nil
+	}
+	now := r.Options.Clock.Now()
+	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Accepted) {
+		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, "the request is accepted by berth-autoscaler", now)
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	switch phase {
+	case PhaseProvisioned:
+		return r.keepBooking(ctx, pr, now)
+	case PhaseScalingUp:
+		return r.finishScaleUp(ctx, pr, now)
+	}
+	return r.decide(ctx, pr, now)
+}
+
+// decide answers a new request from existing capacity, or plans a
+// scale-up for best-effort-atomic-scale-up.
+func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
+	specs, missing, err := r.specs(ctx, pr, true)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if missing != "" {
+		return reconcile.Result{RequeueAfter: r.Options.RetryInterval}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonTemplateNotFound, "PodTemplate "+missing+" does not exist", now)
+		})
+	}
+	v, err := r.view(ctx, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	self := key(pr)
+	pods := PodsOf(pr, specs)
+	var pools []*Pool
+	if pr.Spec.ProvisioningClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp {
+		pools = v.ScalablePools(self)
+	}
+	plan := Place(pods, v.Bins(self), pools)
+	placement := PlacementOf(pods, plan)
+	switch {
+	case plan.Complete() && len(plan.NewNodes) == 0:
+		return r.provisioned(ctx, pr, placement, ReasonCapacityFound, "capacity is found on existing nodes", now)
+	case pools == nil:
+		msg := "capacity is not found: " + Shortfall(pods, plan, nil)
+		if pr.Spec.Parameters["noRetry"] == "true" {
+			return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+				setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonCapacityNotFound, msg, now)
+			})
+		}
+		return reconcile.Result{RequeueAfter: r.Options.RetryInterval}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonCapacityNotFound, msg+"; retrying", now)
+		})
+	case !plan.Complete():
+		msg := "no atomic scale-up can hold all pods: " + Shortfall(pods, plan, pools)
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonScaleUpImpossible, msg, now)
+		})
+	}
+	if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+		setDetail(p, DetailPlacement, placement.String())
+		setDetail(p, DetailNodes, strings.Join(placement.Nodes(), ","))
+		setDetail(p, DetailNewNodes, encodeNewNodes(plan.NewNodes))
+		setDetail(p, DetailPools, strings.Join(poolsOf(plan.NewNodes), ","))
+		setDetail(p, DetailScaleUpStarted, now.UTC().Format(time.RFC3339Nano))
+		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonScaleUpInProgress,
+			fmt.Sprintf("creating %d nodes in %s", len(plan.NewNodes), strings.Join(poolsOf(plan.NewNodes), ", ")), now)
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.finishScaleUp(ctx, pr, now)
+}
+
+// provisioned books placement and sets Provisioned=True.
+func (r *RequestReconciler) provisioned(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, placement Placement, reason, msg string, now time.Time) (reconcile.Result, error) {
+	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+		setDetail(p, DetailPlacement, placement.String())
+		setDetail(p, DetailNodes, strings.Join(placement.Nodes(), ","))
+		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionTrue, reason, msg, now)
+	})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.wait(ExpiresAt(pr, r.Options.BookingTTL).Sub(now))}, nil
+}
+
+// keepBooking ends a provisioned request's booking when it is revoked,
+// consumed or expired, and otherwise looks again later.
+func (r *RequestReconciler) keepBooking(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
+	if pr.Annotations[RevokeAnnotation] == "true" {
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.CapacityRevoked, metav1.ConditionTrue, ReasonRevoked, "capacity revoked through the "+RevokeAnnotation+" annotation; the booking is released", now)
+		})
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingFields{consumerIndex: key(pr)}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if int32(len(boundPods(pods.Items)[key(pr)])) >= TotalCount(pr) {
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setDetail(p, DetailConsumed, "true")
+		})
+	}
+	left := ExpiresAt(pr, r.Options.BookingTTL).Sub(now)
+	if left <= 0 {
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.BookingExpired, metav1.ConditionTrue, ReasonBookingExpired,
+				fmt.Sprintf("the booking expired %s after Provisioned before its pods consumed it; the capacity is released", r.Options.BookingTTL), now)
+		})
+	}
+	return reconcile.Result{RequeueAfter: r.wait(left)}, nil
+}
+
+// wait is how long to wait for something due in d: at most RetryInterval,
+// so a clock that jumps (a test's fake clock) is noticed.
+func (r *RequestReconciler) wait(d time.Duration) time.Duration {
+	return max(min(d, r.Options.RetryInterval), time.Millisecond)
+}
+
+// write applies mutate to pr's status and patches it when it changed,
+// with an optimistic lock; pr is updated to the written object.
+func (r *RequestReconciler) write(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, mutate func(*autoscalingv1.ProvisioningRequest)) error {
+	before := pr.DeepCopy()
+	mutate(pr)
+	if equality.Semantic.DeepEqual(before.Status, pr.Status) {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// specs reads the pod specs of pr's pod sets. With fresh, a template the
+// cache does not hold yet is read from the API server. missing names the
+// first template that does not exist.
+func (r *RequestReconciler) specs(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, fresh bool) (specs []*corev1.PodSpec, missing string, err error) {
+	for _, ps := range pr.Spec.PodSets {
+		t := &corev1.PodTemplate{}
+		name := types.NamespacedName{Namespace: pr.Namespace, Name: ps.PodTemplateRef.Name}
+		err := r.Client.Get(ctx, name, t)
+		if apierrors.IsNotFound(err) && fresh {
+			err = r.Reader.Get(ctx, name, t)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			if missing == "" {
+				missing = name.String()
+			}
+			specs = append(specs, nil)
+			continue
+		case err != nil:
+			return nil, "", err
+		}
+		specs = append(specs, &t.Template.Spec)
+	}
+	return specs, missing, nil
+}
+
+// view reads the cluster: requests and nodes from the API server, pods and
+// pools from the cache, and the templates of requests that book capacity.
+func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, error) {
+	v := &View{Now: now, BookingTTL: r.Options.BookingTTL, Specs: map[string][]*corev1.PodSpec{}}
+	reqs := &autoscalingv1.ProvisioningRequestList{}
+	nodes := &corev1.NodeList{}
+	pods := &corev1.PodList{}
+	pools := &berthv1.CapacityPoolList{}
+	if err := r.Reader.List(ctx, reqs); err != nil {
+		return nil, err
+	}
+	if err := r.Reader.List(ctx, nodes); err != nil {
+		return nil, err
+	}
+	if err := r.Client.List(ctx, pods); err != nil {
+		return nil, err
+	}
+	if err := r.Client.List(ctx, pools); err != nil {
+		return nil, err
+	}
+	v.Requests, v.Nodes, v.Pods, v.Pools = reqs.Items, nodes.Items, pods.Items, pools.Items
+	for i := range v.Requests {
+		pr := &v.Requests[i]
+		if p := PhaseOf(pr); p != PhaseScalingUp && p != PhaseProvisioned {
+			continue
+		}
+		specs, _, err := r.specs(ctx, pr, false)
+		if err != nil {
+			return nil, err
+		}
+		v.Specs[key(pr)] = specs
+	}
+	return v, nil
+}

@@ -1,0 +1,124 @@
+// Command berth-autoscaler is a stand-in for cluster-autoscaler's
+// ProvisioningRequest support over berth's CapacityPools and kwok fake
+// nodes, for local demos, the e2e suite and kwok or kind clusters. See
+// docs/autoscaler.md.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+)
+
+// config is every command-line knob; docs/autoscaler.md describes each.
+type config struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	namespace              string
+	kubeconfig             string
+	opts                   autoscaler.Options
+}
+
+func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
+	c := config{opts: autoscaler.DefaultOptions()}
+	fs := flag.NewFlagSet("berth-autoscaler", flag.ContinueOnError)
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&c.leaderElect, "leader-elect", false, "elect a leader, for more than one replica")
+	fs.StringVar(&c.namespace, "namespace", envOr("POD_NAMESPACE", "berth-system"), "namespace of the leader-election lease")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG, the in-cluster config or ~/.kube/config")
+	fs.DurationVar(&c.opts.RetryInterval, "retry-interval", c.opts.RetryInterval, "how often a waiting request is looked at again (check-capacity without capacity, scale-ups in flight, bookings)")
+	fs.DurationVar(&c.opts.BookingTTL, "booking-ttl", c.opts.BookingTTL, "how long a Provisioned request books its capacity unless its pods consume it")
+	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long creating nodes takes; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.opts.RetryInterval <= 0 || c.opts.BookingTTL <= 0 {
+		return c, errors.New("--retry-interval and --booking-ttl must be positive")
+	}
+	if c.opts.ProvisioningLatency < 0 {
+		return c, errors.New("--provisioning-latency must not be negative")
+	}
+	return c, nil
+}
+
+// restConfig loads the kubeconfig file when one is named, else what
+// controller-runtime finds.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "berth-autoscaler:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	zapOpts := zap.Options{}
+	c, err := parseFlags(args, &zapOpts)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1.AddToScheme, autoscalingv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	cfg, err := restConfig(c.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the client configuration: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: c.metricsAddr},
+		HealthProbeBindAddress:  c.probeAddr,
+		LeaderElection:          c.leaderElect,
+		LeaderElectionID:        "berth-autoscaler",
+		LeaderElectionNamespace: c.namespace,
+		GracefulShutdownTimeout: ptr.To(10 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := autoscaler.Setup(mgr, c.opts); err != nil {
+		return fmt.Errorf("setting up the autoscaler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,86 @@
+// Package autoscaler_test runs berth-autoscaler's reconcilers against a real
+// kube-apiserver and etcd with the ProvisioningRequest CRD installed. There
+// is no kubelet here: tests make nodes Ready by patching their status, and
+// bind pods by setting spec.nodeName. Time is a fake clock the tests step.
+package autoscaler_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	// bookingTTL is the autoscaler's --booking-ttl in this suite.
+	bookingTTL = 10 * time.Minute
+)
+
+var (
+	env       *framework.Env
+	fakeClock *clocktesting.FakeClock
+	stopMgr   context.CancelFunc
+	mgrDone   chan error
+)
+
+func TestAutoscaler(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "autoscaler integration suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = framework.StartForAutoscaler(ctx, false)
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(env.Plane.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	fakeClock = clocktesting.NewFakeClock(time.Now())
+	Expect(autoscaler.Setup(mgr, autoscaler.Options{
+		Clock:               fakeClock,
+		RetryInterval:       200 * time.Millisecond,
+		BookingTTL:          bookingTTL,
+		ProvisioningLatency: 0,
+	})).To(Succeed())
+	mgrCtx, cancel := context.WithCancel(context.Background())
+	stopMgr, mgrDone = cancel, make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+}, NodeTimeout(5*time.Minute))
+
+var _ = AfterSuite(func() {
+	var errs []error
+	if stopMgr != nil {
+		stopMgr()
+		errs = append(errs, <-mgrDone)
+	}
+	if env != nil {
+		errs = append(errs, env.Stop())
+	}
+	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
+})
+
+// newNamespace creates a namespace for one spec.
+func newNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "autoscaler-it-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
