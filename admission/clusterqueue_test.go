@@ -15,7 +15,6 @@ func TestNewValidatesOptions(t *testing.T) {
 		{name: "defaults", opts: DefaultOptions()},
 		{name: "negative skips", opts: Options{StarvationSkips: -1}, wantErr: "StarvationSkips"},
 		{name: "negative age", opts: Options{StarvationAge: -1}, wantErr: "StarvationAge"},
-		{name: "local queue fair sharing", opts: Options{LocalQueueFairSharing: true}, wantErr: "LocalQueueFairSharing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

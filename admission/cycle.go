@@ -273,6 +273,13 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 		e.noteSkip(c, head)
 	}
 	w.adm, w.usage = e.buildAdmission(c, w, out.flavors)
+	if out.place != nil && len(out.place.assign.Domain) > 0 {
+		w.placed = out.place
+		a := out.place.assign
+		a.Domain, a.Levels = slices.Clone(a.Domain), slices.Clone(a.Levels)
+		w.adm.Topology = &a
+		e.reserve(w.placed, 1)
+	}
 	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
 	w.victims, w.preempted = nil, false
 	if len(w.ghosts) > 0 {
@@ -281,6 +288,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	}
 	e.seq++
 	w.admitSeq, w.prevLast, c.lastAdmit = e.seq, c.lastAdmit, e.seq
+	c.noteAdmitted(w)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
 	e.rekey(c)

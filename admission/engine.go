@@ -19,8 +19,11 @@ type Options struct {
 	// fair-share preemption (PreemptionPolicy.FairSharing). Off: ClusterQueues are
 	// served round robin.
 	FairSharing bool
-	// LocalQueueFairSharing would share a ClusterQueue between its LocalQueues. Not
-	// implemented: New rejects true rather than silently ignoring it.
+	// LocalQueueFairSharing shares each ClusterQueue between its LocalQueues by
+	// start-time fair queueing: among workloads of equal priority, a LocalQueue that
+	// queued much work is interleaved with one that queued little, in proportion to
+	// Workload.LocalQueueWeight, instead of being served strictly by creation time
+	// (see lqfair.go).
 	LocalQueueFairSharing bool
 	// StarvationSkips: a BestEffortFIFO head skipped past in this many cycles makes its
 	// queue reserve for it. 0 means DefaultStarvationSkips; must not be negative.
@@ -83,13 +86,16 @@ type Engine struct {
 	msgBuf []byte
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
+
+	// Topology (topology.go): each flavor's levels and nodes, every node's capacity,
+	// and the workloads waiting for capacity in a domain.
+	flavorTopo  map[string]*topoFlavor
+	nodes       map[string]*topoNode
+	topoWaiting []*wl
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
 func New(opts Options) (*Engine, error) {
-	if opts.LocalQueueFairSharing {
-		return nil, fmt.Errorf("invalid options: LocalQueueFairSharing is not implemented; set it to false")
-	}
 	if opts.StarvationSkips < 0 {
 		return nil, fmt.Errorf("invalid options: StarvationSkips must be >= 0, got %d", opts.StarvationSkips)
 	}
@@ -109,6 +115,8 @@ func New(opts Options) (*Engine, error) {
 		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
 		flavorIDs:  map[string]int32{},
 		resIDs:     map[ResourceName]int32{},
+		flavorTopo: map[string]*topoFlavor{},
+		nodes:      map[string]*topoNode{},
 	}, nil
 }
 
@@ -189,6 +197,19 @@ type wl struct {
 	admitTime int64
 	admitSeq  uint64
 	prevLast  uint64 // the queue's lastAdmit before this admission (for Rollback)
+
+	// LocalQueue fair sharing (lqfair.go): the start tag, whether it was given, the
+	// LocalQueue's weight, and the queue's virtual time before this admission.
+	vstart   int64
+	tagged   bool
+	lqWeight int64
+	prevV    int64
+
+	// topology: the request, the capacity reserved for the admission, and whether
+	// the workload is listed in Engine.topoWaiting.
+	topo     *TopologyRequest
+	placed   *placement
+	topoWait bool
 
 	// preemption: a victim being evicted, or a preemptor waiting for its victims.
 	evicting  bool

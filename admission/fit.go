@@ -9,6 +9,10 @@ type outcome struct {
 	// group is the first resource group that does not fit (reason InsufficientQuota or
 	// ExceedsMaxQuota), or the unsupported resource id (UnsupportedResource).
 	group int
+	// place is the topology placement of a workload that asked for one and fits;
+	// msg the message of a topology reason.
+	place *placement
+	msg   string
 }
 
 // evaluate decides whether w fits in c now. It has no side effects, so Explain can
@@ -43,6 +47,10 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	}
 	if w != head && head != nil && e.reserving(c, head) && sharesResource(w, head) {
 		out.reason = ReservedForHead
+		return out
+	}
+	if w.topo != nil {
+		out.place, out.reason, out.msg = e.place(c, w, out.flavors)
 	}
 	return out
 }

@@ -67,7 +67,18 @@ func fuzzCQ(s *bytesource, name string) ClusterQueue {
 }
 
 func fuzzWorkload(s *bytesource, name string, created int64) Workload {
-	w := Workload{Key: key(name), ClusterQueue: fmt.Sprintf("q%d", s.n(5)), Priority: int32(s.n(4)), CreationTime: created}
+	// LocalQueue and weight derive from the creation time, not from fuzz bytes, so
+	// that corpus entries keep their meaning.
+	w := Workload{Key: key(name), ClusterQueue: fmt.Sprintf("q%d", s.n(5)), Priority: int32(s.n(4)), CreationTime: created,
+		LocalQueue: fmt.Sprintf("lq%d", created%3), LocalQueueWeight: 1000 * (created % 2)}
+	switch created % 5 {
+	case 0:
+		w.Topology = &TopologyRequest{Mode: TopologyRequired, Level: "rack"}
+	case 1:
+		w.Topology = &TopologyRequest{Mode: TopologyPreferred, Level: "rack"}
+	case 2:
+		w.Topology = &TopologyRequest{Mode: TopologyRequired, Level: "zone"}
+	}
 	for i := range 1 + s.n(2) {
 		ps := PodSet{Name: fmt.Sprintf("ps%d", i), Count: int32(1 + s.n(4)), Requests: Resources{gpu: int64(s.n(4)) * 500}}
 		if s.n(3) == 0 {
@@ -174,12 +185,18 @@ func (r *fuzzRun) pick() string {
 
 func (r *fuzzRun) cycle() {
 	before := r.e.usageSnapshot()
+	reserved := r.e.reservedSnapshot()
 	res := r.e.Cycle(t0)
 	res2 := r.twin.Cycle(t0)
 	if !reflect.DeepEqual(res, res2) {
 		r.t.Fatalf("same input, different output:\n%s\n%s", fmtResult(res), fmtResult(res2))
 	}
 	r.checkCycle(res, before)
+	r.checkPlacements(res, reserved)
+	// Capacity changes between cycles: one node's free GPUs vary with the clock.
+	n := Node{Name: "f0-n0", Flavors: []string{"f0"}, Free: Resources{gpu: r.clock % 3 * 1000, cpu: 8000},
+		Labels: map[string]string{"zone": "0", "rack": "0", "host": "0"}}
+	r.both(func(e *Engine) error { return e.UpsertNode(n) })
 	for _, a := range res.Admitted {
 		name := a.Key.Name
 		switch r.s.n(4) {
@@ -277,12 +294,31 @@ func (r *fuzzRun) checkModel() {
 
 func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 	s := newBytesource(data)
-	opts := Options{FairSharing: s.n(4) != 0, StarvationSkips: 1 + s.n(3)}
+	mode := s.n(4) // 0: no fair sharing; 1: between ClusterQueues; 2, 3: also between LocalQueues
+	opts := Options{FairSharing: mode != 0, LocalQueueFairSharing: mode >= 2, StarvationSkips: 1 + s.n(3)}
 	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts),
 		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}}}
 	for i := range 1 + s.n(5) {
 		cq := fuzzCQ(s, fmt.Sprintf("q%d", i))
 		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
+	}
+	// Topology (not from fuzz bytes, so corpus entries keep their meaning): f0
+	// has two zones of two racks of two 2-GPU nodes, f1 one rack of two 4-GPU
+	// nodes, f2 no levels (a topology request there is UnknownTopologyLevel).
+	for _, f := range []string{"f0", "f1"} {
+		r.both(func(e *Engine) error {
+			return e.UpsertFlavor(Flavor{Name: f, Levels: []string{"zone", "rack", "host"}})
+		})
+	}
+	for i := range 8 {
+		n := Node{Name: fmt.Sprintf("f0-n%d", i), Flavors: []string{"f0"}, Free: Resources{gpu: 2000, cpu: 8000},
+			Labels: map[string]string{"zone": fmt.Sprint(i / 4), "rack": fmt.Sprint(i / 2), "host": fmt.Sprint(i)}}
+		r.both(func(e *Engine) error { return e.UpsertNode(n) })
+	}
+	for i := range 2 {
+		n := Node{Name: fmt.Sprintf("f1-n%d", i), Flavors: []string{"f1"}, Free: Resources{gpu: 4000, cpu: 8000},
+			Labels: map[string]string{"zone": "z", "rack": "r", "host": fmt.Sprint(i)}}
+		r.both(func(e *Engine) error { return e.UpsertNode(n) })
 	}
 	return r
 }
@@ -354,5 +390,35 @@ func (r *fuzzRun) converge() int {
 			r.m.phase[p.Victim.Name] = phasePending
 		}
 		r.checkModel()
+	}
+}
+
+// reservedSnapshot copies every node's reserved capacity.
+func (e *Engine) reservedSnapshot() map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	for name, n := range e.nodes {
+		out[name] = maps.Clone(n.reserved)
+	}
+	return out
+}
+
+// checkPlacements: a gang that requires a domain is admitted into one of that
+// level, and no node got more reserved by the cycle than it has free.
+func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64) {
+	for _, a := range res.Admitted {
+		w := r.m.specs[a.Key.Name]
+		if w.Topology == nil || w.Topology.Mode != TopologyRequired {
+			continue
+		}
+		if t := a.Admission.Topology; t == nil || t.Level != w.Topology.Level || len(t.Domain) != len(t.Levels) {
+			r.t.Fatalf("%s requires a %s domain, admitted with %+v", a.Key, w.Topology.Level, t)
+		}
+	}
+	for name, n := range r.e.nodes {
+		for res, amt := range n.reserved {
+			if amt > before[name][res] && amt > n.free[res] {
+				r.t.Fatalf("node %s: cycle reserved %d of resource %d, free %d", name, amt, res, n.free[res])
+			}
+		}
 	}
 }

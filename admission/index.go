@@ -38,12 +38,17 @@ func (x workloadIndex) min() (*wl, bool) { return x.t.Min() }
 // writes to them.
 func (x workloadIndex) clone() workloadIndex { return workloadIndex{t: x.t.Clone()} }
 
-// lessPending is queue order: priority descending, then creation time ascending, then
-// key. The key makes the order total (two workloads created in the same nanosecond
-// with the same priority still have one deterministic order).
+// lessPending is queue order: priority descending, then LocalQueue fair-sharing
+// start tag ascending (0 for all without Options.LocalQueueFairSharing), then
+// creation time ascending, then key. The key makes the order total (two workloads
+// created in the same nanosecond with the same priority still have one
+// deterministic order).
 func lessPending(a, b *wl) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
+	}
+	if a.vstart != b.vstart {
+		return a.vstart < b.vstart
 	}
 	if a.created != b.created {
 		return a.created < b.created

@@ -22,6 +22,9 @@ func (e *Engine) checkInvariants() error {
 			return err
 		}
 	}
+	if err := e.checkReservations(); err != nil {
+		return err
+	}
 	for name, co := range e.cohorts {
 		if err := checkCohort(name, co); err != nil {
 			return err
@@ -36,6 +39,9 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 		c, ok := e.cqs[w.cqName]
 		if !ok || !c.pending.has(w) {
 			return fmt.Errorf("pending %s not in queue %q", w.key, w.cqName)
+		}
+		if !w.tagged || (!e.opts.LocalQueueFairSharing && w.vstart != 0) || w.vstart < 0 {
+			return fmt.Errorf("pending %s has start tag %d (tagged %v)", w.key, w.vstart, w.tagged)
 		}
 		if w.held != c.reserved.has(w) || (w.held && w.parkRes >= 0) {
 			return fmt.Errorf("%s: held %v disagrees with the reserved set", w.key, w.held)
@@ -217,4 +223,36 @@ func isParked(c *cqState, w *wl) bool {
 	}
 	b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)})
 	return ok && b.items.has(w)
+}
+
+// checkReservations recomputes every node's reserved capacity from the placements
+// of admitted workloads.
+func (e *Engine) checkReservations() error {
+	want := map[string]map[int32]int64{}
+	for _, w := range e.workloads {
+		if w.placed == nil {
+			continue
+		}
+		if w.phase == phasePending {
+			return fmt.Errorf("pending %s holds a placement", w.key)
+		}
+		for _, s := range w.placed.shares {
+			if want[s.node] == nil {
+				want[s.node] = map[int32]int64{}
+			}
+			for _, r := range s.amt {
+				want[s.node][r.res] += r.amt
+			}
+		}
+	}
+	for name, n := range e.nodes {
+		if !maps.Equal(n.reserved, want[name]) && (len(n.reserved) > 0 || len(want[name]) > 0) {
+			return fmt.Errorf("node %s reserves %v, placements say %v", name, n.reserved, want[name])
+		}
+		delete(want, name)
+	}
+	if len(want) > 0 {
+		return fmt.Errorf("placements on unknown nodes: %v", want)
+	}
+	return nil
 }

@@ -35,6 +35,8 @@ func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
 		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; it has waited too long", c.name, head.key)
 	case InsufficientQuota:
 		return e.msgInsufficient(c, w, out.group)
+	case UnknownTopologyLevel, TopologyUnavailable:
+		return out.msg
 	}
 	return string(out.reason)
 }

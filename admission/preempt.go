@@ -31,6 +31,12 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
+	case TopologyUnavailable:
+		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		if !w.topoWait {
+			w.topoWait = true
+			e.topoWaiting = append(e.topoWaiting, w)
+		}
 	default:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 	}
@@ -47,7 +53,10 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 // different kinds chain into loops (in-queue preemption changing which flavor a
 // queue uses, which re-enables a fair-share preemption: found by FuzzConvergence).
 func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
-	if w.preempted {
+	// A gang that asks for a topology domain does not preempt: freed quota says
+	// nothing about where the freed capacity is, so the preemption could be for
+	// nothing (see docs/admission.md, "Topology").
+	if w.preempted || w.topo != nil {
 		return false
 	}
 	vs, flavors, ok := e.planPreemption(c, w)

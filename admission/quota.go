@@ -50,6 +50,11 @@ type cqState struct {
 
 	tkey      tenantKey
 	lastAdmit uint64
+
+	// vtime and lqFinish are the virtual time and per-LocalQueue finish tags of
+	// LocalQueue fair sharing (lqfair.go).
+	vtime    int64
+	lqFinish map[lqKey]int64
 }
 
 func (c *cqState) strict() bool { return c.spec != nil && c.spec.QueueingStrategy == StrictFIFO }

@@ -27,6 +27,12 @@ const (
 	// the queue reserves the flavors/resources the head needs, and this workload would
 	// use some of them.
 	ReservedForHead PendingReason = "ReservedForHead"
+	// UnknownTopologyLevel means the workload's topology level is not a level of its
+	// flavor. It is held until the flavor or the workload changes.
+	UnknownTopologyLevel PendingReason = "UnknownTopologyLevel"
+	// TopologyUnavailable means quota fits, but no domain of the requested level has
+	// free capacity for every pod of the gang.
+	TopologyUnavailable PendingReason = "TopologyUnavailable"
 )
 
 // PreemptionReason says which rule selected a victim.

@@ -132,8 +132,15 @@ type Workload struct {
 	UID string
 	// ClusterQueue is the queue the workload's LocalQueue points at.
 	ClusterQueue string
-	// LocalQueue is carried for diagnostics.
+	// LocalQueue is the name of the workload's LocalQueue, in the workload's
+	// namespace. With Options.LocalQueueFairSharing it is the flow the workload is
+	// shared under; otherwise it is only carried for diagnostics.
 	LocalQueue string
+	// LocalQueueWeight is the LocalQueue's fair-sharing weight in milli-units when
+	// the workload was queued (1000 = weight 1; 0 means 1000). Used only with
+	// Options.LocalQueueFairSharing: a LocalQueue of weight 2 gets twice the turns of
+	// one of weight 1 among workloads of equal priority.
+	LocalQueueWeight int64
 	// Priority means higher first.
 	Priority int32
 	// CreationTime in unix nanoseconds: earlier first among equal priority.
@@ -144,6 +151,9 @@ type Workload struct {
 	// restart, or the confirmation of an admission returned by Cycle). It counts as usage
 	// and is never admitted again.
 	Admission *Admission
+	// Topology, when set, asks for the whole gang in one topology domain (see
+	// topology.go).
+	Topology *TopologyRequest
 	// AdmissionTime (unix nanoseconds) of an admitted workload, used to pick the most
 	// recently admitted victims first. 0 when unknown (counts as oldest).
 	AdmissionTime int64
@@ -165,4 +175,6 @@ type Admission struct {
 	ClusterQueue string
 	// PodSets has one assignment per pod set, in the workload's pod set order.
 	PodSets []PodSetAssignment
+	// Topology is the domain the gang was placed in (nil: not pinned).
+	Topology *TopologyAssignment
 }

@@ -38,6 +38,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		if !samePending(old, nw) {
 			prev := e.cqs[old.cqName]
 			e.dequeue(old)
+			old.tagged = old.tagged && old.cqName == nw.cqName && old.lq == nw.lq
 			old.takeSpec(nw)
 			e.enqueue(old)
 			e.maybeDropCQ(prev)
@@ -47,7 +48,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		e.release(old)
 		old.takeSpec(nw)
 		old.reason, old.msgHash = "", 0
-		e.enqueue(old)
+		e.requeue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
 	}
@@ -61,6 +62,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 		e.releaseGhosts(old)
 	} else {
 		if old.admCQ == nw.admCQ && slices.Equal(old.usage, nw.usage) && old.prio == nw.prio &&
+			sameAssignment(old.adm.Topology, nw.adm.Topology) &&
 			(nw.admitTime == 0 || nw.admitTime == old.admitTime) {
 			old.phase = phaseAdmitted
 			old.adm = nw.adm
@@ -122,22 +124,37 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	restore := c.lastAdmit == w.admitSeq
 	e.release(w)
 	if restore {
-		c.lastAdmit = w.prevLast
+		c.lastAdmit, c.vtime = w.prevLast, w.prevV
 		e.rekey(c)
 	}
 	e.enqueue(w)
 }
 
-// enqueue inserts a pending workload into its queue.
+// enqueue inserts a pending workload into its queue, giving it a LocalQueue
+// fair-sharing start tag if it has none.
 func (e *Engine) enqueue(w *wl) {
 	w.phase = phasePending
 	w.adm, w.admCQ, w.usage = nil, "", nil
 	c := e.cqStateFor(w.cqName)
+	if !w.tagged {
+		e.tag(c, w)
+	}
 	c.pending.insert(w)
 	c.fresh.insert(w)
 	if head, _ := c.pending.min(); head == w {
 		e.rekey(c)
 	}
+}
+
+// requeue returns an evicted workload to its queue. It keeps its start tag, so it
+// returns to its place; one admitted before a restart has none and is queued at
+// the queue's virtual time, ahead of work queued since, without charging its
+// LocalQueue again.
+func (e *Engine) requeue(w *wl) {
+	if !w.tagged && e.opts.LocalQueueFairSharing {
+		w.vstart, w.tagged = e.cqStateFor(w.cqName).vtime, true
+	}
+	e.enqueue(w)
 }
 
 // dequeue removes a pending workload from its queue.
@@ -194,6 +211,10 @@ func (e *Engine) liftReservation(c *cqState) {
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
 func (e *Engine) admitExisting(w *wl) {
 	w.phase, w.preempted = phaseAdmitted, false
+	if w.placed == nil {
+		w.placed = e.replan(w)
+		e.reserve(w.placed, 1)
+	}
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
@@ -207,6 +228,8 @@ func (e *Engine) admitExisting(w *wl) {
 // Without the hold, capacity freed by the first victims could be taken by anyone in
 // the cohort (even re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
+	e.reserve(w.placed, -1)
+	w.placed = nil
 	c := e.cqs[w.admCQ]
 	c.admitted.remove(w)
 	if w.evicting {
@@ -268,12 +291,13 @@ func (e *Engine) releaseGhosts(p *wl) {
 // takeSpec copies the spec fields of n into w (w not in any index).
 func (w *wl) takeSpec(n *wl) {
 	w.uid, w.lq, w.cqName, w.prio, w.created = n.uid, n.lq, n.cqName, n.prio, n.created
-	w.podSets, w.req = n.podSets, n.req
+	w.lqWeight = n.lqWeight
+	w.podSets, w.req, w.topo = n.podSets, n.req, n.topo
 }
 
 func samePending(a, b *wl) bool {
-	return a.uid == b.uid && a.lq == b.lq && a.cqName == b.cqName && a.prio == b.prio &&
-		a.created == b.created && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
+	return a.uid == b.uid && a.lq == b.lq && a.lqWeight == b.lqWeight && a.cqName == b.cqName && a.prio == b.prio &&
+		a.created == b.created && equalTopology(a.topo, b.topo) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
 		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req)
 	})
 }
@@ -289,7 +313,20 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	if len(w.PodSets) == 0 {
 		return nil, errors.New("at least one pod set is required")
 	}
-	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, cqName: w.ClusterQueue, prio: w.Priority, created: w.CreationTime, parkRes: -1}
+	if w.LocalQueueWeight < 0 || w.LocalQueueWeight > MaxAmount {
+		return nil, fmt.Errorf("localQueueWeight %d: must be between 0 and %d", w.LocalQueueWeight, MaxAmount)
+	}
+	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, lqWeight: w.LocalQueueWeight, cqName: w.ClusterQueue,
+		prio: w.Priority, created: w.CreationTime, parkRes: -1}
+	if t := w.Topology; t != nil {
+		if t.Mode != TopologyRequired && t.Mode != TopologyPreferred {
+			return nil, fmt.Errorf("topology.mode %q: must be Required or Preferred", t.Mode)
+		}
+		if t.Level == "" {
+			return nil, errors.New("topology.level must not be empty")
+		}
+		n.topo = &TopologyRequest{Mode: t.Mode, Level: t.Level}
+	}
 	totals := map[int32]int64{}
 	for i, ps := range w.PodSets {
 		spec, err := e.compilePodSet(ps, n.podSets, totals)
@@ -384,8 +421,21 @@ func cmpFR(a, b frKey) int {
 	return 0
 }
 
+func sameAssignment(a, b *TopologyAssignment) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Flavor == b.Flavor && a.Level == b.Level && slices.Equal(a.Domain, b.Domain))
+}
+
+func equalTopology(a, b *TopologyRequest) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
 func cloneAdmission(a *Admission) *Admission {
 	out := &Admission{ClusterQueue: a.ClusterQueue, PodSets: make([]PodSetAssignment, len(a.PodSets))}
+	if a.Topology != nil {
+		t := *a.Topology
+		t.Domain, t.Levels = slices.Clone(t.Domain), slices.Clone(t.Levels)
+		out.Topology = &t
+	}
 	for i, p := range a.PodSets {
 		f := make(map[ResourceName]string, len(p.Flavors))
 		for r, v := range p.Flavors {

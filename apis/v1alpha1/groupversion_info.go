@@ -1,6 +1,6 @@
 // Package v1alpha1 contains the berth.dev/v1alpha1 API: the objects a platform
 // team uses to describe GPU capacity and quota (ResourceFlavor, ClusterQueue,
-// LocalQueue) and the Workload, berth's record of one gang waiting for, or
+// LocalQueue, CapacityPool) and the Workload, berth's record of one gang waiting for, or
 // holding, an admission.
 //
 // +kubebuilder:object:generate=true
@@ -23,6 +23,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		&ClusterQueue{}, &ClusterQueueList{},
 		&LocalQueue{}, &LocalQueueList{},
 		&Workload{}, &WorkloadList{},
+		&CapacityPool{}, &CapacityPoolList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

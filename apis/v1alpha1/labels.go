@@ -41,3 +41,26 @@ const (
 	// creation, and removes when the pod's group is admitted.
 	AdmissionGate = "berth.dev/admission"
 )
+
+// Topology and capacity.
+const (
+	// TopologyRequiredAnnotation on a job names a topology level (one of its
+	// flavor's topologyLevels keys): all the job's pods must run in one
+	// domain of that level, or the job is not admitted.
+	TopologyRequiredAnnotation = "berth.dev/topology-required"
+
+	// TopologyPreferredAnnotation on a job names a topology level: the job's
+	// pods should run in as few domains of that level as possible. One
+	// domain is tried first, then one domain of each coarser level, then
+	// anywhere.
+	TopologyPreferredAnnotation = "berth.dev/topology-preferred"
+
+	// CapacityPoolLabel on a Node names the CapacityPool it belongs to.
+	CapacityPoolLabel = "berth.dev/capacity-pool"
+
+	// PlacementLabel is set on the pods of a gang berth placed in a topology
+	// domain, and names its Workload. berth reserves the domain's capacity
+	// for the gang itself, so it does not count these pods again when it
+	// reads the nodes' free capacity.
+	PlacementLabel = "berth.dev/placement"
+)

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,6 +15,25 @@ type LocalQueueSpec struct {
 	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterQueue is immutable: create a new LocalQueue to submit to another ClusterQueue"
 	ClusterQueue string `json:"clusterQueue"`
+
+	// fairSharing holds this LocalQueue's weight in sharing its ClusterQueue
+	// with the ClusterQueue's other LocalQueues. Used only when the controller
+	// runs with --local-queue-fair-sharing.
+	// +optional
+	FairSharing *LocalQueueFairSharing `json:"fairSharing,omitempty"`
+}
+
+// LocalQueueFairSharing is a LocalQueue's share of its ClusterQueue.
+type LocalQueueFairSharing struct {
+	// weight of this LocalQueue among the LocalQueues of its ClusterQueue.
+	// Among workloads of equal priority, a LocalQueue of weight 2 is served
+	// twice as much quota-share per turn as one of weight 1. A change applies
+	// to workloads queued after it.
+	// +optional
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="weight must be a positive quantity, for example 1 or 0.5"
+	Weight *resource.Quantity `json:"weight,omitempty"`
 }
 
 // LocalQueueStatus is the observed state of a LocalQueue.

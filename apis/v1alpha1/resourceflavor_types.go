@@ -20,6 +20,86 @@ type ResourceFlavorSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// topologyLevels are node label keys from the coarsest level to the
+	// finest (for example zone, block, rack, hostname). A job asks for all
+	// its pods in one domain of a level with the berth.dev/topology-required
+	// annotation, or for as few domains as possible with
+	// berth.dev/topology-preferred; its value must be one of these keys.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self.exists_one(o, o == k))",message="topologyLevels must not repeat a key"
+	TopologyLevels []string `json:"topologyLevels,omitempty"`
+
+	// provisioning says how berth asks the cluster autoscaler for capacity
+	// of this flavor through ProvisioningRequests. Unset: never; gangs are
+	// admitted on existing nodes only.
+	// +optional
+	Provisioning *ProvisioningPolicy `json:"provisioning,omitempty"`
+}
+
+// ProvisioningMode says when berth books capacity before admitting a gang.
+// +kubebuilder:validation:Enum=Never;IfNeeded;Always
+type ProvisioningMode string
+
+const (
+	// ProvisioningNever admits on existing free capacity only.
+	ProvisioningNever ProvisioningMode = "Never"
+	// ProvisioningIfNeeded admits at once when the gang fits existing free
+	// capacity in its domain, and asks the autoscaler only otherwise.
+	ProvisioningIfNeeded ProvisioningMode = "IfNeeded"
+	// ProvisioningAlways books capacity through a ProvisioningRequest before
+	// every admission (check-capacity when existing nodes may suffice).
+	ProvisioningAlways ProvisioningMode = "Always"
+)
+
+// ProvisioningPolicy configures the ProvisioningRequests of a flavor.
+type ProvisioningPolicy struct {
+	// mode says when to book capacity.
+	// +optional
+	// +kubebuilder:default=IfNeeded
+	Mode ProvisioningMode `json:"mode,omitempty"`
+
+	// parameters are copied to every ProvisioningRequest's spec.parameters.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Parameters map[string]string `json:"parameters,omitempty"`
+
+	// maxAttempts is how many ProvisioningRequests berth makes for one
+	// admission (across domains and classes) before it reports the
+	// workload inadmissible.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	MaxAttempts int32 `json:"maxAttempts,omitempty"`
+
+	// backoffSeconds is the wait before the second attempt; it doubles
+	// for each further attempt.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	BackoffSeconds int32 `json:"backoffSeconds,omitempty"`
+
+	// parallelDomains is how many candidate domains are asked at once; the
+	// others are cancelled once one is provisioned.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	ParallelDomains int32 `json:"parallelDomains,omitempty"`
+
+	// podsReadySeconds is how long after admission every pod of the gang
+	// must be Ready; otherwise the workload is evicted, its quota released
+	// and it is queued again. 0 turns the check off.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	PodsReadySeconds int32 `json:"podsReadySeconds,omitempty"`
 }
 
 // ResourceFlavorStatus is the observed state of a ResourceFlavor.
@@ -39,6 +119,7 @@ type ResourceFlavorStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=flavor;rf
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Node labels",type=string,JSONPath=`.spec.nodeLabels`,priority=1
+// +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.topologyLevels`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ResourceFlavor struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -55,6 +55,37 @@ type WorkloadSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// topology asks for the whole gang to be placed in one topology domain
+	// (taken from the job's berth.dev/topology-required or
+	// berth.dev/topology-preferred annotation).
+	// +optional
+	Topology *TopologyRequest `json:"topology,omitempty"`
+}
+
+// TopologyMode says how strictly a gang must stay in one domain.
+// +kubebuilder:validation:Enum=Required;Preferred
+type TopologyMode string
+
+const (
+	// TopologyRequired admits the gang only into one domain of the level.
+	TopologyRequired TopologyMode = "Required"
+	// TopologyPreferred places the gang in one domain of the level if it
+	// can, else in one domain of the coarsest level that holds it, else
+	// anywhere.
+	TopologyPreferred TopologyMode = "Preferred"
+)
+
+// TopologyRequest is a gang's topology constraint.
+type TopologyRequest struct {
+	// mode is Required or Preferred.
+	// +required
+	Mode TopologyMode `json:"mode"`
+	// level is a node label key among the flavor's topologyLevels.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Level string `json:"level"`
 }
 
 // PodSetAssignment is what a pod set was admitted with.
@@ -82,6 +113,96 @@ type Admission struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	PodSetAssignments []PodSetAssignment `json:"podSetAssignments"`
+
+	// topology is the domain the gang was placed in, when it asked for one.
+	// +optional
+	Topology *TopologyAssignment `json:"topology,omitempty"`
+}
+
+// TopologyAssignment is the topology domain a gang was admitted into: the
+// gang's pods get levels[i]=values[i] as node selector.
+// +kubebuilder:validation:XValidation:rule="size(self.levels) == size(self.values)",message="levels and values must have the same length"
+type TopologyAssignment struct {
+	// flavor whose topology the domain belongs to.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor"`
+	// levels are the flavor's topology label keys from the coarsest down to
+	// the level of the domain, which may be coarser than the level asked
+	// for when the request was Preferred.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=317
+	Levels []string `json:"levels"`
+	// values are the domain's label values, one per level.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	Values []string `json:"values"`
+}
+
+// NodeSelector is the node selector that keeps pods in the domain.
+func (t *TopologyAssignment) NodeSelector() map[string]string {
+	out := make(map[string]string, len(t.Levels))
+	for i, l := range t.Levels {
+		if i < len(t.Values) {
+			out[l] = t.Values[i]
+		}
+	}
+	return out
+}
+
+// ProvisioningState is where a workload's capacity booking stands.
+// +kubebuilder:validation:Enum=Pending;Provisioned;Failed;BookingExpired;CapacityRevoked;Unavailable
+type ProvisioningState string
+
+const (
+	// ProvisioningPending means the ProvisioningRequest is created and not yet
+	// answered.
+	ProvisioningPending ProvisioningState = "Pending"
+	// ProvisioningProvisioned means the capacity is booked.
+	ProvisioningProvisioned ProvisioningState = "Provisioned"
+	// ProvisioningFailed means the autoscaler could not provide the capacity.
+	ProvisioningFailed ProvisioningState = "Failed"
+	// ProvisioningBookingExpired means the booking lapsed before the pods used it.
+	ProvisioningBookingExpired ProvisioningState = "BookingExpired"
+	// ProvisioningCapacityRevoked means the autoscaler took the capacity back.
+	ProvisioningCapacityRevoked ProvisioningState = "CapacityRevoked"
+	// ProvisioningUnavailable means the ProvisioningRequest API is not installed.
+	ProvisioningUnavailable ProvisioningState = "Unavailable"
+)
+
+// ProvisioningStatus is the latest capacity booking of a workload.
+type ProvisioningStatus struct {
+	// attempt numbers the ProvisioningRequests made for the current
+	// admission, from 1.
+	// +required
+	Attempt int32 `json:"attempt"`
+	// requestName is the ProvisioningRequest of this attempt, in the
+	// workload's namespace.
+	// +optional
+	RequestName string `json:"requestName,omitempty"`
+	// className is the ProvisioningRequest class asked for.
+	// +optional
+	ClassName string `json:"className,omitempty"`
+	// state is where the booking stands.
+	// +required
+	State ProvisioningState `json:"state"`
+	// topology is the domain the capacity is asked for.
+	// +optional
+	Topology *TopologyAssignment `json:"topology,omitempty"`
+	// retryAfter is when the next attempt may start, after a failure.
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	// message says what happened, in the autoscaler's words where it gave
+	// any.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // WorkloadStatus is the observed state of a Workload.
@@ -96,6 +217,10 @@ type WorkloadStatus struct {
 	// admission is set while the workload holds quota.
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
+
+	// provisioning is the latest capacity booking made for the workload.
+	// +optional
+	Provisioning *ProvisioningStatus `json:"provisioning,omitempty"`
 }
 
 // Workload is one gang — a job's pods, all of which are admitted together

@@ -40,6 +40,7 @@ type config struct {
 	applyWorkers                  int
 	pendingStatusDelay            time.Duration
 	fairSharing                   bool
+	localQueueFairSharing         bool
 	deviceClasses                 jobs.DeviceClassMapping
 }
 
@@ -61,6 +62,8 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
 	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", time.Minute, "how long a workload waits its turn for quota before that is written to its status; reasons that need action are written at once")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
+	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
+		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
 	zapOpts.BindFlags(fs)
@@ -84,6 +87,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 func engineOptions(c config) admission.Options {
 	o := admission.DefaultOptions()
 	o.FairSharing = c.fairSharing
+	o.LocalQueueFairSharing = c.localQueueFairSharing
 	return o
 }
 

@@ -29,6 +29,24 @@ type PodSetScheduling struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations of the pod template.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Placement is the Workload whose topology placement the pods belong
+	// to: set as the berth.dev/placement label of the pod template, and
+	// removed when empty.
+	Placement string `json:"placement,omitempty"`
+}
+
+// SetPlacementLabel sets or removes the placement label of a pod
+// template's labels.
+func SetPlacementLabel(labels map[string]string, placement string) map[string]string {
+	if placement == "" {
+		delete(labels, berthv1.PlacementLabel)
+		return labels
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[berthv1.PlacementLabel] = placement
+	return labels
 }
 
 // GenericJob is one job, of any kind, as berth sees it. Methods that change

@@ -253,6 +253,7 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 			PodSets:           spec.podSets,
 			Priority:          spec.priority,
 			PriorityClassName: spec.priorityClassName,
+			Topology:          spec.topology,
 		},
 	}
 	if err := r.setOwners(g, wl); err != nil {
@@ -301,10 +302,11 @@ func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.W
 		return r.invalid(job, wl, err)
 	}
 	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) && spec.priority == wl.Spec.Priority &&
-		spec.priorityClassName == wl.Spec.PriorityClassName {
+		spec.priorityClassName == wl.Spec.PriorityClassName && equality.Semantic.DeepEqual(spec.topology, wl.Spec.Topology) {
 		return nil
 	}
 	wl.Spec.PodSets, wl.Spec.Priority, wl.Spec.PriorityClassName = spec.podSets, spec.priority, spec.priorityClassName
+	wl.Spec.Topology = spec.topology
 	if err := r.client.Update(ctx, wl); err != nil {
 		return fmt.Errorf("updating pod sets of workload %s: %w", wl.Name, err)
 	}

@@ -55,6 +55,10 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
 			s.Tolerations = addTolerations(s.Tolerations, rf.Spec.Tolerations)
 		}
+		if t := wl.Status.Admission.Topology; t != nil {
+			s.NodeSelector = mergeLabels(s.NodeSelector, t.NodeSelector())
+			s.Placement = wl.Name
+		}
 		out = append(out, s)
 	}
 	return out, "", nil

@@ -26,6 +26,7 @@ type gangSpec struct {
 	podSets           []berthv1.PodSet
 	priority          int32
 	priorityClassName string
+	topology          *berthv1.TopologyRequest
 }
 
 // spec computes the Workload spec of a job: its pod sets with what their
@@ -52,6 +53,9 @@ func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error)
 		}
 	}
 	out := gangSpec{podSets: podSets}
+	if out.topology, err = topologyRequest(job.Object().GetAnnotations()); err != nil {
+		return gangSpec{}, err
+	}
 	out.priorityClassName = job.Object().GetLabels()[berthv1.PriorityClassLabel]
 	if out.priorityClassName == "" {
 		for _, t := range templates {
@@ -106,3 +110,27 @@ func isInvalid(err error) bool {
 
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceclaimtemplates,verbs=get;list;watch
+
+// topologyRequest reads a job's topology annotations. Whether the level
+// exists is the flavor's business: the engine reports an unknown level on
+// the Workload (UnknownTopologyLevel), where the user sees it next to the
+// flavor's levels.
+func topologyRequest(ann map[string]string) (*berthv1.TopologyRequest, error) {
+	req, hasReq := ann[berthv1.TopologyRequiredAnnotation]
+	pref, hasPref := ann[berthv1.TopologyPreferredAnnotation]
+	switch {
+	case hasReq && hasPref:
+		return nil, Invalid("set only one of the %s and %s annotations", berthv1.TopologyRequiredAnnotation, berthv1.TopologyPreferredAnnotation)
+	case hasReq:
+		if req == "" {
+			return nil, Invalid("annotation %s must name a topology level (a node label key of the flavor's topologyLevels)", berthv1.TopologyRequiredAnnotation)
+		}
+		return &berthv1.TopologyRequest{Mode: berthv1.TopologyRequired, Level: req}, nil
+	case hasPref:
+		if pref == "" {
+			return nil, Invalid("annotation %s must name a topology level (a node label key of the flavor's topologyLevels)", berthv1.TopologyPreferredAnnotation)
+		}
+		return &berthv1.TopologyRequest{Mode: berthv1.TopologyPreferred, Level: pref}, nil
+	}
+	return nil, nil
+}

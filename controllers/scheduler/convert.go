@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -59,18 +61,22 @@ func milliPtr(q *resource.Quantity) *int64 {
 	return &v
 }
 
-// WorkloadToEngine translates a Workload, queued in clusterQueue, into the
-// engine's form. An admitted workload carries its admission, so that the
-// engine counts its usage and never admits it again.
-func WorkloadToEngine(wl *berthv1.Workload, clusterQueue string) admission.Workload {
+// WorkloadToEngine translates a Workload, queued in q, into the engine's
+// form. An admitted workload carries its admission, so that the engine counts
+// its usage and never admits it again.
+func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
 	out := admission.Workload{
-		Key:          KeyOf(wl),
-		UID:          string(wl.UID),
-		ClusterQueue: clusterQueue,
-		LocalQueue:   wl.Spec.QueueName,
-		Priority:     wl.Spec.Priority,
-		CreationTime: wl.CreationTimestamp.UnixNano(),
-		PodSets:      make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
+		Key:              KeyOf(wl),
+		UID:              string(wl.UID),
+		ClusterQueue:     q.ClusterQueue,
+		LocalQueue:       wl.Spec.QueueName,
+		LocalQueueWeight: q.LocalQueueWeight,
+		Priority:         wl.Spec.Priority,
+		CreationTime:     wl.CreationTimestamp.UnixNano(),
+		PodSets:          make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
+	}
+	if t := wl.Spec.Topology; t != nil {
+		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
 	}
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests)})
@@ -100,6 +106,9 @@ func AdmissionToEngine(a *berthv1.Admission) *admission.Admission {
 		}
 		out.PodSets = append(out.PodSets, admission.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
 	}
+	if t := a.Topology; t != nil {
+		out.Topology = &admission.TopologyAssignment{Flavor: t.Flavor, Level: t.Levels[len(t.Levels)-1], Levels: slices.Clone(t.Levels), Domain: slices.Clone(t.Values)}
+	}
 	return out
 }
 
@@ -113,6 +122,9 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 			flavors[corev1.ResourceName(r)] = f
 		}
 		out.PodSetAssignments = append(out.PodSetAssignments, berthv1.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
+	}
+	if t := a.Topology; t != nil {
+		out.Topology = &berthv1.TopologyAssignment{Flavor: t.Flavor, Levels: slices.Clone(t.Levels), Values: slices.Clone(t.Domain)}
 	}
 	return out
 }

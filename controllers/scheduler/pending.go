@@ -12,7 +12,7 @@ import (
 func actionable(r admission.PendingReason) bool {
 	switch r {
 	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped,
-		admission.UnsupportedResource, admission.ExceedsMaxQuota:
+		admission.UnsupportedResource, admission.ExceedsMaxQuota, admission.UnknownTopologyLevel:
 		return true
 	}
 	return false

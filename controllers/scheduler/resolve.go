@@ -22,45 +22,67 @@ type Unqueueable struct {
 	Message string
 }
 
-// ResolveClusterQueue finds the ClusterQueue a pending workload is queued in.
-// An admitted workload is in the ClusterQueue of its admission. It returns a
-// non-nil Unqueueable, not an error, when the workload's queue setup is
-// wrong; errors are reserved for failed reads.
-func ResolveClusterQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (string, *Unqueueable, error) {
+// Queue is where a workload is queued.
+type Queue struct {
+	// ClusterQueue the workload is queued in (for an admitted one, the one
+	// of its admission).
+	ClusterQueue string
+	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
+	// milli-units (0 for an admitted workload, which is not queued).
+	LocalQueueWeight int64
+}
+
+// ResolveQueue finds the ClusterQueue a pending workload is queued in, and
+// its LocalQueue's weight. An admitted workload is in the ClusterQueue of its
+// admission. It returns a non-nil Unqueueable, not an error, when the
+// workload's queue setup is wrong; errors are reserved for failed reads.
+func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (Queue, *Unqueueable, error) {
 	if wl.Status.Admission != nil {
-		return wl.Status.Admission.ClusterQueue, nil, nil
+		return Queue{ClusterQueue: wl.Status.Admission.ClusterQueue}, nil, nil
 	}
 	lq := &berthv1.LocalQueue{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq)
 	if apierrors.IsNotFound(err) {
-		return "", &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
+		return Queue{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
 			"LocalQueue %q does not exist in namespace %q: create it, or set the %s label to an existing LocalQueue",
 			wl.Spec.QueueName, wl.Namespace, berthv1.QueueNameLabel)}, nil
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
+		return Queue{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
 	}
-	cqName := lq.Spec.ClusterQueue
+	q := Queue{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
+		q.LocalQueueWeight = fs.Weight.MilliValue()
+	}
+	unq, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
+	if err != nil || unq != nil {
+		return Queue{}, unq, err
+	}
+	return q, nil, nil
+}
+
+// checkClusterQueue says whether a ClusterQueue accepts workloads from a
+// namespace. A missing ClusterQueue is no reason to refuse: the engine holds
+// the workload and reports ClusterQueueNotFound until it is created.
+func checkClusterQueue(ctx context.Context, r client.Reader, cqName, namespace string) (*Unqueueable, error) {
 	cq := &berthv1.ClusterQueue{}
-	err = r.Get(ctx, client.ObjectKey{Name: cqName}, cq)
+	err := r.Get(ctx, client.ObjectKey{Name: cqName}, cq)
 	if apierrors.IsNotFound(err) {
-		// The engine holds it and reports ClusterQueueNotFound until the
-		// ClusterQueue is created.
-		return cqName, nil, nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
+		return nil, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
 	}
-	ok, err := NamespaceAllowed(ctx, r, cq, wl.Namespace)
+	ok, err := NamespaceAllowed(ctx, r, cq, namespace)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if !ok {
-		return "", &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: fmt.Sprintf(
+		return &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: fmt.Sprintf(
 			"ClusterQueue %q does not accept workloads from namespace %q: change its namespaceSelector or use another LocalQueue",
-			cqName, wl.Namespace)}, nil
+			cqName, namespace)}, nil
 	}
-	return cqName, nil, nil
+	return nil, nil
 }
 
 // NamespaceAllowed reports whether the ClusterQueue's namespaceSelector

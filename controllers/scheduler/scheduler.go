@@ -12,8 +12,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +51,10 @@ type Options struct {
 	Now func() time.Time
 	// Metrics records what the loop does; required.
 	Metrics *metrics.Metrics
+	// LoadCapacity, when set, gives the engine every flavor's topology and
+	// every node's capacity before the first cycle, so that placements of
+	// admitted workloads are known before anything new is placed.
+	LoadCapacity func(ctx context.Context) error
 }
 
 // Scheduler owns the admission engine. Reconcilers feed it; its Start runs
@@ -130,10 +136,10 @@ func (s *Scheduler) DeleteClusterQueue(name string) {
 	s.poke()
 }
 
-// UpsertWorkload gives the engine a workload's current state, queued in
-// clusterQueue. A cached copy older than this scheduler's own admission of
-// the workload is ignored.
-func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, clusterQueue string) error {
+// UpsertWorkload gives the engine a workload's current state, queued in q.
+// A cached copy older than this scheduler's own admission of the workload is
+// ignored.
+func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 	key := KeyOf(wl)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,7 +154,7 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, clusterQueue string) er
 		}
 		delete(s.assumed, key)
 	}
-	if err := s.engine.UpsertWorkload(WorkloadToEngine(wl, clusterQueue)); err != nil {
+	if err := s.engine.UpsertWorkload(WorkloadToEngine(wl, q)); err != nil {
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
 	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
@@ -224,10 +230,24 @@ func (s *Scheduler) load(ctx context.Context) error {
 			log.FromContext(ctx).Info("ClusterQueue not loaded", "clusterQueue", cqs.Items[i].Name, "error", err.Error())
 		}
 	}
+	if s.opts.LoadCapacity != nil {
+		if err := s.opts.LoadCapacity(ctx); err != nil {
+			return fmt.Errorf("loading node capacity: %w", err)
+		}
+	}
 	wls := &berthv1.WorkloadList{}
 	if err := s.client.List(ctx, wls); err != nil {
 		return fmt.Errorf("listing Workloads: %w", err)
 	}
+	// In creation order: LocalQueue fair sharing tags workloads in the order
+	// the engine first sees them, so a restart keeps each LocalQueue's own
+	// order and gives identical objects identical decisions.
+	slices.SortFunc(wls.Items, func(a, b berthv1.Workload) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if err := s.Sync(ctx, wl); err != nil {
@@ -251,7 +271,7 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 		s.DeleteWorkload(KeyOf(wl))
 		return nil, nil
 	}
-	cq, unq, err := ResolveClusterQueue(ctx, s.client, wl)
+	q, unq, err := ResolveQueue(ctx, s.client, wl)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +279,7 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 		s.DeleteWorkload(KeyOf(wl))
 		return unq, nil
 	}
-	if err := s.UpsertWorkload(wl, cq); err != nil {
+	if err := s.UpsertWorkload(wl, q); err != nil {
 		// Invalid input never reaches the engine; the API's own validation
 		// makes this rare, so it is reported, not retried.
 		return &Unqueueable{Reason: berthv1.ReasonInvalidSpec, Message: err.Error()}, nil

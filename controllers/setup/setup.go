@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/capacity"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
@@ -90,10 +91,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err := m.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
 		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m,
+		LoadCapacity: func(ctx context.Context) error { return capacityRec.Load(ctx) },
 	})
 	if err != nil {
+		return nil, err
+	}
+	if capacityRec, err = capacity.New(ctx, mgr, sched); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(sched); err != nil {
@@ -103,6 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		workload.NewReconciler(mgr.GetClient(), sched, recorder),
 		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
+		capacityRec,
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})

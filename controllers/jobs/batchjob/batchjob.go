@@ -78,6 +78,7 @@ func (j *Job) Scheduling() []jobs.PodSetScheduling {
 		Name:         PodSetName,
 		NodeSelector: j.Spec.Template.Spec.NodeSelector,
 		Tolerations:  j.Spec.Template.Spec.Tolerations,
+		Placement:    j.Spec.Template.Labels[berthv1.PlacementLabel],
 	}}
 }
 
@@ -87,6 +88,7 @@ func (j *Job) SetScheduling(s []jobs.PodSetScheduling) {
 		if ps.Name == PodSetName {
 			j.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 			j.Spec.Template.Spec.Tolerations = ps.Tolerations
+			j.Spec.Template.Labels = jobs.SetPlacementLabel(j.Spec.Template.Labels, ps.Placement)
 		}
 	}
 }

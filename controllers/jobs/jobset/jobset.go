@@ -107,6 +107,7 @@ func (j *JobSet) Scheduling() []jobs.PodSetScheduling {
 			Name:         rj.Name,
 			NodeSelector: rj.Template.Spec.Template.Spec.NodeSelector,
 			Tolerations:  rj.Template.Spec.Template.Spec.Tolerations,
+			Placement:    rj.Template.Spec.Template.Labels[berthv1.PlacementLabel],
 		})
 	}
 	return out
@@ -120,6 +121,7 @@ func (j *JobSet) SetScheduling(s []jobs.PodSetScheduling) {
 			if rj := &j.Spec.ReplicatedJobs[i]; rj.Name == ps.Name {
 				rj.Template.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 				rj.Template.Spec.Template.Spec.Tolerations = ps.Tolerations
+				rj.Template.Spec.Template.Labels = jobs.SetPlacementLabel(rj.Template.Spec.Template.Labels, ps.Placement)
 			}
 		}
 	}

@@ -1,0 +1,528 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Topology-aware placement. A workload with a TopologyRequest is admitted only
+// when, besides quota, the free capacity of one topology domain holds every pod
+// of the gang; the admission names the domain, and the engine reserves the
+// capacity it planned on until the workload is released, so that two gangs are
+// never promised the same capacity.
+//
+// The capacity model is the caller's view of the cluster: Flavors give each
+// ResourceFlavor's topology levels (node label keys, coarsest first), Nodes give
+// each schedulable node's flavors, labels and free capacity (allocatable minus
+// the requests of the pods bound there, not counting pods of workloads the engine
+// placed, whose capacity the engine reserves itself). The engine re-plans
+// reservations from an admission's domain when it learns of an admitted workload
+// (for example after a restart).
+
+// TopologyMode says how strictly a gang must stay in one domain.
+type TopologyMode string
+
+const (
+	// TopologyRequired admits the gang only into one domain of the level.
+	TopologyRequired TopologyMode = "Required"
+	// TopologyPreferred places the gang in one domain of the level if one has room,
+	// else in one domain of the finest coarser level that has, else anywhere.
+	TopologyPreferred TopologyMode = "Preferred"
+)
+
+// TopologyRequest is a gang's topology constraint.
+type TopologyRequest struct {
+	// Mode is TopologyRequired or TopologyPreferred.
+	Mode TopologyMode
+	// Level is a node label key among the levels of the workload's flavor.
+	Level string
+}
+
+// TopologyAssignment is the domain a gang was admitted into.
+type TopologyAssignment struct {
+	// Flavor whose nodes the gang was placed on.
+	Flavor string
+	// Level of the domain; coarser than asked when a Preferred request did not fit.
+	Level string
+	// Levels are the flavor's level keys from the coarsest down to Level.
+	Levels []string
+	// Domain holds the label values of the flavor's levels, from the coarsest down to
+	// Level: the node selector that keeps the gang's pods in the domain.
+	Domain []string
+}
+
+// Flavor is the engine's view of a ResourceFlavor's topology.
+type Flavor struct {
+	// Name of the ResourceFlavor.
+	Name string
+	// Levels are node label keys, coarsest first (for example zone, rack, hostname).
+	Levels []string
+}
+
+// Node is one schedulable node as capacity.
+type Node struct {
+	// Name of the node.
+	Name string
+	// Flavors the node belongs to (its labels and taints match them).
+	Flavors []string
+	// Labels of the node; those of the flavors' levels place it in the topology.
+	Labels map[string]string
+	// Free is allocatable minus the requests of pods bound to the node, not counting
+	// pods of workloads the engine placed.
+	Free Resources
+}
+
+// topoFlavor is a flavor's topology and its nodes.
+type topoFlavor struct {
+	levels []string
+	nodes  []*topoNode // sorted by name
+}
+
+// topoNode is a node's capacity: free as reported, and reserved by placements.
+type topoNode struct {
+	name     string
+	flavors  []string
+	labels   map[string]string
+	free     map[int32]int64
+	reserved map[int32]int64
+}
+
+// left is what node n has left of resource r after reservations and extra.
+func (n *topoNode) left(r int32, extra map[int32]int64) int64 {
+	return n.free[r] - n.reserved[r] - extra[r]
+}
+
+// nodeShare is capacity a placement takes on one node.
+type nodeShare struct {
+	node string
+	amt  []resAmt
+}
+
+// placement is a planned topology admission.
+type placement struct {
+	assign TopologyAssignment
+	shares []nodeShare
+}
+
+// UpsertFlavor creates or updates a flavor's topology levels. Workloads waiting for
+// topology are re-evaluated in the next Cycle.
+func (e *Engine) UpsertFlavor(f Flavor) error {
+	if f.Name == "" {
+		return errors.New("invalid flavor: name must not be empty")
+	}
+	for i, l := range f.Levels {
+		if l == "" || slices.Contains(f.Levels[:i], l) {
+			return fmt.Errorf("invalid flavor %q: levels must be non-empty and distinct, got %q", f.Name, f.Levels)
+		}
+	}
+	tf := e.topoFlavorFor(f.Name)
+	tf.levels = slices.Clone(f.Levels)
+	e.capacityChanged()
+	return nil
+}
+
+// DeleteFlavor forgets a flavor's topology levels (its nodes stay known).
+func (e *Engine) DeleteFlavor(name string) {
+	if tf, ok := e.flavorTopo[name]; ok {
+		tf.levels = nil
+		e.capacityChanged()
+	}
+}
+
+func (e *Engine) topoFlavorFor(name string) *topoFlavor {
+	tf, ok := e.flavorTopo[name]
+	if !ok {
+		tf = &topoFlavor{}
+		e.flavorTopo[name] = tf
+	}
+	return tf
+}
+
+// UpsertNode creates or updates a node's capacity. Reservations on it are kept.
+func (e *Engine) UpsertNode(n Node) error {
+	if n.Name == "" {
+		return errors.New("invalid node: name must not be empty")
+	}
+	free := make(map[int32]int64, len(n.Free))
+	for r, q := range n.Free {
+		if r == "" || q < 0 || q > MaxAmount {
+			return fmt.Errorf("invalid node %q: free %s=%d must be between 0 and %d", n.Name, r, q, MaxAmount)
+		}
+		free[e.resID(r)] = q
+	}
+	tn, ok := e.nodes[n.Name]
+	if !ok {
+		tn = &topoNode{name: n.Name, reserved: map[int32]int64{}}
+		e.nodes[n.Name] = tn
+	}
+	e.unlinkNode(tn)
+	tn.flavors = slices.Clone(n.Flavors)
+	slices.Sort(tn.flavors)
+	tn.flavors = slices.Compact(tn.flavors)
+	tn.labels = make(map[string]string, len(n.Labels))
+	for k, v := range n.Labels {
+		tn.labels[k] = v
+	}
+	tn.free = free
+	for _, f := range tn.flavors {
+		tf := e.topoFlavorFor(f)
+		i, _ := slices.BinarySearchFunc(tf.nodes, tn.name, func(x *topoNode, name string) int { return strings.Compare(x.name, name) })
+		tf.nodes = slices.Insert(tf.nodes, i, tn)
+	}
+	e.capacityChanged()
+	return nil
+}
+
+// DeleteNode forgets a node. Reservations on it stay with their workloads (the
+// pods there are gone; the workloads are typically evicted by the caller).
+func (e *Engine) DeleteNode(name string) {
+	tn, ok := e.nodes[name]
+	if !ok {
+		return
+	}
+	e.unlinkNode(tn)
+	tn.flavors, tn.free = nil, nil
+	if len(tn.reserved) == 0 {
+		delete(e.nodes, name)
+	}
+	e.capacityChanged()
+}
+
+func (e *Engine) unlinkNode(tn *topoNode) {
+	for _, f := range tn.flavors {
+		tf := e.flavorTopo[f]
+		tf.nodes = slices.DeleteFunc(tf.nodes, func(x *topoNode) bool { return x == tn })
+	}
+}
+
+// capacityChanged makes every workload waiting for topology capacity a candidate
+// again.
+func (e *Engine) capacityChanged() {
+	for _, w := range e.topoWaiting {
+		w.topoWait = false
+		if w.phase == phasePending && e.workloads[w.key] == w {
+			c := e.cqs[w.cqName]
+			if e.work != nil {
+				e.freshLater = append(e.freshLater, w)
+			} else {
+				e.makeFresh(c, w)
+			}
+			e.rekey(c)
+		}
+	}
+	e.topoWaiting = e.topoWaiting[:0]
+}
+
+// topologyFlavor returns the flavor, among those chosen for w's resource groups,
+// whose levels include level, with the level's index.
+func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string, *topoFlavor, int) {
+	for gi, fi := range flavors {
+		if fi < 0 {
+			continue
+		}
+		name := c.groups[gi].flavors[fi].name
+		if tf, ok := e.flavorTopo[name]; ok {
+			if li := slices.Index(tf.levels, level); li >= 0 {
+				return name, tf, li
+			}
+		}
+	}
+	return "", nil, -1
+}
+
+// place plans w's pods into one domain (see TopologyMode). It returns the plan, or
+// the reason it cannot be placed and a message.
+func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string) {
+	name, tf, li := e.topologyFlavor(c, flavors, w.topo.Level)
+	if tf == nil {
+		return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level)
+	}
+	lowest := li
+	if w.topo.Mode == TopologyPreferred {
+		lowest = 0
+	}
+	for l := li; l >= lowest; l-- {
+		if p := e.bestDomain(tf, w, l); p != nil {
+			p.assign.Flavor = name
+			return p, "", ""
+		}
+	}
+	if w.topo.Mode == TopologyPreferred {
+		return &placement{}, "", "" // anywhere: no pinning, no reservation
+	}
+	return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li)
+}
+
+// bestDomain tries every domain of level l and returns the tightest fit: the one
+// with the least capacity of the gang's largest resource left over, so that large
+// free domains stay whole for large gangs. Ties go to the domain that sorts first.
+func (e *Engine) bestDomain(tf *topoFlavor, w *wl, l int) *placement {
+	var best *placement
+	var bestLeft int64
+	dom := w.req[0].res // the gang's dominant resource: its largest total request
+	for _, r := range w.req {
+		if r.amt > w.reqAmt(dom) {
+			dom = r.res
+		}
+	}
+	for _, key := range domainsOf(tf, l) {
+		shares, left, ok := e.fitDomain(tf, w, key, dom)
+		if !ok {
+			continue
+		}
+		if best == nil || left < bestLeft {
+			best = &placement{assign: TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}, shares: shares}
+			bestLeft = left
+		}
+	}
+	return best
+}
+
+// reqAmt returns w's total request of resource r.
+func (w *wl) reqAmt(r int32) int64 {
+	for _, x := range w.req {
+		if x.res == r {
+			return x.amt
+		}
+	}
+	return 0
+}
+
+// domainsOf lists the distinct domains (label values of levels 0..l) of the
+// flavor's nodes, in sorted order. Nodes missing a level label are in none.
+func domainsOf(tf *topoFlavor, l int) [][]string {
+	var out [][]string
+	for _, n := range tf.nodes {
+		key, ok := domainKey(tf, n, l)
+		if !ok {
+			continue
+		}
+		if !slices.ContainsFunc(out, func(k []string) bool { return slices.Equal(k, key) }) {
+			out = append(out, key)
+		}
+	}
+	slices.SortFunc(out, slices.Compare)
+	return out
+}
+
+func domainKey(tf *topoFlavor, n *topoNode, l int) ([]string, bool) {
+	key := make([]string, l+1)
+	for i := 0; i <= l; i++ {
+		v, ok := n.labels[tf.levels[i]]
+		if !ok {
+			return nil, false
+		}
+		key[i] = v
+	}
+	return key, true
+}
+
+func inDomain(tf *topoFlavor, n *topoNode, key []string) bool {
+	for i, v := range key {
+		if got, ok := n.labels[tf.levels[i]]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// fitDomain places w's pods on the domain's nodes, pod set by pod set, filling each
+// node (in name order) before the next. It returns the planned shares, what is left
+// of resource dom in the domain afterwards, and whether every pod found a node.
+func (e *Engine) fitDomain(tf *topoFlavor, w *wl, key []string, dom int32) ([]nodeShare, int64, bool) {
+	planned := map[string]map[int32]int64{}
+	var left int64
+	remaining := make([]int32, len(w.podSets))
+	for i, ps := range w.podSets {
+		remaining[i] = ps.count
+	}
+	for _, n := range tf.nodes {
+		if !inDomain(tf, n, key) {
+			continue
+		}
+		extra := planned[n.name]
+		for i, ps := range w.podSets {
+			k := podsThatFit(n, ps.req, extra, remaining[i])
+			if k == 0 {
+				continue
+			}
+			if extra == nil {
+				extra = map[int32]int64{}
+				planned[n.name] = extra
+			}
+			for _, r := range ps.req {
+				extra[r.res] += r.amt * int64(k)
+			}
+			remaining[i] -= k
+		}
+		left += max(0, n.left(dom, extra))
+	}
+	for _, r := range remaining {
+		if r > 0 {
+			return nil, 0, false
+		}
+	}
+	shares := make([]nodeShare, 0, len(planned))
+	for name, m := range planned {
+		s := nodeShare{node: name}
+		for r, a := range m {
+			s.amt = append(s.amt, resAmt{res: r, amt: a})
+		}
+		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
+		shares = append(shares, s)
+	}
+	slices.SortFunc(shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
+	return shares, left, true
+}
+
+// podsThatFit is how many pods requesting req (at most limit) fit on n.
+func podsThatFit(n *topoNode, req []resAmt, extra map[int32]int64, limit int32) int32 {
+	k := int64(limit)
+	for _, r := range req {
+		if r.amt == 0 {
+			continue
+		}
+		k = min(k, max(0, n.left(r.res, extra))/r.amt)
+	}
+	return int32(k)
+}
+
+// reserve charges a placement's shares to its nodes (sign 1) or returns them (-1).
+func (e *Engine) reserve(p *placement, sign int64) {
+	if p == nil {
+		return
+	}
+	for _, s := range p.shares {
+		n, ok := e.nodes[s.node]
+		if !ok {
+			n = &topoNode{name: s.node, reserved: map[int32]int64{}}
+			e.nodes[s.node] = n
+		}
+		for _, r := range s.amt {
+			n.reserved[r.res] += sign * r.amt
+			if n.reserved[r.res] == 0 {
+				delete(n.reserved, r.res)
+			}
+		}
+		if len(n.reserved) == 0 && n.free == nil {
+			delete(e.nodes, s.node) // deleted node whose last reservation went
+		}
+	}
+	if sign < 0 {
+		e.capacityChanged()
+	}
+}
+
+// replan rebuilds the reservation of a workload admitted into a domain the engine
+// did not plan itself (an admission rebuilt after a restart, or confirmed with a
+// different domain): its pods are spread over the domain's nodes as they fit, and
+// any that fit nowhere are charged to the domain's first node, so the domain's
+// total is right even when the cluster is over-committed.
+func (e *Engine) replan(w *wl) *placement {
+	a := w.adm.Topology
+	if a == nil || len(a.Domain) == 0 {
+		return nil
+	}
+	tf, ok := e.flavorTopo[a.Flavor]
+	if !ok || len(a.Domain) > len(tf.levels) {
+		return nil
+	}
+	p := &placement{assign: *a}
+	planned := map[string]map[int32]int64{}
+	var first *topoNode
+	for i, ps := range w.podSets {
+		left := ps.count
+		for _, n := range tf.nodes {
+			if !inDomain(tf, n, a.Domain) {
+				continue
+			}
+			if first == nil {
+				first = n
+			}
+			k := podsThatFit(n, ps.req, planned[n.name], left)
+			if k > 0 {
+				addPlanned(planned, n.name, ps.req, k)
+				left -= k
+			}
+		}
+		if left > 0 && first != nil {
+			addPlanned(planned, first.name, w.podSets[i].req, left)
+		}
+	}
+	for name, m := range planned {
+		s := nodeShare{node: name}
+		for r, amt := range m {
+			s.amt = append(s.amt, resAmt{res: r, amt: amt})
+		}
+		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
+		p.shares = append(p.shares, s)
+	}
+	slices.SortFunc(p.shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
+	return p
+}
+
+func addPlanned(planned map[string]map[int32]int64, node string, req []resAmt, k int32) {
+	m := planned[node]
+	if m == nil {
+		m = map[int32]int64{}
+		planned[node] = m
+	}
+	for _, r := range req {
+		m[r.res] += r.amt * int64(k)
+	}
+}
+
+func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string {
+	var parts []string
+	for gi, fi := range flavors {
+		if fi < 0 {
+			continue
+		}
+		name := c.groups[gi].flavors[fi].name
+		var levels []string
+		if tf, ok := e.flavorTopo[name]; ok {
+			levels = tf.levels
+		}
+		parts = append(parts, fmt.Sprintf("%s %q", name, levels))
+	}
+	return fmt.Sprintf("topology level %q is not a level of the workload's flavor (%s): use one of the flavor's topologyLevels, or add it",
+		level, strings.Join(parts, ", "))
+}
+
+func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int) string {
+	dom := w.req[0].res
+	for _, r := range w.req {
+		if r.amt > w.reqAmt(dom) {
+			dom = r.res
+		}
+	}
+	var bestKey []string
+	var bestFree int64 = -1
+	for _, key := range domainsOf(tf, l) {
+		var free int64
+		for _, n := range tf.nodes {
+			if inDomain(tf, n, key) {
+				free += max(0, n.left(dom, nil))
+			}
+		}
+		if free > bestFree {
+			bestKey, bestFree = key, free
+		}
+	}
+	if bestKey == nil {
+		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in", flavor, tf.levels[l])
+	}
+	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods; most free: %s %s in %s=%s",
+		tf.levels[l], flavor, w.podCount(), fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l])
+}
+
+// podCount is the number of pods of the gang.
+func (w *wl) podCount() int64 {
+	var n int64
+	for _, ps := range w.podSets {
+		n += int64(ps.count)
+	}
+	return n
+}

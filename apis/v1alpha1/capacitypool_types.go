@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeTemplate describes the nodes of a CapacityPool: what each one offers
+// and where it sits in the topology.
+type NodeTemplate struct {
+	// labels every node of the pool carries. They include the flavor's
+	// nodeLabels and one value per topology level of the flavor (zone,
+	// block, rack, ...), which places the pool in one topology domain.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// taints every node of the pool carries.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Taints []corev1.Taint `json:"taints,omitempty"`
+
+	// allocatable is what one node offers to pods.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	Allocatable corev1.ResourceList `json:"allocatable"`
+}
+
+// CapacityPoolSpec is the desired state of a CapacityPool.
+// +kubebuilder:validation:XValidation:rule="!has(self.minNodes) || self.minNodes <= self.maxNodes",message="minNodes must not exceed maxNodes"
+type CapacityPoolSpec struct {
+	// flavor is the ResourceFlavor the pool's nodes belong to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor"`
+
+	// nodeTemplate describes each node the pool has or can create.
+	// +required
+	NodeTemplate NodeTemplate `json:"nodeTemplate"`
+
+	// minNodes is the number of nodes the pool keeps.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinNodes int32 `json:"minNodes,omitempty"`
+
+	// maxNodes is the most nodes the pool can have.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	MaxNodes int32 `json:"maxNodes"`
+}
+
+// CapacityPoolStatus is the observed state of a CapacityPool.
+type CapacityPoolStatus struct {
+	// nodes is the number of nodes of the pool that exist (labelled
+	// berth.dev/capacity-pool with the pool's name).
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+
+	// provisioning is the number of nodes being created for accepted
+	// ProvisioningRequests.
+	// +optional
+	Provisioning int32 `json:"provisioning,omitempty"`
+
+	// conditions describe the state of the pool.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CapacityPool is capacity that exists or can be created: one autoscaler
+// node group. It lets berth see capacity before it exists, choose the
+// topology domain a gang fits in, and ask the autoscaler for exactly that.
+// Every node of a pool carries the label berth.dev/capacity-pool with the
+// pool's name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=cpool
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Flavor",type=string,JSONPath=`.spec.flavor`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxNodes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CapacityPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the pool.
+	// +required
+	Spec CapacityPoolSpec `json:"spec"`
+	// status is the observed state of the pool.
+	// +optional
+	Status CapacityPoolStatus `json:"status,omitempty"`
+}
+
+// CapacityPoolList is a list of CapacityPools.
+//
+// +kubebuilder:object:root=true
+type CapacityPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CapacityPool `json:"items"`
+}

@@ -1,0 +1,287 @@
+// Package capacity keeps the admission engine's view of the cluster's
+// capacity current: every ResourceFlavor's topology levels, and every
+// schedulable node's flavors, topology labels and free capacity
+// (allocatable minus the requests of the pods bound there).
+//
+// Bound pods are read from a cache of their own that holds only what the
+// count needs (node, phase, requests, labels), so that berth's main cache
+// keeps holding only queued pods.
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// nodeNameIndex indexes the bound-pod cache by spec.nodeName.
+const nodeNameIndex = "spec.nodeName"
+
+// Sink receives capacity; the scheduler implements it.
+type Sink interface {
+	UpsertFlavor(name string, levels []string) error
+	DeleteFlavor(name string)
+	UpsertNode(n admission.Node) error
+	DeleteNode(name string)
+}
+
+// Reconciler feeds Sink from Nodes, bound Pods and ResourceFlavors.
+type Reconciler struct {
+	client client.Client
+	pods   cache.Cache
+	sink   Sink
+}
+
+// New creates the bound-pod cache and adds it to the manager.
+func New(ctx context.Context, mgr ctrl.Manager, sink Sink) (*Reconciler, error) {
+	pods, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: fields.OneTermNotEqualSelector("spec.nodeName", ""), Transform: stripPod},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the bound-pod cache: %w", err)
+	}
+	if err := pods.IndexField(ctx, &corev1.Pod{}, nodeNameIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return nil, fmt.Errorf("indexing bound pods by node: %w", err)
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, fmt.Errorf("adding the bound-pod cache: %w", err)
+	}
+	return &Reconciler{client: mgr.GetClient(), pods: pods, sink: sink}, nil
+}
+
+// stripPod keeps only what the capacity count reads: a cluster's pods are
+// many, and their specs large.
+func stripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Labels: p.Labels, ResourceVersion: p.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, Overhead: p.Spec.Overhead,
+			Containers: stripContainers(p.Spec.Containers), InitContainers: stripContainers(p.Spec.InitContainers)},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	return out, nil
+}
+
+func stripContainers(cs []corev1.Container) []corev1.Container {
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Name names the controller.
+func (r *Reconciler) Name() string { return "capacity" }
+
+// Register starts the node and flavor controllers.
+func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("capacity-node").
+		For(&corev1.Node{}).
+		WatchesRawSource(source.Kind(r.pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, p *corev1.Pod) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p.Spec.NodeName}}}
+			}))).
+		Watches(&berthv1.ResourceFlavor{}, handler.EnqueueRequestsFromMapFunc(r.allNodes)).
+		Complete(reconcile.Func(r.reconcileNode))
+	if err != nil {
+		return fmt.Errorf("building the node capacity controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("capacity-flavor").
+		For(&berthv1.ResourceFlavor{}).
+		Complete(reconcile.Func(r.reconcileFlavor))
+	if err != nil {
+		return fmt.Errorf("building the flavor topology controller: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing nodes after a ResourceFlavor change")
+		return nil
+	}
+	out := make([]reconcile.Request, len(nodes.Items))
+	for i := range nodes.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Name: nodes.Items[i].Name}}
+	}
+	return out
+}
+
+func (r *Reconciler) reconcileFlavor(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rf := &berthv1.ResourceFlavor{}
+	if err := r.client.Get(ctx, req.NamespacedName, rf); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sink.DeleteFlavor(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
+	}
+	// The API validates the levels; an error here is a bug, not bad input.
+	return reconcile.Result{}, r.sink.UpsertFlavor(rf.Name, rf.Spec.TopologyLevels)
+}
+
+func (r *Reconciler) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sink.DeleteNode(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading node %s: %w", req.Name, err)
+	}
+	flavors := &berthv1.ResourceFlavorList{}
+	if err := r.client.List(ctx, flavors); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing ResourceFlavors: %w", err)
+	}
+	n, ok, err := r.capacity(ctx, node, flavors.Items)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !ok {
+		r.sink.DeleteNode(node.Name)
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.sink.UpsertNode(n)
+}
+
+// capacity computes a node's capacity; ok is false when the node cannot
+// take pods (not Ready, cordoned) or is of no flavor.
+func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []berthv1.ResourceFlavor) (admission.Node, bool, error) {
+	if node.Spec.Unschedulable || !ready(node) || !node.DeletionTimestamp.IsZero() {
+		return admission.Node{}, false, nil
+	}
+	n := admission.Node{Name: node.Name, Labels: node.Labels}
+	for i := range flavors {
+		if Matches(&flavors[i], node) {
+			n.Flavors = append(n.Flavors, flavors[i].Name)
+		}
+	}
+	if len(n.Flavors) == 0 {
+		return admission.Node{}, false, nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.pods.List(ctx, pods, client.MatchingFields{nodeNameIndex: node.Name}); err != nil {
+		return admission.Node{}, false, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+	}
+	free := node.Status.Allocatable.DeepCopy()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if _, placed := p.Labels[berthv1.PlacementLabel]; placed {
+			continue // the engine reserves the capacity of placed gangs itself
+		}
+		for name, q := range jobs.PodRequests(&p.Spec) {
+			if f, ok := free[name]; ok {
+				f.Sub(q)
+				free[name] = f
+			}
+		}
+	}
+	n.Free = make(admission.Resources, len(free))
+	for name, q := range free {
+		n.Free[admission.ResourceName(name)] = max(0, q.MilliValue())
+	}
+	return n, true, nil
+}
+
+func ready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Matches reports whether the node is of the flavor: it carries the
+// flavor's node labels, and the flavor tolerates its NoSchedule and
+// NoExecute taints.
+func Matches(rf *berthv1.ResourceFlavor, node *corev1.Node) bool {
+	if !labels.SelectorFromSet(rf.Spec.NodeLabels).Matches(labels.Set(node.Labels)) {
+		return false
+	}
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for j := range rf.Spec.Tolerations {
+			if rf.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return false
+		}
+	}
+	return true
+}
+
+// Load gives the sink every flavor and node at once; the scheduler calls it
+// before its first cycle.
+func (r *Reconciler) Load(ctx context.Context) error {
+	if !r.pods.WaitForCacheSync(ctx) {
+		return errors.New("the bound-pod cache did not sync")
+	}
+	flavors := &berthv1.ResourceFlavorList{}
+	if err := r.client.List(ctx, flavors); err != nil {
+		return fmt.Errorf("listing ResourceFlavors: %w", err)
+	}
+	for i := range flavors.Items {
+		if err := r.sink.UpsertFlavor(flavors.Items[i].Name, flavors.Items[i].Spec.TopologyLevels); err != nil {
+			return err
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		n, ok, err := r.capacity(ctx, &nodes.Items[i], flavors.Items)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := r.sink.UpsertNode(n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package controller_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/controlplane"
+)
+
+const (
+	zoneLabel = "topology.kubernetes.io/zone"
+	rackLabel = "example.com/rack"
+)
+
+// readyNode creates a node with gpus GPUs and the labels, and makes it what a
+// kubelet would: Ready and without the not-ready taint the API server adds.
+func readyNode(ctx context.Context, name string, gpus int, labels map[string]string) {
+	node := controlplane.GPUNode(name, gpus, labels)
+	Expect(env.Client.Create(ctx, node)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, node)) })
+	Eventually(func() error {
+		fresh := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, fresh); err != nil {
+			return err
+		}
+		fresh.Spec.Taints = nil
+		if err := env.Client.Update(ctx, fresh); err != nil {
+			return err
+		}
+		fresh.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return env.Client.Status().Update(ctx, fresh)
+	}, timeout, interval).Should(Succeed())
+}
+
+// rackJob is a Job of two 8-GPU pods that must run in one rack.
+func rackJob(ns, name string, annotations map[string]string) *batchv1.Job {
+	job := builders.Job(ns, name, "team").Pods(2).Request(builders.GPU, "8").Obj()
+	job.Annotations = annotations
+	return job
+}
+
+// pendingReason returns the reason of the workload's QuotaReserved=False
+// condition ("" while it has none).
+func pendingReason(ctx context.Context, job *batchv1.Job) func(Gomega) string {
+	return func(g Gomega) string {
+		wl, err := workloadOf(ctx, job)
+		g.Expect(err).NotTo(HaveOccurred())
+		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			return ""
+		}
+		return c.Reason + ": " + c.Message
+	}
+}
+
+// templateSelector returns the Job's pod template node selector once it
+// runs.
+func templateSelector(ctx context.Context, job *batchv1.Job) func(Gomega) map[string]string {
+	return func(g Gomega) map[string]string {
+		fresh := &batchv1.Job{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
+		g.Expect(fresh.Spec.Suspend).To(HaveValue(BeFalse()))
+		return fresh.Spec.Template.Spec.NodeSelector
+	}
+}
+
+var _ = Describe("topology", func() {
+	var ns string
+
+	BeforeEach(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		rf := builders.Flavor(ns, map[string]string{"example.com/pool": ns})
+		rf.Spec.TopologyLevels = []string{zoneLabel, rackLabel, corev1.LabelHostname}
+		Expect(env.Client.Create(ctx, rf)).To(Succeed())
+		cq := builders.ClusterQueue(ns).Quota(ns, builders.GPU, "64", "").Obj()
+		Expect(env.Client.Create(ctx, cq)).To(Succeed())
+		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", cq.Name))).To(Succeed())
+		for _, n := range []struct{ name, rack string }{{"n1", "r1"}, {"n2", "r1"}, {"n3", "r2"}, {"n4", "r2"}} {
+			readyNode(ctx, ns+"-"+n.name, 8, map[string]string{"example.com/pool": ns, zoneLabel: "a", rackLabel: ns + "-" + n.rack})
+		}
+	})
+
+	It("admits a rack-bound gang only into a rack whose free capacity holds all of it, and pins it there", func(ctx SpecContext) {
+		By("binding an unmanaged 8-GPU pod to a node of rack r2")
+		squatter := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "squatter"},
+			Spec: corev1.PodSpec{NodeName: ns + "-n4", Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x",
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{builders.GPU: resource.MustParse("8")},
+					Limits:   corev1.ResourceList{builders.GPU: resource.MustParse("8")},
+				}}}},
+		}
+		Expect(env.Client.Create(ctx, squatter)).To(Succeed())
+
+		By("placing the first gang in r1, the only rack with 16 GPUs free")
+		a := rackJob(ns, "a", map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel})
+		Expect(env.Client.Create(ctx, a)).To(Succeed())
+		Eventually(templateSelector(ctx, a), timeout, interval).Should(And(
+			HaveKeyWithValue(rackLabel, ns+"-r1"), HaveKeyWithValue(zoneLabel, "a"), HaveKeyWithValue("example.com/pool", ns)))
+		fresh := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(a), fresh)).To(Succeed())
+		wl, err := workloadOf(ctx, a)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fresh.Spec.Template.Labels).To(HaveKeyWithValue(berthv1.PlacementLabel, wl.Name))
+		Expect(wl.Status.Admission.Topology).NotTo(BeNil())
+		Expect(wl.Status.Admission.Topology.Values).To(Equal([]string{"a", ns + "-r1"}))
+
+		By("holding the second gang: quota fits, but no rack has 16 GPUs free")
+		b := rackJob(ns, "b", map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel})
+		Expect(env.Client.Create(ctx, b)).To(Succeed())
+		Eventually(pendingReason(ctx, b), timeout, interval).Should(And(
+			HavePrefix(string(admission.TopologyUnavailable)), ContainSubstring("most free: 8 nvidia.com/gpu")))
+		Consistently(suspended(ctx, b), "1s", interval).Should(BeTrue())
+
+		By("admitting it into r2 once the unmanaged pod is gone")
+		Expect(env.Client.Delete(ctx, squatter, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(templateSelector(ctx, b), timeout, interval).Should(HaveKeyWithValue(rackLabel, ns+"-r2"))
+	})
+
+	It("reports a topology level the flavor does not have, and a job that asks for two", func(ctx SpecContext) {
+		bad := rackJob(ns, "bad-level", map[string]string{berthv1.TopologyRequiredAnnotation: "example.com/block"})
+		Expect(env.Client.Create(ctx, bad)).To(Succeed())
+		Eventually(pendingReason(ctx, bad), timeout, interval).Should(And(
+			HavePrefix(string(admission.UnknownTopologyLevel)), ContainSubstring(`"example.com/block"`), ContainSubstring(rackLabel)))
+
+		both := rackJob(ns, "both", map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel, berthv1.TopologyPreferredAnnotation: rackLabel})
+		Expect(env.Client.Create(ctx, both)).To(Succeed())
+		Eventually(eventReasons(ctx, ns, both.Name), timeout, interval).Should(ContainElement(ContainSubstring("set only one of")))
+		Consistently(suspended(ctx, both), "1s", interval).Should(BeTrue())
+	})
+})
