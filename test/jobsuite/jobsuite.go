@@ -18,6 +18,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -132,6 +133,38 @@ func DescribeAdapter(env func() *framework.Env, a Adapter) bool {
 			job, err := a.Create(ctx, c, ns, "lost", "no-such-queue")
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(berthv1.ReasonLocalQueueNotFound))
+			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
+		})
+		ginkgo.It("holds a job that asks for a topology level its flavor does not have, with a condition naming the flavor's levels", func(ctx ginkgo.SpecContext) {
+			c := env().Client
+			patch := func(obj client.Object, p string) {
+				gomega.Eventually(func() error {
+					return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(p)))
+				}, timeout, interval).Should(gomega.Succeed())
+			}
+			rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}
+			patch(rf, `{"spec":{"topologyLevels":["example.com/rack"]}}`)
+			cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+			patch(cq, `{"spec":{"stopPolicy":"Hold"}}`)
+			ginkgo.By("queueing the job while its ClusterQueue holds, then asking for a level the flavor lacks")
+			job := create(ctx, c, a, ns, "bad-level")
+			gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(berthv1.ReasonClusterQueueStopped))
+			patch(job, `{"metadata":{"annotations":{"`+berthv1.TopologyRequiredAnnotation+`":"example.com/block"}}}`)
+			gomega.Eventually(func(g gomega.Gomega) {
+				wls, err := WorkloadsOf(ctx, c, job)
+				g.Expect(err).NotTo(gomega.HaveOccurred())
+				g.Expect(wls).To(gomega.HaveLen(1))
+				g.Expect(wls[0].Spec.Topology).To(gomega.Equal(&berthv1.TopologyRequest{Mode: berthv1.TopologyRequired, Level: "example.com/block"}))
+			}, timeout, interval).Should(gomega.Succeed())
+			patch(cq, `{"spec":{"stopPolicy":"None"}}`)
+			gomega.Eventually(func(g gomega.Gomega) string {
+				wls, err := WorkloadsOf(ctx, c, job)
+				g.Expect(err).NotTo(gomega.HaveOccurred())
+				g.Expect(wls).To(gomega.HaveLen(1))
+				cond := meta.FindStatusCondition(wls[0].Status.Conditions, berthv1.ConditionQuotaReserved)
+				g.Expect(cond).NotTo(gomega.BeNil())
+				return cond.Reason + ": " + cond.Message
+			}, timeout, interval).Should(gomega.And(gomega.HavePrefix("UnknownTopologyLevel"), gomega.ContainSubstring(`"example.com/rack"`)))
 			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
 		})
 		ginkgo.It("reports a job it cannot queue with an event that says why, and never starts it", func(ctx ginkgo.SpecContext) {
