@@ -41,3 +41,30 @@ const (
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonFlavorNotFound       = "FlavorNotFound"
 )
+
+// Capacity provisioning (see ProvisioningStatus).
+//
+//   - Admitted=False, reason WaitingForCapacity: quota is reserved and a
+//     ProvisioningRequest books the gang's capacity; the job starts once it
+//     is Provisioned.
+//   - QuotaReserved=False, reason ProvisioningFailed: the booking failed or
+//     expired; the workload waits for its retry (status.provisioning says
+//     when), or, once attempts are used up, for someone to act.
+//   - Evicted=True, reason CapacityRevoked or PodsNotReady: an admitted gang
+//     lost its capacity, or not all its pods were Ready in time; it is
+//     stopped and queued again.
+//
+// ResourceFlavor condition ProvisioningAvailable: True when the cluster
+// serves the ProvisioningRequest API (reason APIAvailable), False when it
+// does not (APINotInstalled) — then gangs of a flavor that needs bookings
+// wait.
+const (
+	ConditionProvisioningAvailable = "ProvisioningAvailable"
+
+	ReasonWaitingForCapacity = "WaitingForCapacity"
+	ReasonProvisioningFailed = "ProvisioningFailed"
+	ReasonCapacityRevoked    = "CapacityRevoked"
+	ReasonPodsNotReady       = "PodsNotReady"
+	ReasonAPIAvailable       = "APIAvailable"
+	ReasonAPINotInstalled    = "APINotInstalled"
+)

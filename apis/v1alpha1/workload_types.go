@@ -117,6 +117,42 @@ type Admission struct {
 	// topology is the domain the gang was placed in, when it asked for one.
 	// +optional
 	Topology *TopologyAssignment `json:"topology,omitempty"`
+
+	// provisioning is the capacity this admission books through a
+	// ProvisioningRequest before the gang may start: the nodes to create
+	// per CapacityPool (none for a check-capacity booking). Unset once the
+	// capacity is provisioned, and for admissions on existing capacity.
+	// +optional
+	Provisioning *AdmissionProvisioning `json:"provisioning,omitempty"`
+}
+
+// AdmissionProvisioning is the capacity an admission books.
+type AdmissionProvisioning struct {
+	// className is the ProvisioningRequest class:
+	// check-capacity.autoscaling.x-k8s.io when existing nodes suffice,
+	// best-effort-atomic-scale-up.autoscaling.x-k8s.io when nodes must be
+	// created.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	ClassName string `json:"className"`
+	// newNodes are the nodes to create, per CapacityPool.
+	// +optional
+	// +listType=map
+	// +listMapKey=pool
+	// +kubebuilder:validation:MaxItems=16
+	NewNodes []PoolNodes `json:"newNodes,omitempty"`
+}
+
+// PoolNodes is a number of nodes of one CapacityPool.
+type PoolNodes struct {
+	// pool is the CapacityPool's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Pool string `json:"pool"`
+	// nodes is how many.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Nodes int32 `json:"nodes"`
 }
 
 // TopologyAssignment is the topology domain a gang was admitted into: the
@@ -203,6 +239,17 @@ type ProvisioningStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+	// failedDomains are the domains whose bookings failed for this
+	// workload; the next attempt tries another where there is one.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	FailedDomains []TopologyAssignment `json:"failedDomains,omitempty"`
+	// gaveUp is set when maxAttempts bookings failed: the workload is not
+	// queued again until its Workload is deleted (the job's controller
+	// creates a new one) or its job changes.
+	// +optional
+	GaveUp bool `json:"gaveUp,omitempty"`
 }
 
 // WorkloadStatus is the observed state of a Workload.
