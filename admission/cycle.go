@@ -22,6 +22,9 @@ import (
 func (e *Engine) Cycle(now time.Time) Result {
 	e.cycle++
 	e.now = now.UnixNano()
+	if len(e.backoffs) > 0 {
+		e.wakeBackoffs()
+	}
 	var res Result
 	if len(e.ready) == 0 && !e.anyWork() {
 		return res // nothing changed since the last cycle: nothing can fit
@@ -273,12 +276,17 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 		e.noteSkip(c, head)
 	}
 	w.adm, w.usage = e.buildAdmission(c, w, out.flavors)
-	if out.place != nil && len(out.place.assign.Domain) > 0 {
-		w.placed = out.place
-		a := out.place.assign
-		a.Domain, a.Levels = slices.Clone(a.Domain), slices.Clone(a.Levels)
-		w.adm.Topology = &a
-		e.reserve(w.placed, 1)
+	if p := out.place; p != nil {
+		if len(p.assign.Domain) > 0 {
+			a := p.assign
+			a.Domain, a.Levels = slices.Clone(a.Domain), slices.Clone(a.Levels)
+			w.adm.Topology = &a
+		}
+		w.adm.Provisioning = planOf(p)
+		if len(p.shares) > 0 || len(p.newNodes) > 0 {
+			w.placed = p
+			e.reserve(w.placed, 1)
+		}
 	}
 	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
 	w.victims, w.preempted = nil, false

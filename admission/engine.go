@@ -91,7 +91,10 @@ type Engine struct {
 	// and the workloads waiting for capacity in a domain.
 	flavorTopo  map[string]*topoFlavor
 	nodes       map[string]*topoNode
+	pools       map[string]*topoPool
 	topoWaiting []*wl
+	// backoffs are workloads waiting for their next booking attempt.
+	backoffs []*wl
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -117,6 +120,7 @@ func New(opts Options) (*Engine, error) {
 		resIDs:     map[ResourceName]int32{},
 		flavorTopo: map[string]*topoFlavor{},
 		nodes:      map[string]*topoNode{},
+		pools:      map[string]*topoPool{},
 	}, nil
 }
 
@@ -210,6 +214,12 @@ type wl struct {
 	topo     *TopologyRequest
 	placed   *placement
 	topoWait bool
+
+	// capacity bookings (provision.go): no admission before notBefore, avoid the
+	// domains whose bookings failed; backingOff: listed in Engine.backoffs.
+	notBefore  int64
+	avoid      [][]string
+	backingOff bool
 
 	// preemption: a victim being evicted, or a preemptor waiting for its victims.
 	evicting  bool

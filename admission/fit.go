@@ -23,6 +23,9 @@ type outcome struct {
 // queue's order, where the whole workload fits without borrowing; else the first
 // where it fits by borrowing; else the group does not fit.
 func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
+	if w.notBefore != 0 && e.backoffUntil(w) {
+		return outcome{reason: ProvisioningBackoff, msg: msgBackoff(w.notBefore)}
+	}
 	out := outcome{flavors: e.flavorScratch(len(c.groups))}
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]
@@ -49,7 +52,7 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		out.reason = ReservedForHead
 		return out
 	}
-	if w.topo != nil {
+	if w.topo != nil || len(e.flavorTopo) > 0 {
 		out.place, out.reason, out.msg = e.place(c, w, out.flavors)
 	}
 	return out

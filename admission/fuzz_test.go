@@ -184,6 +184,18 @@ func (r *fuzzRun) pick() string {
 }
 
 func (r *fuzzRun) cycle() {
+	// Bookings of confirmed admissions are provisioned: the admission drops its plan.
+	for _, name := range slices.Sorted(maps.Keys(r.m.specs)) {
+		w, ok := r.e.workloads[key(name)]
+		if r.m.phase[name] != phaseAdmitted || !ok || w.adm == nil || w.adm.Provisioning == nil {
+			continue
+		}
+		spec := r.m.specs[name]
+		adm := *cloneAdmission(w.adm)
+		adm.Provisioning = nil
+		spec.Admission = &adm
+		r.upsert(spec)
+	}
 	before := r.e.usageSnapshot()
 	reserved := r.e.reservedSnapshot()
 	res := r.e.Cycle(t0)
@@ -305,10 +317,19 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 	// Topology (not from fuzz bytes, so corpus entries keep their meaning): f0
 	// has two zones of two racks of two 2-GPU nodes, f1 one rack of two 4-GPU
 	// nodes, f2 no levels (a topology request there is UnknownTopologyLevel).
-	for _, f := range []string{"f0", "f1"} {
-		r.both(func(e *Engine) error {
-			return e.UpsertFlavor(Flavor{Name: f, Levels: []string{"zone", "rack", "host"}})
-		})
+	// f1 books capacity when it lacks some, from a pool of two more 4-GPU
+	// nodes in its rack and one in another zone.
+	for _, f := range []Flavor{
+		{Name: "f0", Levels: []string{"zone", "rack", "host"}},
+		{Name: "f1", Levels: []string{"zone", "rack", "host"}, Provisioning: ProvisionIfNeeded},
+	} {
+		r.both(func(e *Engine) error { return e.UpsertFlavor(f) })
+	}
+	for _, p := range []Pool{
+		{Name: "f1-pool", Flavor: "f1", Available: 2, NodeCapacity: Resources{gpu: 4000, cpu: 8000}, Labels: map[string]string{"zone": "z", "rack": "r"}},
+		{Name: "f1-far", Flavor: "f1", Available: 1, NodeCapacity: Resources{gpu: 4000, cpu: 8000}, Labels: map[string]string{"zone": "y", "rack": "q"}},
+	} {
+		r.both(func(e *Engine) error { return e.UpsertPool(p) })
 	}
 	for i := range 8 {
 		n := Node{Name: fmt.Sprintf("f0-n%d", i), Flavors: []string{"f0"}, Free: Resources{gpu: 2000, cpu: 8000},

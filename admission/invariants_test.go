@@ -245,6 +245,19 @@ func (e *Engine) checkReservations() error {
 			}
 		}
 	}
+	pools := map[string]int32{}
+	for _, w := range e.workloads {
+		if w.placed != nil {
+			for p, k := range w.placed.newNodes {
+				pools[p] += k
+			}
+		}
+	}
+	for name, p := range e.pools {
+		if p.reserved != pools[name] {
+			return fmt.Errorf("pool %s reserves %d nodes, placements say %d", name, p.reserved, pools[name])
+		}
+	}
 	for name, n := range e.nodes {
 		if !maps.Equal(n.reserved, want[name]) && (len(n.reserved) > 0 || len(want[name]) > 0) {
 			return fmt.Errorf("node %s reserves %v, placements say %v", name, n.reserved, want[name])

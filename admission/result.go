@@ -33,6 +33,9 @@ const (
 	// TopologyUnavailable means quota fits, but no domain of the requested level has
 	// free capacity for every pod of the gang.
 	TopologyUnavailable PendingReason = "TopologyUnavailable"
+	// ProvisioningBackoff means the workload's last capacity booking failed and it
+	// waits for Workload.NotBefore before the next attempt.
+	ProvisioningBackoff PendingReason = "ProvisioningBackoff"
 )
 
 // PreemptionReason says which rule selected a victim.

@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -59,6 +60,9 @@ type Flavor struct {
 	Name string
 	// Levels are node label keys, coarsest first (for example zone, rack, hostname).
 	Levels []string
+	// Provisioning says when an admission on this flavor books its capacity
+	// through a ProvisioningRequest; "" means ProvisionNever.
+	Provisioning ProvisioningMode
 }
 
 // Node is one schedulable node as capacity.
@@ -74,10 +78,12 @@ type Node struct {
 	Free Resources
 }
 
-// topoFlavor is a flavor's topology and its nodes.
+// topoFlavor is a flavor's topology, provisioning mode, nodes and pools.
 type topoFlavor struct {
 	levels []string
+	mode   ProvisioningMode
 	nodes  []*topoNode // sorted by name
+	pools  []*topoPool // sorted by name
 }
 
 // topoNode is a node's capacity: free as reported, and reserved by placements.
@@ -100,10 +106,16 @@ type nodeShare struct {
 	amt  []resAmt
 }
 
-// placement is a planned topology admission.
+// placement is a planned admission on capacity: the domain (unset: unpinned), the
+// capacity reserved on existing nodes, and, when it books capacity first, the nodes
+// to create per pool.
 type placement struct {
 	assign TopologyAssignment
 	shares []nodeShare
+	// provision: the admission books its capacity through a ProvisioningRequest;
+	// scaleUp: nodes must be created (else existing capacity is booked).
+	provision, scaleUp bool
+	newNodes           map[string]int32
 }
 
 // UpsertFlavor creates or updates a flavor's topology levels. Workloads waiting for
@@ -117,8 +129,14 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 			return fmt.Errorf("invalid flavor %q: levels must be non-empty and distinct, got %q", f.Name, f.Levels)
 		}
 	}
+	switch f.Provisioning {
+	case "", ProvisionNever, ProvisionIfNeeded, ProvisionAlways:
+	default:
+		return fmt.Errorf("invalid flavor %q: provisioning %q must be Never, IfNeeded or Always", f.Name, f.Provisioning)
+	}
 	tf := e.topoFlavorFor(f.Name)
 	tf.levels = slices.Clone(f.Levels)
+	tf.mode = f.Provisioning
 	e.capacityChanged()
 	return nil
 }
@@ -126,7 +144,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 // DeleteFlavor forgets a flavor's topology levels (its nodes stay known).
 func (e *Engine) DeleteFlavor(name string) {
 	if tf, ok := e.flavorTopo[name]; ok {
-		tf.levels = nil
+		tf.levels, tf.mode = nil, ""
 		e.capacityChanged()
 	}
 }
@@ -232,34 +250,90 @@ func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string
 	return "", nil, -1
 }
 
-// place plans w's pods into one domain (see TopologyMode). It returns the plan, or
-// the reason it cannot be placed and a message.
+// place plans w's pods (see TopologyMode, and provision.go for flavors that book
+// capacity). It returns the plan — nil when w needs none — or the reason it cannot
+// be placed and a message.
 func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string) {
-	name, tf, li := e.topologyFlavor(c, flavors, w.topo.Level)
-	if tf == nil {
-		return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level)
+	var name string
+	var tf *topoFlavor
+	li := -1
+	if w.topo != nil {
+		name, tf, li = e.topologyFlavor(c, flavors, w.topo.Level)
+		if tf == nil {
+			return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level)
+		}
+	} else if name, tf = e.provisioningFlavor(c, flavors); tf == nil {
+		return nil, "", ""
 	}
-	lowest := li
-	if w.topo.Mode == TopologyPreferred {
-		lowest = 0
+	// Levels to try, finest first; -1 is the whole flavor, unpinned.
+	levels := []int{-1}
+	switch {
+	case w.topo == nil:
+	case w.topo.Mode == TopologyRequired:
+		levels = []int{li}
+	default:
+		levels = levels[:0]
+		for l := li; l >= -1; l-- {
+			levels = append(levels, l)
+		}
 	}
-	for l := li; l >= lowest; l-- {
-		if p := e.bestDomain(tf, w, l); p != nil {
+	for _, l := range levels {
+		p := e.search(tf, w, l, false)
+		if p == nil {
+			continue
+		}
+		if l < 0 {
+			// Unpinned: the pods may land anywhere, so the engine reserves nothing
+			// on nodes (the pods are counted once they are bound).
+			p.shares = nil
+		}
+		if tf.mode == ProvisionAlways {
+			p.provision = true
+		} else if l < 0 {
+			// Fits somewhere on existing capacity without pinning: nothing to book
+			// or reserve (the pods are counted once they are bound).
+			return &placement{}, "", ""
+		}
+		p.assign.Flavor = name
+		return p, "", ""
+	}
+	if tf.mode == ProvisionNever || tf.mode == "" {
+		if w.topo != nil && w.topo.Mode == TopologyPreferred {
+			return &placement{}, "", "" // anywhere: no pinning, no reservation
+		}
+		return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, "")
+	}
+	if len(tf.pools) == 0 {
+		if w.topo != nil && w.topo.Mode == TopologyRequired {
+			return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li,
+				"; the flavor has no CapacityPool, so berth cannot ask for capacity in one domain")
+		}
+		// Without CapacityPools berth cannot tell where capacity can be created:
+		// an unpinned request lets the autoscaler choose.
+		return &placement{provision: true, scaleUp: true}, "", ""
+	}
+	for _, l := range levels {
+		if p := e.search(tf, w, l, true); p != nil {
+			if l < 0 {
+				p.shares = nil
+			}
+			p.provision, p.scaleUp = true, len(p.newNodes) > 0
 			p.assign.Flavor = name
 			return p, "", ""
 		}
 	}
-	if w.topo.Mode == TopologyPreferred {
-		return &placement{}, "", "" // anywhere: no pinning, no reservation
-	}
-	return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li)
+	return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, ", even with the nodes its CapacityPools can still create")
 }
 
-// bestDomain tries every domain of level l and returns the tightest fit: the one
-// with the least capacity of the gang's largest resource left over, so that large
-// free domains stay whole for large gangs. Ties go to the domain that sorts first.
-func (e *Engine) bestDomain(tf *topoFlavor, w *wl, l int) *placement {
+// search tries every domain of level l (-1: all the flavor's capacity as one,
+// unpinned) and returns the best placement: one on existing free capacity if any
+// domain has it — the tightest, leaving the least of the gang's largest resource
+// free, so large free domains stay whole — else, withPools, the one needing the
+// fewest new nodes (then the tightest). Ties go to the domain that sorts first.
+// Domains the workload's bookings failed in are skipped.
+func (e *Engine) search(tf *topoFlavor, w *wl, l int, withPools bool) *placement {
 	var best *placement
+	var bestNew int32
 	var bestLeft int64
 	dom := w.req[0].res // the gang's dominant resource: its largest total request
 	for _, r := range w.req {
@@ -267,14 +341,28 @@ func (e *Engine) bestDomain(tf *topoFlavor, w *wl, l int) *placement {
 			dom = r.res
 		}
 	}
-	for _, key := range domainsOf(tf, l) {
-		shares, left, ok := e.fitDomain(tf, w, key, dom)
-		if !ok {
+	for _, key := range domainsOf(tf, l, withPools) {
+		if slices.ContainsFunc(w.avoid, func(a []string) bool { return slices.Equal(a, key) }) {
 			continue
 		}
-		if best == nil || left < bestLeft {
-			best = &placement{assign: TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}, shares: shares}
-			bestLeft = left
+		shares, remaining, left := e.packNodes(tf, w, key, dom)
+		var newNodes map[string]int32
+		var total int32
+		if remaining != nil {
+			if !withPools {
+				continue
+			}
+			var ok bool
+			if newNodes, total, ok = packPools(tf, w, key, remaining); !ok {
+				continue
+			}
+		}
+		if best == nil || total < bestNew || (total == bestNew && left < bestLeft) {
+			best = &placement{shares: shares, newNodes: newNodes}
+			if l >= 0 {
+				best.assign = TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}
+			}
+			bestNew, bestLeft = total, left
 		}
 	}
 	return best
@@ -291,26 +379,35 @@ func (w *wl) reqAmt(r int32) int64 {
 }
 
 // domainsOf lists the distinct domains (label values of levels 0..l) of the
-// flavor's nodes, in sorted order. Nodes missing a level label are in none.
-func domainsOf(tf *topoFlavor, l int) [][]string {
+// flavor's nodes — and pools, withPools — in sorted order. Capacity missing a
+// level label is in none. Level -1 is one domain: everything.
+func domainsOf(tf *topoFlavor, l int, withPools bool) [][]string {
+	if l < 0 {
+		return [][]string{{}}
+	}
 	var out [][]string
-	for _, n := range tf.nodes {
-		key, ok := domainKey(tf, n, l)
-		if !ok {
-			continue
-		}
-		if !slices.ContainsFunc(out, func(k []string) bool { return slices.Equal(k, key) }) {
+	add := func(labels map[string]string) {
+		key, ok := domainKey(tf, labels, l)
+		if ok && !slices.ContainsFunc(out, func(k []string) bool { return slices.Equal(k, key) }) {
 			out = append(out, key)
+		}
+	}
+	for _, n := range tf.nodes {
+		add(n.labels)
+	}
+	if withPools {
+		for _, p := range tf.pools {
+			add(p.labels)
 		}
 	}
 	slices.SortFunc(out, slices.Compare)
 	return out
 }
 
-func domainKey(tf *topoFlavor, n *topoNode, l int) ([]string, bool) {
+func domainKey(tf *topoFlavor, labels map[string]string, l int) ([]string, bool) {
 	key := make([]string, l+1)
 	for i := 0; i <= l; i++ {
-		v, ok := n.labels[tf.levels[i]]
+		v, ok := labels[tf.levels[i]]
 		if !ok {
 			return nil, false
 		}
@@ -319,19 +416,20 @@ func domainKey(tf *topoFlavor, n *topoNode, l int) ([]string, bool) {
 	return key, true
 }
 
-func inDomain(tf *topoFlavor, n *topoNode, key []string) bool {
+func inDomain(tf *topoFlavor, labels map[string]string, key []string) bool {
 	for i, v := range key {
-		if got, ok := n.labels[tf.levels[i]]; !ok || got != v {
+		if got, ok := labels[tf.levels[i]]; !ok || got != v {
 			return false
 		}
 	}
 	return true
 }
 
-// fitDomain places w's pods on the domain's nodes, pod set by pod set, filling each
-// node (in name order) before the next. It returns the planned shares, what is left
-// of resource dom in the domain afterwards, and whether every pod found a node.
-func (e *Engine) fitDomain(tf *topoFlavor, w *wl, key []string, dom int32) ([]nodeShare, int64, bool) {
+// packNodes places w's pods on the domain's nodes, pod set by pod set, filling
+// each node (in name order) before the next. It returns the planned shares, the
+// pods per pod set that found no node (nil: all placed), and what is left of
+// resource dom on the domain's nodes afterwards.
+func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32) ([]nodeShare, []int32, int64) {
 	planned := map[string]map[int32]int64{}
 	var left int64
 	remaining := make([]int32, len(w.podSets))
@@ -339,12 +437,12 @@ func (e *Engine) fitDomain(tf *topoFlavor, w *wl, key []string, dom int32) ([]no
 		remaining[i] = ps.count
 	}
 	for _, n := range tf.nodes {
-		if !inDomain(tf, n, key) {
+		if !inDomain(tf, n.labels, key) {
 			continue
 		}
 		extra := planned[n.name]
 		for i, ps := range w.podSets {
-			k := podsThatFit(n, ps.req, extra, remaining[i])
+			k := podsThatFit(n.free, n.reserved, ps.req, extra, remaining[i])
 			if k == 0 {
 				continue
 			}
@@ -359,11 +457,17 @@ func (e *Engine) fitDomain(tf *topoFlavor, w *wl, key []string, dom int32) ([]no
 		}
 		left += max(0, n.left(dom, extra))
 	}
+	shares := sharesOf(planned)
 	for _, r := range remaining {
 		if r > 0 {
-			return nil, 0, false
+			return shares, remaining, left
 		}
 	}
+	return shares, nil, left
+}
+
+// sharesOf turns planned amounts per node into sorted shares.
+func sharesOf(planned map[string]map[int32]int64) []nodeShare {
 	shares := make([]nodeShare, 0, len(planned))
 	for name, m := range planned {
 		s := nodeShare{node: name}
@@ -374,22 +478,24 @@ func (e *Engine) fitDomain(tf *topoFlavor, w *wl, key []string, dom int32) ([]no
 		shares = append(shares, s)
 	}
 	slices.SortFunc(shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
-	return shares, left, true
+	return shares
 }
 
-// podsThatFit is how many pods requesting req (at most limit) fit on n.
-func podsThatFit(n *topoNode, req []resAmt, extra map[int32]int64, limit int32) int32 {
+// podsThatFit is how many pods requesting req (at most limit) fit in free minus
+// reserved minus extra.
+func podsThatFit(free, reserved map[int32]int64, req []resAmt, extra map[int32]int64, limit int32) int32 {
 	k := int64(limit)
 	for _, r := range req {
 		if r.amt == 0 {
 			continue
 		}
-		k = min(k, max(0, n.left(r.res, extra))/r.amt)
+		k = min(k, max(0, free[r.res]-reserved[r.res]-extra[r.res])/r.amt)
 	}
 	return int32(k)
 }
 
-// reserve charges a placement's shares to its nodes (sign 1) or returns them (-1).
+// reserve charges a placement's shares to its nodes and its new nodes to its
+// pools (sign 1), or returns them (-1).
 func (e *Engine) reserve(p *placement, sign int64) {
 	if p == nil {
 		return
@@ -410,38 +516,57 @@ func (e *Engine) reserve(p *placement, sign int64) {
 			delete(e.nodes, s.node) // deleted node whose last reservation went
 		}
 	}
+	for name, k := range p.newNodes {
+		pl, ok := e.pools[name]
+		if !ok {
+			pl = &topoPool{name: name}
+			e.pools[name] = pl
+		}
+		pl.reserved += int32(sign) * k
+		if pl.reserved == 0 && pl.flavor == "" {
+			delete(e.pools, name) // deleted pool whose last reservation went
+		}
+	}
 	if sign < 0 {
 		e.capacityChanged()
 	}
 }
 
 // replan rebuilds the reservation of a workload admitted into a domain the engine
-// did not plan itself (an admission rebuilt after a restart, or confirmed with a
-// different domain): its pods are spread over the domain's nodes as they fit, and
-// any that fit nowhere are charged to the domain's first node, so the domain's
-// total is right even when the cluster is over-committed.
+// did not plan itself (an admission rebuilt after a restart, confirmed with a
+// different domain, or whose booked capacity now exists): its pods are spread over
+// the domain's nodes as they fit, and any that fit nowhere are charged to the
+// domain's first node, so the domain's total is right even when the cluster is
+// over-committed. Nodes still to be created for it stay reserved in their pools.
 func (e *Engine) replan(w *wl) *placement {
-	a := w.adm.Topology
-	if a == nil || len(a.Domain) == 0 {
-		return nil
+	var p *placement
+	if a := w.adm.Topology; a != nil && len(a.Domain) > 0 {
+		if tf, ok := e.flavorTopo[a.Flavor]; ok && len(a.Domain) <= len(tf.levels) {
+			p = &placement{assign: *a, shares: replanShares(tf, w, a.Domain)}
+		}
 	}
-	tf, ok := e.flavorTopo[a.Flavor]
-	if !ok || len(a.Domain) > len(tf.levels) {
-		return nil
+	if b := w.adm.Provisioning; b != nil && len(b.NewNodes) > 0 {
+		if p == nil {
+			p = &placement{}
+		}
+		p.newNodes = maps.Clone(b.NewNodes)
 	}
-	p := &placement{assign: *a}
+	return p
+}
+
+func replanShares(tf *topoFlavor, w *wl, key []string) []nodeShare {
 	planned := map[string]map[int32]int64{}
 	var first *topoNode
 	for i, ps := range w.podSets {
 		left := ps.count
 		for _, n := range tf.nodes {
-			if !inDomain(tf, n, a.Domain) {
+			if !inDomain(tf, n.labels, key) {
 				continue
 			}
 			if first == nil {
 				first = n
 			}
-			k := podsThatFit(n, ps.req, planned[n.name], left)
+			k := podsThatFit(n.free, n.reserved, ps.req, planned[n.name], left)
 			if k > 0 {
 				addPlanned(planned, n.name, ps.req, k)
 				left -= k
@@ -451,16 +576,7 @@ func (e *Engine) replan(w *wl) *placement {
 			addPlanned(planned, first.name, w.podSets[i].req, left)
 		}
 	}
-	for name, m := range planned {
-		s := nodeShare{node: name}
-		for r, amt := range m {
-			s.amt = append(s.amt, resAmt{res: r, amt: amt})
-		}
-		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
-		p.shares = append(p.shares, s)
-	}
-	slices.SortFunc(p.shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
-	return p
+	return sharesOf(planned)
 }
 
 func addPlanned(planned map[string]map[int32]int64, node string, req []resAmt, k int32) {
@@ -491,19 +607,22 @@ func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string
 		level, strings.Join(parts, ", "))
 }
 
-func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int) string {
+func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix string) string {
 	dom := w.req[0].res
 	for _, r := range w.req {
 		if r.amt > w.reqAmt(dom) {
 			dom = r.res
 		}
 	}
+	if l < 0 {
+		return fmt.Sprintf("the free capacity of flavor %s does not hold all %d pods%s", flavor, w.podCount(), suffix)
+	}
 	var bestKey []string
 	var bestFree int64 = -1
-	for _, key := range domainsOf(tf, l) {
+	for _, key := range domainsOf(tf, l, false) {
 		var free int64
 		for _, n := range tf.nodes {
-			if inDomain(tf, n, key) {
+			if inDomain(tf, n.labels, key) {
 				free += max(0, n.left(dom, nil))
 			}
 		}
@@ -512,10 +631,10 @@ func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int) string
 		}
 	}
 	if bestKey == nil {
-		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in", flavor, tf.levels[l])
+		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in%s", flavor, tf.levels[l], suffix)
 	}
-	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods; most free: %s %s in %s=%s",
-		tf.levels[l], flavor, w.podCount(), fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l])
+	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods; most free: %s %s in %s=%s%s",
+		tf.levels[l], flavor, w.podCount(), fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l], suffix)
 }
 
 // podCount is the number of pods of the gang.

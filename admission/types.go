@@ -154,6 +154,12 @@ type Workload struct {
 	// Topology, when set, asks for the whole gang in one topology domain (see
 	// topology.go).
 	Topology *TopologyRequest
+	// NotBefore (unix nanoseconds): a workload whose capacity booking failed is not
+	// admitted again before this time. 0: no wait.
+	NotBefore int64
+	// AvoidDomains are domains (label values, coarsest first) whose bookings failed
+	// for this workload; placement skips them.
+	AvoidDomains [][]string
 	// AdmissionTime (unix nanoseconds) of an admitted workload, used to pick the most
 	// recently admitted victims first. 0 when unknown (counts as oldest).
 	AdmissionTime int64
@@ -177,4 +183,7 @@ type Admission struct {
 	PodSets []PodSetAssignment
 	// Topology is the domain the gang was placed in (nil: not pinned).
 	Topology *TopologyAssignment
+	// Provisioning is the capacity the admission books before the gang may start
+	// (nil: none, or already provisioned).
+	Provisioning *ProvisioningPlan
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -62,7 +63,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 		e.releaseGhosts(old)
 	} else {
 		if old.admCQ == nw.admCQ && slices.Equal(old.usage, nw.usage) && old.prio == nw.prio &&
-			sameAssignment(old.adm.Topology, nw.adm.Topology) &&
+			sameAssignment(old.adm.Topology, nw.adm.Topology) && samePlan(old.adm.Provisioning, nw.adm.Provisioning) &&
 			(nw.admitTime == 0 || nw.admitTime == old.admitTime) {
 			old.phase = phaseAdmitted
 			old.adm = nw.adm
@@ -293,11 +294,13 @@ func (w *wl) takeSpec(n *wl) {
 	w.uid, w.lq, w.cqName, w.prio, w.created = n.uid, n.lq, n.cqName, n.prio, n.created
 	w.lqWeight = n.lqWeight
 	w.podSets, w.req, w.topo = n.podSets, n.req, n.topo
+	w.notBefore, w.avoid = n.notBefore, n.avoid
 }
 
 func samePending(a, b *wl) bool {
 	return a.uid == b.uid && a.lq == b.lq && a.lqWeight == b.lqWeight && a.cqName == b.cqName && a.prio == b.prio &&
-		a.created == b.created && equalTopology(a.topo, b.topo) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
+		a.created == b.created && equalTopology(a.topo, b.topo) && a.notBefore == b.notBefore &&
+		slices.EqualFunc(a.avoid, b.avoid, slices.Equal) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
 		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req)
 	})
 }
@@ -326,6 +329,10 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 			return nil, errors.New("topology.level must not be empty")
 		}
 		n.topo = &TopologyRequest{Mode: t.Mode, Level: t.Level}
+	}
+	n.notBefore = w.NotBefore
+	for _, d := range w.AvoidDomains {
+		n.avoid = append(n.avoid, slices.Clone(d))
 	}
 	totals := map[int32]int64{}
 	for i, ps := range w.PodSets {
@@ -435,6 +442,9 @@ func cloneAdmission(a *Admission) *Admission {
 		t := *a.Topology
 		t.Domain, t.Levels = slices.Clone(t.Domain), slices.Clone(t.Levels)
 		out.Topology = &t
+	}
+	if a.Provisioning != nil {
+		out.Provisioning = &ProvisioningPlan{ScaleUp: a.Provisioning.ScaleUp, NewNodes: maps.Clone(a.Provisioning.NewNodes)}
 	}
 	for i, p := range a.PodSets {
 		f := make(map[ResourceName]string, len(p.Flavors))

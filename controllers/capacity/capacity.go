@@ -36,10 +36,12 @@ const nodeNameIndex = "spec.nodeName"
 
 // Sink receives capacity; the scheduler implements it.
 type Sink interface {
-	UpsertFlavor(name string, levels []string) error
+	UpsertFlavor(f admission.Flavor) error
 	DeleteFlavor(name string)
 	UpsertNode(n admission.Node) error
 	DeleteNode(name string)
+	UpsertPool(p admission.Pool) error
+	DeletePool(name string)
 }
 
 // Reconciler feeds Sink from Nodes, bound Pods and ResourceFlavors.
@@ -97,6 +99,7 @@ func stripContainers(cs []corev1.Container) []corev1.Container {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Name names the controller.
@@ -115,6 +118,13 @@ func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 		Complete(reconcile.Func(r.reconcileNode))
 	if err != nil {
 		return fmt.Errorf("building the node capacity controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("capacity-pool").
+		For(&berthv1.CapacityPool{}).
+		Complete(reconcile.Func(r.reconcilePool))
+	if err != nil {
+		return fmt.Errorf("building the capacity pool controller: %w", err)
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-flavor").
@@ -149,7 +159,45 @@ func (r *Reconciler) reconcileFlavor(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
 	}
 	// The API validates the levels; an error here is a bug, not bad input.
-	return reconcile.Result{}, r.sink.UpsertFlavor(rf.Name, rf.Spec.TopologyLevels)
+	return reconcile.Result{}, r.sink.UpsertFlavor(FlavorToEngine(rf))
+}
+
+// FlavorToEngine is the engine's view of a ResourceFlavor.
+func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
+	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisionNever}
+	if p := rf.Spec.Provisioning; p != nil {
+		f.Provisioning = admission.ProvisioningMode(p.Mode)
+		if p.Mode == "" {
+			f.Provisioning = admission.ProvisionIfNeeded
+		}
+	}
+	return f
+}
+
+// PoolToEngine is the engine's view of a CapacityPool: the nodes it can
+// still create are its maximum less the nodes it has and those in flight.
+func PoolToEngine(p *berthv1.CapacityPool) admission.Pool {
+	out := admission.Pool{
+		Name: p.Name, Flavor: p.Spec.Flavor, Labels: p.Spec.NodeTemplate.Labels,
+		Available:    max(0, p.Spec.MaxNodes-p.Status.Nodes-p.Status.Provisioning),
+		NodeCapacity: make(admission.Resources, len(p.Spec.NodeTemplate.Allocatable)),
+	}
+	for name, q := range p.Spec.NodeTemplate.Allocatable {
+		out.NodeCapacity[admission.ResourceName(name)] = max(0, q.MilliValue())
+	}
+	return out
+}
+
+func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &berthv1.CapacityPool{}
+	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sink.DeletePool(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading CapacityPool %s: %w", req.Name, err)
+	}
+	return reconcile.Result{}, r.sink.UpsertPool(PoolToEngine(p))
 }
 
 func (r *Reconciler) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -264,7 +312,16 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		return fmt.Errorf("listing ResourceFlavors: %w", err)
 	}
 	for i := range flavors.Items {
-		if err := r.sink.UpsertFlavor(flavors.Items[i].Name, flavors.Items[i].Spec.TopologyLevels); err != nil {
+		if err := r.sink.UpsertFlavor(FlavorToEngine(&flavors.Items[i])); err != nil {
+			return err
+		}
+	}
+	pools := &berthv1.CapacityPoolList{}
+	if err := r.client.List(ctx, pools); err != nil {
+		return fmt.Errorf("listing CapacityPools: %w", err)
+	}
+	for i := range pools.Items {
+		if err := r.sink.UpsertPool(PoolToEngine(&pools.Items[i])); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,12 @@
 package scheduler
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -78,6 +80,15 @@ func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
 	if t := wl.Spec.Topology; t != nil {
 		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
 	}
+	if p := wl.Status.Provisioning; p != nil && wl.Status.Admission == nil {
+		// A failed booking: wait for the retry, elsewhere.
+		if p.RetryAfter != nil {
+			out.NotBefore = p.RetryAfter.UnixNano()
+		}
+		for _, d := range p.FailedDomains {
+			out.AvoidDomains = append(out.AvoidDomains, slices.Clone(d.Values))
+		}
+	}
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests)})
 	}
@@ -106,8 +117,15 @@ func AdmissionToEngine(a *berthv1.Admission) *admission.Admission {
 		}
 		out.PodSets = append(out.PodSets, admission.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
 	}
-	if t := a.Topology; t != nil {
+	if t := a.Topology; t != nil && len(t.Levels) > 0 {
 		out.Topology = &admission.TopologyAssignment{Flavor: t.Flavor, Level: t.Levels[len(t.Levels)-1], Levels: slices.Clone(t.Levels), Domain: slices.Clone(t.Values)}
+	}
+	if p := a.Provisioning; p != nil {
+		plan := &admission.ProvisioningPlan{ScaleUp: p.ClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, NewNodes: map[string]int32{}}
+		for _, n := range p.NewNodes {
+			plan.NewNodes[n.Pool] = n.Nodes
+		}
+		out.Provisioning = plan
 	}
 	return out
 }
@@ -125,6 +143,16 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 	}
 	if t := a.Topology; t != nil {
 		out.Topology = &berthv1.TopologyAssignment{Flavor: t.Flavor, Levels: slices.Clone(t.Levels), Values: slices.Clone(t.Domain)}
+	}
+	if p := a.Provisioning; p != nil {
+		ap := &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassCheckCapacity}
+		if p.ScaleUp {
+			ap.ClassName = autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
+		}
+		for _, pool := range slices.Sorted(maps.Keys(p.NewNodes)) {
+			ap.NewNodes = append(ap.NewNodes, berthv1.PoolNodes{Pool: pool, Nodes: p.NewNodes[pool]})
+		}
+		out.Provisioning = ap
 	}
 	return out
 }

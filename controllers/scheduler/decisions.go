@@ -43,7 +43,11 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		if w.Status.Admission != nil || !w.DeletionTimestamp.IsZero() || workloadstatus.IsFinished(w) {
 			return false
 		}
-		workloadstatus.Admit(w, apiAdmission.DeepCopy(), msg)
+		if apiAdmission.Provisioning != nil {
+			workloadstatus.ReserveForBooking(w, apiAdmission.DeepCopy(), msg)
+		} else {
+			workloadstatus.Admit(w, apiAdmission.DeepCopy(), msg)
+		}
 		return true
 	})
 	if err != nil || !written {

@@ -50,6 +50,11 @@ func newPendingNotes(delay time.Duration) pendingNotes {
 
 // note records the engine's latest reason for a pending workload.
 func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
+	if u.Reason == admission.ProvisioningBackoff {
+		// The provisioning controller wrote why and until when, with the
+		// autoscaler's words; the engine's reason adds nothing.
+		return
+	}
 	if last, ok := p.written[u.Key]; ok && last == u.Reason {
 		delete(p.notes, u.Key) // the reason on record still holds
 		return

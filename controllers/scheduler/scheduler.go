@@ -20,6 +20,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -270,6 +271,14 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 	if !wl.DeletionTimestamp.IsZero() || isFinished(wl) {
 		s.DeleteWorkload(KeyOf(wl))
 		return nil, nil
+	}
+	if p := wl.Status.Provisioning; p != nil && p.GaveUp && wl.Status.Admission == nil {
+		s.DeleteWorkload(KeyOf(wl))
+		msg := p.Message
+		if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Reason == berthv1.ReasonProvisioningFailed {
+			msg = c.Message // keep what the provisioning controller wrote
+		}
+		return &Unqueueable{Reason: berthv1.ReasonProvisioningFailed, Message: msg}, nil
 	}
 	q, unq, err := ResolveQueue(ctx, s.client, wl)
 	if err != nil {

@@ -101,6 +101,31 @@ func Admit(wl *berthv1.Workload, a *berthv1.Admission, message string) {
 	}
 }
 
+// ReserveForBooking records an admission whose capacity must be booked
+// first: quota is reserved, the gang may not start yet, and the next
+// booking attempt (numbered after the previous one, keeping the domains
+// that failed) is pending.
+func ReserveForBooking(wl *berthv1.Workload, a *berthv1.Admission, message string) {
+	wl.Status.Admission = a
+	prev := wl.Status.Provisioning
+	next := &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningPending, Topology: a.Topology.DeepCopy()}
+	if prev != nil && !prev.GaveUp {
+		next.Attempt = prev.Attempt + 1
+		next.FailedDomains = prev.FailedDomains
+	}
+	next.RequestName = fmt.Sprintf("%s-%d", wl.Name, next.Attempt)
+	if a.Provisioning != nil {
+		next.ClassName = a.Provisioning.ClassName
+	}
+	next.Message = fmt.Sprintf("booking capacity with ProvisioningRequest %s (%s)", next.RequestName, next.ClassName)
+	wl.Status.Provisioning = next
+	SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionTrue, berthv1.ReasonQuotaReserved, message)
+	SetCondition(wl, berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonWaitingForCapacity, next.Message)
+	if meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionEvicted) != nil {
+		SetCondition(wl, berthv1.ConditionEvicted, metav1.ConditionFalse, berthv1.ReasonWaitingForCapacity, "admitted again after eviction, waiting for capacity")
+	}
+}
+
 // Requeue releases the quota of an evicted workload whose pods are gone, so
 // it waits for admission again.
 func Requeue(wl *berthv1.Workload, message string) {

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -139,5 +140,98 @@ var _ = Describe("topology", func() {
 		Expect(env.Client.Create(ctx, both)).To(Succeed())
 		Eventually(eventReasons(ctx, ns, both.Name), timeout, interval).Should(ContainElement(ContainSubstring("set only one of")))
 		Consistently(suspended(ctx, both), "1s", interval).Should(BeTrue())
+	})
+})
+
+var _ = Describe("capacity bookings", func() {
+	It("reserves quota and waits for capacity booked in the rack with the fewest new nodes, then retries elsewhere after a failure", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		rf := builders.Flavor(ns, map[string]string{"example.com/pool": ns})
+		rf.Spec.TopologyLevels = []string{zoneLabel, rackLabel}
+		rf.Spec.Provisioning = &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded}
+		Expect(env.Client.Create(ctx, rf)).To(Succeed())
+		cq := builders.ClusterQueue(ns).Quota(ns, builders.GPU, "64", "").Obj()
+		Expect(env.Client.Create(ctx, cq)).To(Succeed())
+		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", cq.Name))).To(Succeed())
+		By("one 8-GPU node in rack r1 and a pool in each rack")
+		readyNode(ctx, ns+"-n1", 8, map[string]string{"example.com/pool": ns, zoneLabel: "a", rackLabel: ns + "-r1"})
+		for _, rack := range []string{"r1", "r2"} {
+			pool := &berthv1.CapacityPool{
+				ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + rack},
+				Spec: berthv1.CapacityPoolSpec{Flavor: ns, MaxNodes: 4, NodeTemplate: berthv1.NodeTemplate{
+					Labels:      map[string]string{"example.com/pool": ns, zoneLabel: "a", rackLabel: ns + "-" + rack},
+					Allocatable: corev1.ResourceList{builders.GPU: resource.MustParse("8")},
+				}},
+			}
+			Expect(env.Client.Create(ctx, pool)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, pool)) })
+		}
+
+		job := rackJob(ns, "train", map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel})
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		var wl *berthv1.Workload
+		Eventually(func(g Gomega) {
+			var err error
+			wl, err = workloadOf(ctx, job)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Admission.Topology.Values).To(Equal([]string{"a", ns + "-r1"}), "r1 needs one new node, r2 two")
+			g.Expect(wl.Status.Admission.Provisioning).To(Equal(&berthv1.AdmissionProvisioning{
+				ClassName: "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+				NewNodes:  []berthv1.PoolNodes{{Pool: ns + "-r1", Nodes: 1}},
+			}))
+			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionQuotaReserved)).To(BeTrue())
+			admitted := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
+			g.Expect(admitted).NotTo(BeNil())
+			g.Expect(admitted.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(admitted.Reason).To(Equal(berthv1.ReasonWaitingForCapacity))
+			g.Expect(wl.Status.Provisioning).NotTo(BeNil())
+			g.Expect(wl.Status.Provisioning.Attempt).To(Equal(int32(1)))
+			g.Expect(wl.Status.Provisioning.RequestName).To(Equal(wl.Name + "-1"))
+			g.Expect(wl.Status.Provisioning.State).To(Equal(berthv1.ProvisioningPending))
+		}, timeout, interval).Should(Succeed())
+		Consistently(suspended(ctx, job), "1s", interval).Should(BeTrue(), "the job waits for its capacity")
+
+		By("failing the booking in r1: after the retry time the next attempt goes to r2")
+		retry := metav1.NewTime(time.Now().Add(2 * time.Second))
+		Eventually(func() error {
+			fresh := &berthv1.Workload{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh); err != nil {
+				return err
+			}
+			fresh.Status.Admission = nil
+			meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: berthv1.ConditionQuotaReserved,
+				Status: metav1.ConditionFalse, Reason: berthv1.ReasonProvisioningFailed, Message: "stockout in r1"})
+			fresh.Status.Provisioning.State = berthv1.ProvisioningFailed
+			fresh.Status.Provisioning.RetryAfter = &retry
+			fresh.Status.Provisioning.FailedDomains = []berthv1.TopologyAssignment{*fresh.Status.Provisioning.Topology}
+			return env.Client.Status().Update(ctx, fresh)
+		}, timeout, interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			fresh, err := workloadOf(ctx, job)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fresh.Status.Admission).NotTo(BeNil())
+			g.Expect(fresh.Status.Admission.Topology.Values).To(Equal([]string{"a", ns + "-r2"}))
+			g.Expect(fresh.Status.Provisioning.Attempt).To(Equal(int32(2)))
+			g.Expect(fresh.Status.Provisioning.RequestName).To(Equal(wl.Name + "-2"))
+			g.Expect(fresh.Status.Provisioning.FailedDomains).To(HaveLen(1))
+			g.Expect(fresh.Status.Admission.Provisioning.NewNodes).To(Equal([]berthv1.PoolNodes{{Pool: ns + "-r2", Nodes: 2}}))
+			g.Expect(meta.FindStatusCondition(fresh.Status.Conditions, berthv1.ConditionQuotaReserved).LastTransitionTime.Time).
+				To(BeTemporally(">=", retry.Time.Truncate(time.Second)), "not re-admitted before the retry time")
+		}, timeout, interval).Should(Succeed())
+
+		By("once the booking is provisioned, the job starts pinned to r2")
+		Eventually(func() error {
+			fresh := &berthv1.Workload{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh); err != nil {
+				return err
+			}
+			fresh.Status.Admission.Provisioning = nil
+			fresh.Status.Provisioning.State = berthv1.ProvisioningProvisioned
+			meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: berthv1.ConditionAdmitted,
+				Status: metav1.ConditionTrue, Reason: berthv1.ReasonAdmitted, Message: "provisioned"})
+			return env.Client.Status().Update(ctx, fresh)
+		}, timeout, interval).Should(Succeed())
+		Eventually(templateSelector(ctx, job), timeout, interval).Should(HaveKeyWithValue(rackLabel, ns+"-r2"))
 	})
 })

@@ -1,0 +1,249 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Capacity that can be created. A flavor whose Provisioning mode is IfNeeded or
+// Always admits a gang only together with a plan to book its capacity: the
+// controller asks the cluster autoscaler with a ProvisioningRequest pinned to the
+// chosen domain, and lets the gang start once the capacity is provisioned.
+//
+// Pools (one per autoscaler node group, from CapacityPools) say where nodes can be
+// created: each pool's nodes carry its labels, so a pool lies in one domain of
+// every level its labels name. Placement prefers existing free capacity; when none
+// of the level's domains has enough, it picks the domain that needs the fewest new
+// nodes, filling the domain's existing free capacity first (so partly used domains
+// are completed rather than fragmenting fresh ones). New nodes planned for a gang
+// are reserved in their pool until the gang is released or its capacity exists
+// (the admission then carries no plan, and the engine re-plans onto the real
+// nodes), so two gangs are never promised the same node.
+
+// ProvisioningMode says when a flavor books capacity before admitting.
+type ProvisioningMode string
+
+const (
+	// ProvisionNever admits on existing free capacity only.
+	ProvisionNever ProvisioningMode = "Never"
+	// ProvisionIfNeeded books capacity only for gangs that do not fit existing free
+	// capacity.
+	ProvisionIfNeeded ProvisioningMode = "IfNeeded"
+	// ProvisionAlways books capacity for every admission (existing capacity through a
+	// check, new capacity through a scale-up).
+	ProvisionAlways ProvisioningMode = "Always"
+)
+
+// ProvisioningPlan is the capacity an admission books before its gang may start.
+type ProvisioningPlan struct {
+	// ScaleUp means nodes must be created (best-effort atomic scale-up); otherwise
+	// existing capacity is booked (check-capacity).
+	ScaleUp bool
+	// NewNodes are the nodes to create per pool (empty for an unpinned scale-up on a
+	// flavor without pools: the autoscaler chooses).
+	NewNodes map[string]int32
+}
+
+// Pool is capacity that can be created: one autoscaler node group.
+type Pool struct {
+	// Name of the pool (the CapacityPool).
+	Name string
+	// Flavor of its nodes.
+	Flavor string
+	// Labels every node of the pool carries, including the flavor's topology levels.
+	Labels map[string]string
+	// NodeCapacity is what one new node offers to pods.
+	NodeCapacity Resources
+	// Available is how many more nodes the pool can create (its maximum minus the
+	// nodes it has and those being created).
+	Available int32
+}
+
+// topoPool is a pool's capacity and the new nodes reserved in it.
+type topoPool struct {
+	name     string
+	flavor   string
+	labels   map[string]string
+	node     map[int32]int64
+	avail    int32
+	reserved int32
+}
+
+// UpsertPool creates or updates a pool. Workloads waiting for capacity are
+// re-evaluated in the next Cycle.
+func (e *Engine) UpsertPool(p Pool) error {
+	if p.Name == "" || p.Flavor == "" {
+		return errors.New("invalid pool: name and flavor must not be empty")
+	}
+	if p.Available < 0 {
+		return fmt.Errorf("invalid pool %q: available %d must not be negative", p.Name, p.Available)
+	}
+	node := make(map[int32]int64, len(p.NodeCapacity))
+	for r, q := range p.NodeCapacity {
+		if r == "" || q < 0 || q > MaxAmount {
+			return fmt.Errorf("invalid pool %q: node capacity %s=%d must be between 0 and %d", p.Name, r, q, MaxAmount)
+		}
+		node[e.resID(r)] = q
+	}
+	tp, ok := e.pools[p.Name]
+	if !ok {
+		tp = &topoPool{name: p.Name}
+		e.pools[p.Name] = tp
+	}
+	e.unlinkPool(tp)
+	tp.flavor, tp.node, tp.avail = p.Flavor, node, p.Available
+	tp.labels = make(map[string]string, len(p.Labels))
+	for k, v := range p.Labels {
+		tp.labels[k] = v
+	}
+	tf := e.topoFlavorFor(p.Flavor)
+	i, _ := slices.BinarySearchFunc(tf.pools, tp.name, func(x *topoPool, name string) int { return strings.Compare(x.name, name) })
+	tf.pools = slices.Insert(tf.pools, i, tp)
+	e.capacityChanged()
+	return nil
+}
+
+// DeletePool forgets a pool. Nodes reserved in it stay with their workloads.
+func (e *Engine) DeletePool(name string) {
+	tp, ok := e.pools[name]
+	if !ok {
+		return
+	}
+	e.unlinkPool(tp)
+	tp.flavor, tp.avail = "", 0
+	if tp.reserved == 0 {
+		delete(e.pools, name)
+	}
+	e.capacityChanged()
+}
+
+func (e *Engine) unlinkPool(tp *topoPool) {
+	if tp.flavor == "" {
+		return
+	}
+	tf := e.flavorTopo[tp.flavor]
+	tf.pools = slices.DeleteFunc(tf.pools, func(x *topoPool) bool { return x == tp })
+}
+
+// provisioningFlavor returns the flavor, among those chosen for w's resource
+// groups, that books capacity.
+func (e *Engine) provisioningFlavor(c *cqState, flavors []int) (string, *topoFlavor) {
+	for gi, fi := range flavors {
+		if fi < 0 {
+			continue
+		}
+		name := c.groups[gi].flavors[fi].name
+		if tf, ok := e.flavorTopo[name]; ok && (tf.mode == ProvisionIfNeeded || tf.mode == ProvisionAlways) {
+			return name, tf
+		}
+	}
+	return "", nil
+}
+
+// packPools places the remaining pods of w on new nodes of the domain's pools,
+// in pool name order, each new node filled before the next. It returns the nodes
+// per pool, their total, and whether every pod found a node within the pools'
+// available nodes.
+func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32) (map[string]int32, int32, bool) {
+	remaining = slices.Clone(remaining)
+	out := map[string]int32{}
+	var total int32
+	for _, p := range tf.pools {
+		if !inDomain(tf, p.labels, key) {
+			continue
+		}
+		for n := p.avail - p.reserved; n > 0 && slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }); n-- {
+			used := map[int32]int64{}
+			placed := int32(0)
+			for i, ps := range w.podSets {
+				k := podsThatFit(p.node, nil, ps.req, used, remaining[i])
+				for _, r := range ps.req {
+					used[r.res] += r.amt * int64(k)
+				}
+				remaining[i] -= k
+				placed += k
+			}
+			if placed == 0 {
+				break // the pool's nodes cannot take any pod that is left
+			}
+			out[p.name]++
+			total++
+		}
+	}
+	for _, r := range remaining {
+		if r > 0 {
+			return nil, 0, false
+		}
+	}
+	return out, total, true
+}
+
+// planOf returns the provisioning plan of a placement, or nil.
+func planOf(p *placement) *ProvisioningPlan {
+	if p == nil || !p.provision {
+		return nil
+	}
+	plan := &ProvisioningPlan{ScaleUp: p.scaleUp, NewNodes: map[string]int32{}}
+	for k, v := range p.newNodes {
+		plan.NewNodes[k] = v
+	}
+	return plan
+}
+
+func samePlan(a, b *ProvisioningPlan) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == nil {
+		return true
+	}
+	if a.ScaleUp != b.ScaleUp || len(a.NewNodes) != len(b.NewNodes) {
+		return false
+	}
+	for k, v := range a.NewNodes {
+		if b.NewNodes[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// backoffUntil reports whether w waits for its next booking attempt at now, and
+// lists it to be woken when the time comes.
+func (e *Engine) backoffUntil(w *wl) bool {
+	if w.notBefore <= e.now {
+		return false
+	}
+	if !w.backingOff {
+		w.backingOff = true
+		e.backoffs = append(e.backoffs, w)
+	}
+	return true
+}
+
+// wakeBackoffs makes the workloads whose backoff ended at now candidates again.
+func (e *Engine) wakeBackoffs() {
+	kept := e.backoffs[:0]
+	for _, w := range e.backoffs {
+		if w.phase != phasePending || e.workloads[w.key] != w {
+			w.backingOff = false
+			continue
+		}
+		if w.notBefore > e.now {
+			kept = append(kept, w)
+			continue
+		}
+		w.backingOff = false
+		e.makeFresh(e.cqs[w.cqName], w)
+		e.rekey(e.cqs[w.cqName])
+	}
+	clear(e.backoffs[len(kept):])
+	e.backoffs = kept
+}
+
+func msgBackoff(notBefore int64) string {
+	return "waiting until " + time.Unix(0, notBefore).UTC().Format(time.RFC3339) + " before booking capacity again"
+}

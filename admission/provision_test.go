@@ -1,0 +1,191 @@
+package admission
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rackPool is a pool of up to 4 more 8-GPU nodes of flavor h200 in zone a, rack
+// rack.
+func rackPool(name, rack string) Pool {
+	return Pool{Name: name, Flavor: "h200", Available: 4, NodeCapacity: Resources{gpu: 8000},
+		Labels: map[string]string{zoneKey: "a", rackKey: rack}}
+}
+
+// provEngine is topoEngine with flavor h200 booking capacity in mode, and the
+// nodes and pools given.
+func provEngine(t *testing.T, mode ProvisioningMode, nodes []Node, pools ...Pool) *Engine {
+	t.Helper()
+	e := topoEngine(t, nodes...)
+	if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey, hostKey}, Provisioning: mode}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pools {
+		if err := e.UpsertPool(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func TestProvisioningPlacement(t *testing.T) {
+	oneNode := []Node{rackNode("n1", "a", "r1", 8)}
+	pools := []Pool{rackPool("pool-r1", "r1"), rackPool("pool-r2", "r2")}
+	tests := []struct {
+		name       string
+		mode       ProvisioningMode
+		nodes      []Node
+		pools      []Pool
+		w          Workload
+		avoid      [][]string
+		wantDomain []string // nil: unpinned
+		wantPlan   *ProvisioningPlan
+		wantReason PendingReason
+		wantMsg    string
+	}{
+		{
+			name: "fits existing capacity: no booking", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
+			w: gang("g", 1, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
+		},
+		{
+			name: "the rack needing the fewest new nodes, its free capacity used first", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}},
+		},
+		{
+			name: "a rack whose booking failed is avoided", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: [][]string{{"a", "r1"}}, wantDomain: []string{"a", "r2"},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r2": 2}},
+		},
+		{
+			name: "Always books existing capacity with a check", mode: ProvisionAlways, nodes: oneNode, pools: pools,
+			w: gang("g", 1, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
+			wantPlan: &ProvisioningPlan{NewNodes: map[string]int32{}},
+		},
+		{
+			name: "a pool's maximum bounds the nodes it can give", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
+			w: gang("g", 6, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable,
+			wantMsg: "even with the nodes its CapacityPools can still create",
+		},
+		{
+			name: "without pools, a gang without topology is booked unpinned", mode: ProvisionIfNeeded, nodes: oneNode,
+			w: job("g", "a", 0, 1, 2, 8), wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{}},
+		},
+		{
+			name: "without pools, a rack-bound gang waits and the message says why", mode: ProvisionIfNeeded, nodes: oneNode,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable, wantMsg: "has no CapacityPool",
+		},
+		{
+			name: "Never does not book", mode: ProvisionNever, nodes: oneNode, pools: pools,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := provEngine(t, tc.mode, tc.nodes, tc.pools...)
+			tc.w.AvoidDomains = tc.avoid
+			mustWL(t, e, tc.w)
+			res := cycle(t, e)
+			if tc.wantReason != "" {
+				p, _ := pendingReason(res, "g")
+				if len(res.Admitted) != 0 || p.Reason != tc.wantReason || !strings.Contains(p.Message, tc.wantMsg) {
+					t.Fatalf("%s; want %s containing %q", fmtResult(res), tc.wantReason, tc.wantMsg)
+				}
+				return
+			}
+			if len(res.Admitted) != 1 {
+				t.Fatalf("%s", fmtResult(res))
+			}
+			a := res.Admitted[0].Admission
+			if got := a.Topology; (got == nil) != (tc.wantDomain == nil) || (got != nil && !slices.Equal(got.Domain, tc.wantDomain)) {
+				t.Fatalf("topology %+v, want domain %v", got, tc.wantDomain)
+			}
+			if !samePlan(a.Provisioning, tc.wantPlan) {
+				t.Fatalf("plan %+v, want %+v", a.Provisioning, tc.wantPlan)
+			}
+		})
+	}
+}
+
+// TestProvisioningReservations: nodes planned for one gang are not promised to
+// the next; once the capacity exists, the reservation moves onto the real nodes.
+func TestProvisioningReservations(t *testing.T) {
+	e := provEngine(t, ProvisionIfNeeded, []Node{rackNode("n1", "a", "r1", 8)},
+		rackPool("pool-r1", "r1"), rackPool("pool-r2", "r2"))
+	g1, g2 := gang("g1", 2, 8, TopologyRequired, rackKey), gang("g2", 2, 8, TopologyRequired, rackKey)
+	g2.CreationTime = 2
+	specs := specMap(g1, g2)
+	mustWL(t, e, g1, g2)
+	res := cycle(t, e)
+	if len(res.Admitted) != 2 {
+		t.Fatalf("%s", fmtResult(res))
+	}
+	if p := res.Admitted[0].Admission.Provisioning; p == nil || !maps.Equal(p.NewNodes, map[string]int32{"pool-r1": 1}) {
+		t.Fatalf("g1 plan %+v, want one node of pool-r1 (with n1)", p)
+	}
+	if p := res.Admitted[1].Admission.Provisioning; p == nil || p.NewNodes["pool-r1"]+p.NewNodes["pool-r2"] != 2 {
+		t.Fatalf("g2 plan %+v, want two new nodes (n1 is promised to g1)", p)
+	}
+	confirm(t, e, specs, res)
+
+	// g1's node is created and its booking provisioned: the admission no longer
+	// carries a plan, and the reservation moves from the pool to the nodes.
+	if err := e.UpsertNode(rackNode("r1-new", "a", "r1", 8)); err != nil {
+		t.Fatal(err)
+	}
+	w := specs["g1"]
+	adm := res.Admitted[0].Admission
+	adm.Provisioning = nil
+	w.Admission = &adm
+	mustWL(t, e, w)
+	if err := e.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	reserved := e.pools["pool-r1"].reserved + e.pools["pool-r2"].reserved
+	if reserved != 2 {
+		t.Fatalf("pools reserve %d nodes after g1 was provisioned, want g2's 2", reserved)
+	}
+	if got := e.workloads[key("g1")].placed.shares; len(got) != 2 {
+		t.Fatalf("g1 reserves %+v, want both r1 nodes", got)
+	}
+}
+
+// TestProvisioningBackoff: a workload whose booking failed is not admitted before
+// NotBefore, and is admitted in the first cycle after it.
+func TestProvisioningBackoff(t *testing.T) {
+	e := provEngine(t, ProvisionIfNeeded, []Node{rackNode("n1", "a", "r1", 8)})
+	w := gang("g", 1, 8, TopologyRequired, rackKey)
+	w.NotBefore = t0.Add(time.Minute).UnixNano()
+	mustWL(t, e, w)
+	res := cycle(t, e)
+	if p, _ := pendingReason(res, "g"); len(res.Admitted) != 0 || p.Reason != ProvisioningBackoff || !strings.Contains(p.Message, "waiting until") {
+		t.Fatalf("%s; want ProvisioningBackoff", fmtResult(res))
+	}
+	if res := e.Cycle(t0.Add(30 * time.Second)); len(res.Admitted) != 0 {
+		t.Fatalf("admitted before NotBefore: %s", fmtResult(res))
+	}
+	res = e.Cycle(t0.Add(61 * time.Second))
+	if got := admittedNames(res); !eqStrings(got, []string{"g"}) {
+		t.Fatalf("after NotBefore admitted %v, want g", got)
+	}
+}
+
+// TestPoolValidation: bad pools are rejected and change nothing.
+func TestPoolValidation(t *testing.T) {
+	e := topoEngine(t)
+	for _, p := range []Pool{{Name: "", Flavor: "h200"}, {Name: "p", Flavor: "h200", Available: -1},
+		{Name: "p", Flavor: "h200", NodeCapacity: Resources{gpu: -1}}} {
+		if err := e.UpsertPool(p); err == nil {
+			t.Errorf("pool %+v accepted", p)
+		}
+	}
+	if err := e.UpsertFlavor(Flavor{Name: "x", Provisioning: "Sometimes"}); err == nil || !strings.Contains(err.Error(), "IfNeeded") {
+		t.Errorf("flavor with provisioning Sometimes: %v", err)
+	}
+	if len(e.pools) != 0 {
+		t.Fatalf("invalid pools stored: %v", e.pools)
+	}
+}
