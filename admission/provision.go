@@ -3,8 +3,8 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -81,12 +81,9 @@ func (e *Engine) UpsertPool(p Pool) error {
 	if p.Available < 0 {
 		return fmt.Errorf("invalid pool %q: available %d must not be negative", p.Name, p.Available)
 	}
-	node := make(map[int32]int64, len(p.NodeCapacity))
-	for r, q := range p.NodeCapacity {
-		if r == "" || q < 0 || q > MaxAmount {
-			return fmt.Errorf("invalid pool %q: node capacity %s=%d must be between 0 and %d", p.Name, r, q, MaxAmount)
-		}
-		node[e.resID(r)] = q
+	node, err := e.capacityOf(p.NodeCapacity)
+	if err != nil {
+		return fmt.Errorf("invalid pool %q: node capacity %w", p.Name, err)
 	}
 	tp, ok := e.pools[p.Name]
 	if !ok {
@@ -95,13 +92,9 @@ func (e *Engine) UpsertPool(p Pool) error {
 	}
 	e.unlinkPool(tp)
 	tp.flavor, tp.node, tp.avail = p.Flavor, node, p.Available
-	tp.labels = make(map[string]string, len(p.Labels))
-	for k, v := range p.Labels {
-		tp.labels[k] = v
-	}
+	tp.labels = maps.Clone(p.Labels)
 	tf := e.topoFlavorFor(p.Flavor)
-	i, _ := slices.BinarySearchFunc(tf.pools, tp.name, func(x *topoPool, name string) int { return strings.Compare(x.name, name) })
-	tf.pools = slices.Insert(tf.pools, i, tp)
+	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
 	e.capacityChanged()
 	return nil
 }

@@ -163,12 +163,9 @@ func (e *Engine) UpsertNode(n Node) error {
 	if n.Name == "" {
 		return errors.New("invalid node: name must not be empty")
 	}
-	free := make(map[int32]int64, len(n.Free))
-	for r, q := range n.Free {
-		if r == "" || q < 0 || q > MaxAmount {
-			return fmt.Errorf("invalid node %q: free %s=%d must be between 0 and %d", n.Name, r, q, MaxAmount)
-		}
-		free[e.resID(r)] = q
+	free, err := e.capacityOf(n.Free)
+	if err != nil {
+		return fmt.Errorf("invalid node %q: free %w", n.Name, err)
 	}
 	tn, ok := e.nodes[n.Name]
 	if !ok {
@@ -179,15 +176,11 @@ func (e *Engine) UpsertNode(n Node) error {
 	tn.flavors = slices.Clone(n.Flavors)
 	slices.Sort(tn.flavors)
 	tn.flavors = slices.Compact(tn.flavors)
-	tn.labels = make(map[string]string, len(n.Labels))
-	for k, v := range n.Labels {
-		tn.labels[k] = v
-	}
+	tn.labels = maps.Clone(n.Labels)
 	tn.free = free
 	for _, f := range tn.flavors {
 		tf := e.topoFlavorFor(f)
-		i, _ := slices.BinarySearchFunc(tf.nodes, tn.name, func(x *topoNode, name string) int { return strings.Compare(x.name, name) })
-		tf.nodes = slices.Insert(tf.nodes, i, tn)
+		tf.nodes = insertByName(tf.nodes, tn, func(x *topoNode) string { return x.name })
 	}
 	e.capacityChanged()
 	return nil
@@ -644,4 +637,22 @@ func (w *wl) podCount() int64 {
 		n += int64(ps.count)
 	}
 	return n
+}
+
+// capacityOf interns and validates an amount of capacity per resource.
+func (e *Engine) capacityOf(rs Resources) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(rs))
+	for r, q := range rs {
+		if r == "" || q < 0 || q > MaxAmount {
+			return nil, fmt.Errorf("%s=%d: must be between 0 and %d", r, q, MaxAmount)
+		}
+		out[e.resID(r)] = q
+	}
+	return out, nil
+}
+
+// insertByName inserts x into s, kept sorted by name.
+func insertByName[T any](s []T, x T, name func(T) string) []T {
+	i, _ := slices.BinarySearchFunc(s, name(x), func(y T, n string) int { return strings.Compare(name(y), n) })
+	return slices.Insert(s, i, x)
 }
