@@ -283,6 +283,9 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 			w.adm.Topology = &a
 		}
 		w.adm.Provisioning = planOf(p)
+		if w.adm.Provisioning != nil {
+			e.booking[w] = struct{}{}
+		}
 		if len(p.shares) > 0 || len(p.newNodes) > 0 {
 			w.placed = p
 			e.reserve(w.placed, 1)

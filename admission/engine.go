@@ -95,6 +95,8 @@ type Engine struct {
 	topoWaiting []*wl
 	// backoffs are workloads waiting for their next booking attempt.
 	backoffs []*wl
+	// booking holds the admitted workloads whose capacity is being booked.
+	booking map[*wl]struct{}
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -121,6 +123,7 @@ func New(opts Options) (*Engine, error) {
 		flavorTopo: map[string]*topoFlavor{},
 		nodes:      map[string]*topoNode{},
 		pools:      map[string]*topoPool{},
+		booking:    map[*wl]struct{}{},
 	}, nil
 }
 
@@ -211,9 +214,10 @@ type wl struct {
 
 	// topology: the request, the capacity reserved for the admission, and whether
 	// the workload is listed in Engine.topoWaiting.
-	topo     *TopologyRequest
-	placed   *placement
-	topoWait bool
+	topo       *TopologyRequest
+	placed     *placement
+	topoWait   bool
+	waitFlavor string // the flavor a TopologyUnavailable workload waits for
 
 	// capacity bookings (provision.go): no admission before notBefore, avoid the
 	// domains whose bookings failed; backingOff: listed in Engine.backoffs.

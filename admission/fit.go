@@ -13,6 +13,8 @@ type outcome struct {
 	// msg the message of a topology reason.
 	place *placement
 	msg   string
+	// flavor whose capacity a TopologyUnavailable workload waits for.
+	flavor string
 }
 
 // evaluate decides whether w fits in c now. It has no side effects, so Explain can
@@ -53,7 +55,7 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		return out
 	}
 	if w.topo != nil || len(e.flavorTopo) > 0 {
-		out.place, out.reason, out.msg = e.place(c, w, out.flavors)
+		out.place, out.reason, out.msg, out.flavor = e.placeIn(c, w, out.flavors)
 	}
 	return out
 }

@@ -245,6 +245,17 @@ func (e *Engine) checkReservations() error {
 			}
 		}
 	}
+	for _, w := range e.workloads {
+		_, booking := e.booking[w]
+		if want := w.phase != phasePending && w.adm != nil && w.adm.Provisioning != nil; booking != want {
+			return fmt.Errorf("%s: in the booking set %v, want %v", w.key, booking, want)
+		}
+	}
+	for w := range e.booking {
+		if e.workloads[w.key] != w {
+			return fmt.Errorf("booking set holds a forgotten workload %s", w.key)
+		}
+	}
 	pools := map[string]int32{}
 	for _, w := range e.workloads {
 		if w.placed != nil {

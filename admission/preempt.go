@@ -33,6 +33,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		w.held = true
 	case TopologyUnavailable:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		w.waitFlavor = out.flavor
 		if !w.topoWait {
 			w.topoWait = true
 			e.topoWaiting = append(e.topoWaiting, w)

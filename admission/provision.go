@@ -240,3 +240,77 @@ func (e *Engine) wakeBackoffs() {
 func msgBackoff(notBefore int64) string {
 	return "waiting until " + time.Unix(0, notBefore).UTC().Format(time.RFC3339) + " before booking capacity again"
 }
+
+// IdleCapacity is free capacity of one resource in one flavor, on schedulable
+// nodes and not reserved, while a gang that needs that flavor waits for capacity.
+type IdleCapacity struct {
+	// Flavor whose nodes have the capacity.
+	Flavor string
+	// Resource and Amount (milli-units) free.
+	Resource ResourceName
+	Amount   int64
+}
+
+// IdleWhileWaiting reports the free capacity of every flavor for which a gang
+// waits for capacity — quota fits but no domain has room (TopologyUnavailable),
+// or its admission waits for booked capacity — per resource those gangs request.
+// It is the capacity that sits idle because it is in the wrong place or too
+// fragmented. Cost: O(waiting gangs + nodes of their flavors).
+func (e *Engine) IdleWhileWaiting() []IdleCapacity {
+	want := map[string]map[int32]bool{}
+	add := func(flavor string, w *wl) {
+		if flavor == "" {
+			return
+		}
+		if want[flavor] == nil {
+			want[flavor] = map[int32]bool{}
+		}
+		for _, r := range w.req {
+			want[flavor][r.res] = true
+		}
+	}
+	for _, w := range e.topoWaiting {
+		if w.phase == phasePending && w.reason == TopologyUnavailable && e.workloads[w.key] == w {
+			add(w.waitFlavor, w)
+		}
+	}
+	for w := range e.booking {
+		if t := w.adm.Topology; t != nil {
+			add(t.Flavor, w)
+			continue
+		}
+		for _, ps := range w.adm.PodSets {
+			for _, f := range ps.Flavors {
+				if tf, ok := e.flavorTopo[f]; ok && tf.mode != "" && tf.mode != ProvisionNever {
+					add(f, w)
+				}
+			}
+		}
+	}
+	var out []IdleCapacity
+	for _, flavor := range slices.Sorted(maps.Keys(want)) {
+		tf, ok := e.flavorTopo[flavor]
+		if !ok {
+			continue
+		}
+		for _, r := range slices.Sorted(maps.Keys(want[flavor])) {
+			var free int64
+			for _, n := range tf.nodes {
+				free += max(0, n.left(r, nil))
+			}
+			out = append(out, IdleCapacity{Flavor: flavor, Resource: e.resources[r], Amount: free})
+		}
+	}
+	return out
+}
+
+// Booking reports whether the workload is admitted with capacity still being
+// booked.
+func (e *Engine) Booking(key WorkloadKey) bool {
+	w, ok := e.workloads[key]
+	if !ok {
+		return false
+	}
+	_, booking := e.booking[w]
+	return booking
+}

@@ -189,3 +189,32 @@ func TestPoolValidation(t *testing.T) {
 		t.Fatalf("invalid pools stored: %v", e.pools)
 	}
 }
+
+// TestIdleWhileWaiting: free GPUs scattered over racks count as idle while a
+// rack-bound gang waits for them, and while a gang waits for booked capacity.
+func TestIdleWhileWaiting(t *testing.T) {
+	e := topoEngine(t, rackNode("n1", "a", "r1", 4), rackNode("n2", "a", "r2", 4))
+	if got := e.IdleWhileWaiting(); len(got) != 0 {
+		t.Fatalf("idle %v with nobody waiting", got)
+	}
+	mustWL(t, e, gang("g", 1, 8, TopologyRequired, rackKey))
+	cycle(t, e)
+	want := []IdleCapacity{{Flavor: "h200", Resource: gpu, Amount: 8000}}
+	if got := e.IdleWhileWaiting(); !slices.Equal(got, want) {
+		t.Fatalf("idle %v, want %v", got, want)
+	}
+	e.DeleteWorkload(key("g"))
+	if got := e.IdleWhileWaiting(); len(got) != 0 {
+		t.Fatalf("idle %v after the gang left", got)
+	}
+
+	p := provEngine(t, ProvisionIfNeeded, []Node{rackNode("n1", "a", "r1", 4)}, rackPool("pool-r1", "r1"))
+	mustWL(t, p, gang("g", 1, 8, TopologyRequired, rackKey))
+	if res := cycle(t, p); len(res.Admitted) != 1 || res.Admitted[0].Admission.Provisioning == nil {
+		t.Fatalf("%s: want an admission that books a node", fmtResult(res))
+	}
+	want = []IdleCapacity{{Flavor: "h200", Resource: gpu, Amount: 4000}}
+	if got := p.IdleWhileWaiting(); !slices.Equal(got, want) {
+		t.Fatalf("idle %v while the gang waits for its node, want %v", got, want)
+	}
+}

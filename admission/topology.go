@@ -247,16 +247,22 @@ func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string
 // capacity). It returns the plan — nil when w needs none — or the reason it cannot
 // be placed and a message.
 func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string) {
+	p, reason, msg, _ := e.placeIn(c, w, flavors)
+	return p, reason, msg
+}
+
+// placeIn is place that also returns the flavor it placed in, or tried to.
+func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {
 	var name string
 	var tf *topoFlavor
 	li := -1
 	if w.topo != nil {
 		name, tf, li = e.topologyFlavor(c, flavors, w.topo.Level)
 		if tf == nil {
-			return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level)
+			return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level), name
 		}
 	} else if name, tf = e.provisioningFlavor(c, flavors); tf == nil {
-		return nil, "", ""
+		return nil, "", "", name
 	}
 	// Levels to try, finest first; -1 is the whole flavor, unpinned.
 	levels := []int{-1}
@@ -285,25 +291,25 @@ func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingRea
 		} else if l < 0 {
 			// Fits somewhere on existing capacity without pinning: nothing to book
 			// or reserve (the pods are counted once they are bound).
-			return &placement{}, "", ""
+			return &placement{}, "", "", name
 		}
 		p.assign.Flavor = name
-		return p, "", ""
+		return p, "", "", name
 	}
 	if tf.mode == ProvisionNever || tf.mode == "" {
 		if w.topo != nil && w.topo.Mode == TopologyPreferred {
-			return &placement{}, "", "" // anywhere: no pinning, no reservation
+			return &placement{}, "", "", name // anywhere: no pinning, no reservation
 		}
-		return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, "")
+		return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, ""), name
 	}
 	if len(tf.pools) == 0 {
 		if w.topo != nil && w.topo.Mode == TopologyRequired {
 			return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li,
-				"; the flavor has no CapacityPool, so berth cannot ask for capacity in one domain")
+				"; the flavor has no CapacityPool, so berth cannot ask for capacity in one domain"), name
 		}
 		// Without CapacityPools berth cannot tell where capacity can be created:
 		// an unpinned request lets the autoscaler choose.
-		return &placement{provision: true, scaleUp: true}, "", ""
+		return &placement{provision: true, scaleUp: true}, "", "", name
 	}
 	for _, l := range levels {
 		if p := e.search(tf, w, l, true); p != nil {
@@ -312,10 +318,10 @@ func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingRea
 			}
 			p.provision, p.scaleUp = true, len(p.newNodes) > 0
 			p.assign.Flavor = name
-			return p, "", ""
+			return p, "", "", name
 		}
 	}
-	return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, ", even with the nodes its CapacityPools can still create")
+	return nil, TopologyUnavailable, e.msgNoDomain(tf, w, name, li, ", even with the nodes its CapacityPools can still create"), name
 }
 
 // search tries every domain of level l (-1: all the flavor's capacity as one,

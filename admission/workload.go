@@ -212,6 +212,9 @@ func (e *Engine) liftReservation(c *cqState) {
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
 func (e *Engine) admitExisting(w *wl) {
 	w.phase, w.preempted = phaseAdmitted, false
+	if w.adm.Provisioning != nil {
+		e.booking[w] = struct{}{}
+	}
 	if w.placed == nil {
 		w.placed = e.replan(w)
 		e.reserve(w.placed, 1)
@@ -229,6 +232,7 @@ func (e *Engine) admitExisting(w *wl) {
 // Without the hold, capacity freed by the first victims could be taken by anyone in
 // the cohort (even re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
+	delete(e.booking, w)
 	e.reserve(w.placed, -1)
 	w.placed = nil
 	c := e.cqs[w.admCQ]

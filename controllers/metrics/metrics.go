@@ -28,7 +28,26 @@ type Metrics struct {
 	PreemptionsTotal *prometheus.CounterVec
 	// PendingStatusWritesTotal counts pending-reason writes to Workloads.
 	PendingStatusWritesTotal prometheus.Counter
+	// AdmissionWait is the time from a Workload's creation to its gang
+	// being allowed to start, by ClusterQueue and path: existing (admitted
+	// on capacity that was there) or provisioned (admitted once booked
+	// capacity was provisioned).
+	AdmissionWait *prometheus.HistogramVec
+	// ProvisioningAttemptsTotal counts ProvisioningRequests by class and
+	// outcome: Provisioned, Failed, BookingExpired, CapacityRevoked.
+	ProvisioningAttemptsTotal *prometheus.CounterVec
+	// IdleWhileWaitingTotal accumulates, per flavor and resource, the free
+	// capacity (in units of the resource: GPUs for nvidia.com/gpu) times
+	// the seconds it stayed free while a gang that needs that flavor waited
+	// for capacity: GPU-seconds idle in the wrong place.
+	IdleWhileWaitingTotal *prometheus.CounterVec
 }
+
+// Values of the path label of AdmissionWait.
+const (
+	PathExisting    = "existing"
+	PathProvisioned = "provisioned"
+)
 
 // New creates the collectors.
 func New() *Metrics {
@@ -50,12 +69,26 @@ func New() *Metrics {
 			Name: "berth_pending_status_writes_total",
 			Help: "Writes of a pending workload's reason to its status (one per change of reason at most).",
 		}),
+		AdmissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_admission_wait_seconds",
+			Help:    "Time from a Workload's creation until its gang may start, by ClusterQueue and path (existing capacity, or provisioned capacity).",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 14), // 0.1 s to about 10 h
+		}, []string{"cluster_queue", "path"}),
+		ProvisioningAttemptsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_provisioning_attempts_total",
+			Help: "ProvisioningRequests berth made, by class and outcome (Provisioned, Failed, BookingExpired, CapacityRevoked).",
+		}, []string{"class", "outcome"}),
+		IdleWhileWaitingTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_idle_capacity_while_waiting_seconds_total",
+			Help: "Free capacity (in units of the resource) times seconds, on schedulable nodes of a flavor, while a gang of that flavor waited for capacity: e.g. GPU-seconds idle in the wrong place.",
+		}, []string{"flavor", "resource"}),
 	}
 }
 
 // Register adds every collector to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal} {
+	for _, c := range []prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
+		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -74,3 +107,18 @@ func (m *Metrics) Preemption(reason string) { m.PreemptionsTotal.WithLabelValues
 
 // PendingStatusWrite records one pending-reason write.
 func (m *Metrics) PendingStatusWrite() { m.PendingStatusWritesTotal.Inc() }
+
+// ObserveAdmissionWait records how long a workload waited, by path.
+func (m *Metrics) ObserveAdmissionWait(clusterQueue, path string, d time.Duration) {
+	m.AdmissionWait.WithLabelValues(clusterQueue, path).Observe(d.Seconds())
+}
+
+// ProvisioningOutcome records the outcome of one ProvisioningRequest.
+func (m *Metrics) ProvisioningOutcome(class, outcome string) {
+	m.ProvisioningAttemptsTotal.WithLabelValues(class, outcome).Inc()
+}
+
+// AddIdle adds amount (in units of the resource) idle for d.
+func (m *Metrics) AddIdle(flavor, resource string, amount float64, d time.Duration) {
+	m.IdleWhileWaitingTotal.WithLabelValues(flavor, resource).Add(amount * d.Seconds())
+}

@@ -23,6 +23,10 @@ func TestMetrics(t *testing.T) {
 	m.Preemption("InCohortReclamation")
 	m.PendingStatusWrite()
 	m.ObserveCycle(250 * time.Microsecond)
+	m.ObserveAdmissionWait("team-a", PathProvisioned, 90*time.Second)
+	m.ProvisioningOutcome("best-effort-atomic-scale-up.autoscaling.x-k8s.io", "Failed")
+	m.AddIdle("h200", "nvidia.com/gpu", 4, 5*time.Second)
+	m.AddIdle("h200", "nvidia.com/gpu", 2, 5*time.Second)
 
 	cases := []struct {
 		name string
@@ -33,6 +37,8 @@ func TestMetrics(t *testing.T) {
 		{"rolled back", testutil.ToFloat64(m.AdmissionsTotal.WithLabelValues(ResultRolledBack)), 1},
 		{"preemptions", testutil.ToFloat64(m.PreemptionsTotal.WithLabelValues("InCohortReclamation")), 1},
 		{"pending writes", testutil.ToFloat64(m.PendingStatusWritesTotal), 1},
+		{"provisioning failures", testutil.ToFloat64(m.ProvisioningAttemptsTotal.WithLabelValues("best-effort-atomic-scale-up.autoscaling.x-k8s.io", "Failed")), 1},
+		{"idle GPU-seconds", testutil.ToFloat64(m.IdleWhileWaitingTotal.WithLabelValues("h200", "nvidia.com/gpu")), 30},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {

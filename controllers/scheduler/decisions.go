@@ -70,6 +70,9 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 	// Started event tells the job's owner; an event per admission would
 	// double the writes of a deep backlog.
 	s.opts.Metrics.Admission(metrics.ResultAdmitted)
+	if apiAdmission.Provisioning == nil {
+		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.opts.Now().Sub(wl.CreationTimestamp.Time))
+	}
 }
 
 // rollback returns an admission the API server did not take to pending.

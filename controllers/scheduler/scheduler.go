@@ -155,8 +155,14 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 		}
 		delete(s.assumed, key)
 	}
-	if err := s.engine.UpsertWorkload(WorkloadToEngine(wl, q)); err != nil {
+	ew := WorkloadToEngine(wl, q)
+	wasBooking := s.engine.Booking(key)
+	if err := s.engine.UpsertWorkload(ew); err != nil {
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	if wasBooking && ew.Admission != nil && ew.Admission.Provisioning == nil && !s.engine.Booking(key) {
+		// The booked capacity exists: the gang may start now.
+		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.opts.Now().Sub(wl.CreationTimestamp.Time))
 	}
 	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	s.poke()
@@ -203,6 +209,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	defer ticker.Stop()
 	flush := time.NewTicker(max(s.opts.PendingStatusDelay/4, 50*time.Millisecond))
 	defer flush.Stop()
+	idle := time.NewTicker(idleSampleInterval)
+	defer idle.Stop()
+	lastIdle := s.opts.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,6 +222,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			s.cycle(ctx)
 		case <-flush.C:
 			s.flushPending(ctx)
+		case <-idle.C:
+			lastIdle = s.sampleIdle(lastIdle)
 		}
 	}
 }
@@ -386,4 +397,21 @@ func logWriteError(ctx context.Context, err error, msg string, key admission.Wor
 		return
 	}
 	logger.Error(err, msg, "workload", key)
+}
+
+// idleSampleInterval is how often idle capacity is sampled: often enough for
+// a counter read every scrape, rarely enough that its O(nodes) walk is noise.
+const idleSampleInterval = 5 * time.Second
+
+// sampleIdle adds the capacity idle while gangs wait since last, and
+// returns now.
+func (s *Scheduler) sampleIdle(last time.Time) time.Time {
+	s.mu.Lock()
+	idle := s.engine.IdleWhileWaiting()
+	s.mu.Unlock()
+	now := s.opts.Now()
+	for _, c := range idle {
+		s.opts.Metrics.AddIdle(c.Flavor, string(c.Resource), float64(c.Amount)/1000, now.Sub(last))
+	}
+	return now
 }

@@ -221,6 +221,13 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	return b, nil
 }
 
+// Berth is the berth StartBerth started (nil while none runs).
+func (e *Env) Berth() *setup.Berth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.current
+}
+
 // StopBerth stops the manager started by StartBerth and waits for it.
 func (e *Env) StopBerth() error {
 	e.mu.Lock()

@@ -4,6 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -220,6 +224,12 @@ var _ = Describe("capacity bookings", func() {
 				To(BeTemporally(">=", retry.Time.Truncate(time.Second)), "not re-admitted before the retry time")
 		}, timeout, interval).Should(Succeed())
 
+		By("counting the capacity left idle while the gang waits for its booking")
+		idle := env.Berth().Metrics.IdleWhileWaitingTotal.WithLabelValues(ns, "nvidia.com/gpu")
+		Eventually(func() float64 { return testutil.ToFloat64(idle) }, timeout, interval).Should(BeNumerically(">", 0),
+			"n1's 8 GPUs stay free while the gang waits for r2's new nodes")
+		before := histogramCount(env.Berth().Metrics.AdmissionWait.WithLabelValues(ns, "provisioned"))
+
 		By("once the booking is provisioned, the job starts pinned to r2")
 		Eventually(func() error {
 			fresh := &berthv1.Workload{}
@@ -233,5 +243,15 @@ var _ = Describe("capacity bookings", func() {
 			return env.Client.Status().Update(ctx, fresh)
 		}, timeout, interval).Should(Succeed())
 		Eventually(templateSelector(ctx, job), timeout, interval).Should(HaveKeyWithValue(rackLabel, ns+"-r2"))
+		Eventually(func() uint64 {
+			return histogramCount(env.Berth().Metrics.AdmissionWait.WithLabelValues(ns, "provisioned"))
+		}, timeout, interval).Should(Equal(before+1), "the wait is recorded on the provisioned path")
 	})
 })
+
+// histogramCount is the number of observations of a histogram.
+func histogramCount(o prometheus.Observer) uint64 {
+	m := &dto.Metric{}
+	Expect(o.(prometheus.Metric).Write(m)).To(Succeed())
+	return m.GetHistogram().GetSampleCount()
+}
