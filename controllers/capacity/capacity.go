@@ -122,6 +122,7 @@ func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-pool").
 		For(&berthv1.CapacityPool{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode)).
 		Complete(reconcile.Func(r.reconcilePool))
 	if err != nil {
 		return fmt.Errorf("building the capacity pool controller: %w", err)
@@ -174,12 +175,13 @@ func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
 	return f
 }
 
-// PoolToEngine is the engine's view of a CapacityPool: the nodes it can
-// still create are its maximum less the nodes it has and those in flight.
-func PoolToEngine(p *berthv1.CapacityPool) admission.Pool {
+// PoolToEngine is the engine's view of a CapacityPool with nodes nodes: the
+// nodes it can still create are its maximum less the nodes it has and those
+// its autoscaler reports in flight.
+func PoolToEngine(p *berthv1.CapacityPool, nodes int32) admission.Pool {
 	out := admission.Pool{
 		Name: p.Name, Flavor: p.Spec.Flavor, Labels: p.Spec.NodeTemplate.Labels,
-		Available:    max(0, p.Spec.MaxNodes-p.Status.Nodes-p.Status.Provisioning),
+		Available:    max(0, p.Spec.MaxNodes-nodes-p.Status.Provisioning),
 		NodeCapacity: make(admission.Resources, len(p.Spec.NodeTemplate.Allocatable)),
 	}
 	for name, q := range p.Spec.NodeTemplate.Allocatable {
@@ -197,7 +199,30 @@ func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("reading CapacityPool %s: %w", req.Name, err)
 	}
-	return reconcile.Result{}, r.sink.UpsertPool(PoolToEngine(p))
+	n, err := r.poolNodes(ctx, p.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.sink.UpsertPool(PoolToEngine(p, n))
+}
+
+// poolNodes counts the nodes labelled as the pool's. berth counts them
+// itself rather than trusting the pool's status, which only an autoscaler
+// integration that writes it (the stand-in does) keeps current.
+func (r *Reconciler) poolNodes(ctx context.Context, pool string) (int32, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.client.List(ctx, nodes, client.MatchingLabels{berthv1.CapacityPoolLabel: pool}); err != nil {
+		return 0, fmt.Errorf("listing the nodes of CapacityPool %s: %w", pool, err)
+	}
+	return int32(len(nodes.Items)), nil
+}
+
+// poolOfNode maps a node to the pool its label names.
+func poolOfNode(_ context.Context, o client.Object) []reconcile.Request {
+	if pool, ok := o.GetLabels()[berthv1.CapacityPoolLabel]; ok {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
+	}
+	return nil
 }
 
 func (r *Reconciler) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -321,7 +346,11 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		return fmt.Errorf("listing CapacityPools: %w", err)
 	}
 	for i := range pools.Items {
-		if err := r.sink.UpsertPool(PoolToEngine(&pools.Items[i])); err != nil {
+		n, err := r.poolNodes(ctx, pools.Items[i].Name)
+		if err != nil {
+			return err
+		}
+		if err := r.sink.UpsertPool(PoolToEngine(&pools.Items[i], n)); err != nil {
 			return err
 		}
 	}
