@@ -64,6 +64,11 @@ func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
 	if !ok {
 		return false
 	}
+	if _, tf := e.provisioningFlavor(c, flavors); tf != nil {
+		// The same holds for a flavor whose admissions depend on capacity: the
+		// plan frees quota, not capacity (found by FuzzConvergence).
+		return false
+	}
 	e.claim(c, w, vs, flavors)
 	w.victims = w.victims[:0]
 	for _, v := range vs {
