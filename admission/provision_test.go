@@ -61,6 +61,11 @@ func TestProvisioningPlacement(t *testing.T) {
 			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r2": 2}},
 		},
 		{
+			name: "a failed rack is tried again when no other rack can take the gang", mode: ProvisionIfNeeded, nodes: oneNode,
+			pools: []Pool{rackPool("pool-r1", "r1")}, w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: [][]string{{"a", "r1"}},
+			wantDomain: []string{"a", "r1"}, wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}},
+		},
+		{
 			name: "Always books existing capacity with a check", mode: ProvisionAlways, nodes: oneNode, pools: pools,
 			w: gang("g", 1, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
 			wantPlan: &ProvisioningPlan{NewNodes: map[string]int32{}},

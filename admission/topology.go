@@ -252,7 +252,18 @@ func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingRea
 }
 
 // placeIn is place that also returns the flavor it placed in, or tried to.
+// Domains whose bookings failed for w are avoided while another domain can
+// take the gang; when none can, they are tried again rather than waited out.
 func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {
+	p, reason, msg, flavor := e.placeAvoiding(c, w, flavors, w.avoid)
+	if reason == TopologyUnavailable && len(w.avoid) > 0 {
+		return e.placeAvoiding(c, w, flavors, nil)
+	}
+	return p, reason, msg, flavor
+}
+
+// placeAvoiding is placeIn that skips the domains in avoid.
+func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid [][]string) (*placement, PendingReason, string, string) {
 	var name string
 	var tf *topoFlavor
 	li := -1
@@ -277,7 +288,7 @@ func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingR
 		}
 	}
 	for _, l := range levels {
-		p := e.search(tf, w, l, false)
+		p := e.search(tf, w, l, false, avoid)
 		if p == nil {
 			continue
 		}
@@ -312,7 +323,7 @@ func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingR
 		return &placement{provision: true, scaleUp: true}, "", "", name
 	}
 	for _, l := range levels {
-		if p := e.search(tf, w, l, true); p != nil {
+		if p := e.search(tf, w, l, true, avoid); p != nil {
 			if l < 0 {
 				p.shares = nil
 			}
@@ -330,7 +341,7 @@ func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingR
 // free, so large free domains stay whole — else, withPools, the one needing the
 // fewest new nodes (then the tightest). Ties go to the domain that sorts first.
 // Domains the workload's bookings failed in are skipped.
-func (e *Engine) search(tf *topoFlavor, w *wl, l int, withPools bool) *placement {
+func (e *Engine) search(tf *topoFlavor, w *wl, l int, withPools bool, avoid [][]string) *placement {
 	var best *placement
 	var bestNew int32
 	var bestLeft int64
@@ -341,7 +352,7 @@ func (e *Engine) search(tf *topoFlavor, w *wl, l int, withPools bool) *placement
 		}
 	}
 	for _, key := range domainsOf(tf, l, withPools) {
-		if slices.ContainsFunc(w.avoid, func(a []string) bool { return slices.Equal(a, key) }) {
+		if slices.ContainsFunc(avoid, func(a []string) bool { return slices.Equal(a, key) }) {
 			continue
 		}
 		shares, remaining, left := e.packNodes(tf, w, key, dom)
