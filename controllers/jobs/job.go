@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,51 @@ type PodSetScheduling struct {
 	// to: set as the berth.dev/placement label of the pod template, and
 	// removed when empty.
 	Placement string `json:"placement,omitempty"`
+	// Annotations are berth's annotations of the pod template: the
+	// consume-provisioning-request and provisioning-class-name annotations
+	// of a gang admitted on booked capacity. Only those keys are managed:
+	// the ones missing here are removed.
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// provisioningAnnotations are the pod annotations that make pods consume a
+// ProvisioningRequest's booking.
+var provisioningAnnotations = []string{
+	autoscalingv1.ProvisioningRequestPodAnnotationKey,
+	autoscalingv1.ProvisioningClassPodAnnotationKey,
+}
+
+// ProvisioningAnnotations returns berth's annotations among ann, nil when
+// there are none.
+func ProvisioningAnnotations(ann map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range provisioningAnnotations {
+		if v, ok := ann[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// SetAnnotations sets berth's annotations of a pod template to want: keys
+// berth manages that want lacks are removed, others are left alone.
+func SetAnnotations(ann, want map[string]string) map[string]string {
+	for _, k := range provisioningAnnotations {
+		v, ok := want[k]
+		switch {
+		case ok:
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[k] = v
+		default:
+			delete(ann, k)
+		}
+	}
+	return ann
 }
 
 // SetPlacementLabel sets or removes the placement label of a pod

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +21,8 @@ import (
 // admittedScheduling computes each pod set's node selector and tolerations
 // for an admitted job: the job's own (as recorded before berth first changed
 // them) plus the labels and tolerations of every flavor assigned to the pod
-// set. It returns the name of a flavor that does not exist, if any.
+// set, and the booking's annotations when it was admitted on provisioned
+// capacity. It returns the name of a flavor that does not exist, if any.
 func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl *berthv1.Workload) ([]PodSetScheduling, string, error) {
 	base := job.Scheduling()
 	if raw, ok := job.Object().GetAnnotations()[berthv1.OriginalSchedulingAnnotation]; ok {
@@ -59,9 +61,23 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 			s.NodeSelector = mergeLabels(s.NodeSelector, t.NodeSelector())
 			s.Placement = wl.Name
 		}
+		s.Annotations = SetAnnotations(maps.Clone(s.Annotations), bookingAnnotations(wl))
 		out = append(out, s)
 	}
 	return out, "", nil
+}
+
+// bookingAnnotations are the annotations that make the pods of a workload
+// admitted on provisioned capacity consume its booking; nil otherwise.
+func bookingAnnotations(wl *berthv1.Workload) map[string]string {
+	p := wl.Status.Provisioning
+	if p == nil || p.State != berthv1.ProvisioningProvisioned || p.RequestName == "" {
+		return nil
+	}
+	return map[string]string{
+		autoscalingv1.ProvisioningRequestPodAnnotationKey: p.RequestName,
+		autoscalingv1.ProvisioningClassPodAnnotationKey:   p.ClassName,
+	}
 }
 
 func sortedFlavors(m map[corev1.ResourceName]string) []string {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/controllers/provisioning"
 	"github.com/berth-dev/berth/controllers/queue"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -60,6 +62,9 @@ type Options struct {
 	PendingStatusDelay time.Duration
 	// DeviceClasses counts DRA devices, by DeviceClass, against quota.
 	DeviceClasses jobs.DeviceClassMapping
+	// Provisioning configures capacity bookings through
+	// ProvisioningRequests.
+	Provisioning provisioning.Options
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -110,6 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		capacityRec,
+		provisioning.New(recorder, o.Provisioning),
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
@@ -164,13 +170,17 @@ func servedKinds(mgr ctrl.Manager, kinds ...jobs.Kind) ([]jobs.Kind, error) {
 	return out, nil
 }
 
-// AddToScheme registers the API types of every job kind berth manages.
+// AddToScheme registers the API types of every job kind berth manages, and
+// the ProvisioningRequests it creates.
 func AddToScheme(s *runtime.Scheme) error {
 	if err := jobsetv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering JobSet types: %w", err)
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering LeaderWorkerSet types: %w", err)
+	}
+	if err := autoscalingv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering ProvisioningRequest types: %w", err)
 	}
 	return nil
 }

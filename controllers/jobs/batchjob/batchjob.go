@@ -79,6 +79,7 @@ func (j *Job) Scheduling() []jobs.PodSetScheduling {
 		NodeSelector: j.Spec.Template.Spec.NodeSelector,
 		Tolerations:  j.Spec.Template.Spec.Tolerations,
 		Placement:    j.Spec.Template.Labels[berthv1.PlacementLabel],
+		Annotations:  jobs.ProvisioningAnnotations(j.Spec.Template.Annotations),
 	}}
 }
 
@@ -89,6 +90,7 @@ func (j *Job) SetScheduling(s []jobs.PodSetScheduling) {
 			j.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 			j.Spec.Template.Spec.Tolerations = ps.Tolerations
 			j.Spec.Template.Labels = jobs.SetPlacementLabel(j.Spec.Template.Labels, ps.Placement)
+			j.Spec.Template.Annotations = jobs.SetAnnotations(j.Spec.Template.Annotations, ps.Annotations)
 		}
 	}
 }

@@ -108,6 +108,7 @@ func (j *JobSet) Scheduling() []jobs.PodSetScheduling {
 			NodeSelector: rj.Template.Spec.Template.Spec.NodeSelector,
 			Tolerations:  rj.Template.Spec.Template.Spec.Tolerations,
 			Placement:    rj.Template.Spec.Template.Labels[berthv1.PlacementLabel],
+			Annotations:  jobs.ProvisioningAnnotations(rj.Template.Spec.Template.Annotations),
 		})
 	}
 	return out
@@ -122,6 +123,7 @@ func (j *JobSet) SetScheduling(s []jobs.PodSetScheduling) {
 				rj.Template.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 				rj.Template.Spec.Template.Spec.Tolerations = ps.Tolerations
 				rj.Template.Spec.Template.Labels = jobs.SetPlacementLabel(rj.Template.Spec.Template.Labels, ps.Placement)
+				rj.Template.Spec.Template.Annotations = jobs.SetAnnotations(rj.Template.Spec.Template.Annotations, ps.Annotations)
 			}
 		}
 	}

@@ -123,6 +123,7 @@ func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) erro
 		}
 	}
 	p.Labels = jobs.SetPlacementLabel(p.Labels, s.Placement)
+	p.Annotations = jobs.SetAnnotations(p.Annotations, s.Annotations)
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(sg corev1.PodSchedulingGate) bool {
 		return sg.Name == berthv1.AdmissionGate
 	})

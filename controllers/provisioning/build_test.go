@@ -1,0 +1,173 @@
+package provisioning
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+func bookingWorkload(topology *berthv1.TopologyAssignment) *berthv1.Workload {
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "job-train-abcde"},
+		Spec: berthv1.WorkloadSpec{PodSets: []berthv1.PodSet{
+			{Name: "leader", Count: 1, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+			{Name: "workers", Count: 3, Requests: corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("64Gi")}},
+		}},
+		Status: berthv1.WorkloadStatus{
+			Admission: &berthv1.Admission{
+				ClusterQueue: "cq",
+				PodSetAssignments: []berthv1.PodSetAssignment{
+					{Name: "leader", Count: 1, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "cpu-only"}},
+					{Name: "workers", Count: 3, Flavors: map[corev1.ResourceName]string{gpu: "h200"}},
+				},
+				Topology:     topology,
+				Provisioning: &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp},
+			},
+			Provisioning: &berthv1.ProvisioningStatus{
+				Attempt: 2, RequestName: "job-train-abcde-2", ClassName: autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
+				State: berthv1.ProvisioningPending, Topology: topology,
+			},
+		},
+	}
+}
+
+func h200() *berthv1.ResourceFlavor {
+	return &berthv1.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: "h200"},
+		Spec: berthv1.ResourceFlavorSpec{
+			NodeLabels:     map[string]string{"gpu.nvidia.com/model": "h200"},
+			Tolerations:    []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			TopologyLevels: []string{"zone", "rack"},
+			Provisioning:   &berthv1.ProvisioningPolicy{Parameters: map[string]string{"noRetry": "true"}},
+		},
+	}
+}
+
+func TestFlavorOf(t *testing.T) {
+	rack := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
+	cases := []struct {
+		name     string
+		topology *berthv1.TopologyAssignment
+		policies map[string]bool
+		want     string
+	}{
+		{"pinned: the topology flavor", rack, map[string]bool{}, "h200"},
+		{"unpinned: the flavor with a policy", nil, map[string]bool{"h200": true}, "h200"},
+		{"unpinned: first by name among those with a policy", nil, map[string]bool{"h200": true, "cpu-only": true}, "cpu-only"},
+		{"no policy", nil, map[string]bool{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := bookingWorkload(tc.topology)
+			if got := FlavorOf(wl.Status.Admission, func(f string) bool { return tc.policies[f] }); got != tc.want {
+				t.Errorf("FlavorOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := FlavorOf(nil, func(string) bool { return true }); got != "" {
+		t.Errorf("FlavorOf(nil) = %q", got)
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	rack := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
+	cases := []struct {
+		name     string
+		topology *berthv1.TopologyAssignment
+		selector map[string]string
+	}{
+		{"pinned to a rack", rack, map[string]string{"gpu.nvidia.com/model": "h200", "zone": "z1", "rack": "r2"}},
+		{"unpinned", nil, map[string]string{"gpu.nvidia.com/model": "h200"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wl, rf := bookingWorkload(tc.topology), h200()
+			pr, templates := BuildRequest(wl, rf)
+			if pr.Name != "job-train-abcde-2" || pr.Namespace != "team-a" {
+				t.Errorf("request %s/%s", pr.Namespace, pr.Name)
+			}
+			if pr.Spec.ProvisioningClassName != autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp {
+				t.Errorf("class %q", pr.Spec.ProvisioningClassName)
+			}
+			if pr.Spec.Parameters["noRetry"] != "true" || len(pr.Spec.Parameters) != 1 {
+				t.Errorf("parameters %v", pr.Spec.Parameters)
+			}
+			wantSets := []autoscalingv1.PodSet{
+				{PodTemplateRef: autoscalingv1.Reference{Name: "job-train-abcde-2-leader"}, Count: 1},
+				{PodTemplateRef: autoscalingv1.Reference{Name: "job-train-abcde-2-workers"}, Count: 3},
+			}
+			if !equality.Semantic.DeepEqual(pr.Spec.PodSets, wantSets) {
+				t.Errorf("pod sets %v, want %v", pr.Spec.PodSets, wantSets)
+			}
+			if len(templates) != 2 {
+				t.Fatalf("%d templates", len(templates))
+			}
+			for i, tmpl := range templates {
+				if tmpl.Name != wantSets[i].PodTemplateRef.Name {
+					t.Errorf("template %d named %q", i, tmpl.Name)
+				}
+				spec := tmpl.Template.Spec
+				if !equality.Semantic.DeepEqual(spec.NodeSelector, tc.selector) {
+					t.Errorf("template %s node selector %v, want %v", tmpl.Name, spec.NodeSelector, tc.selector)
+				}
+				if !equality.Semantic.DeepEqual(spec.Tolerations, rf.Spec.Tolerations) {
+					t.Errorf("template %s tolerations %v", tmpl.Name, spec.Tolerations)
+				}
+				c := spec.Containers[0]
+				if c.Name != "main" || c.Image != PauseImage {
+					t.Errorf("container %s %s", c.Name, c.Image)
+				}
+				if !equality.Semantic.DeepEqual(c.Resources.Requests, wl.Spec.PodSets[i].Requests) {
+					t.Errorf("requests %v", c.Resources.Requests)
+				}
+			}
+			workers := templates[1].Template.Spec.Containers[0].Resources.Limits
+			if q := workers[gpu]; q.Cmp(resource.MustParse("8")) != 0 || len(workers) != 1 {
+				t.Errorf("worker limits %v: want the GPUs only", workers)
+			}
+			if templates[0].Template.Spec.Containers[0].Resources.Limits != nil {
+				t.Errorf("leader limits %v: want none", templates[0].Template.Spec.Containers[0].Resources.Limits)
+			}
+		})
+	}
+}
+
+func TestTemplateName(t *testing.T) {
+	if got := TemplateName("r-1", "main"); got != "r-1-main" {
+		t.Errorf("TemplateName = %q", got)
+	}
+	long := strings.Repeat("a", 250)
+	got := TemplateName(long, "workers")
+	if len(got) != maxNameLength || got == TemplateName(long, "leader") {
+		t.Errorf("long name %q (%d): want %d characters, unique per pod set", got, len(got), maxNameLength)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	cases := []struct {
+		pol     *berthv1.ProvisioningPolicy
+		attempt int32
+		want    time.Duration
+	}{
+		{nil, 1, 10 * time.Second},
+		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 1, 5 * time.Second},
+		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 2, 10 * time.Second},
+		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 4, 40 * time.Second},
+		{&berthv1.ProvisioningPolicy{BackoffSeconds: 3600}, 20, 24 * time.Hour},
+	}
+	for _, tc := range cases {
+		if got := Backoff(tc.pol, tc.attempt); got != tc.want {
+			t.Errorf("Backoff(%v, %d) = %s, want %s", tc.pol, tc.attempt, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package provisioning_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/controllers/provisioning"
+)
+
+const scaleUp = autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
+
+// startOnBooking books rack r1 for a Job of two 8-GPU pods and waits until
+// the Job runs on it.
+func startOnBooking(ctx context.Context, tc *testCase) (*batchv1.Job, *berthv1.Workload, *berthv1.ProvisioningStatus) {
+	tc.pool(ctx, "r1", 2, nil)
+	job, wl := tc.job(ctx)
+	p := tc.reserve(ctx, wl, tc.rack("r1"))
+	Eventually(func(g Gomega) {
+		got := workload(ctx, g, wl)
+		g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionTrue), "%v", got.Status)
+		g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningProvisioned))
+		g.Expect(got.Status.Admission.Provisioning).To(BeNil())
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	expectJob(ctx, job, func(g Gomega, j *batchv1.Job) {
+		g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+	})
+	return job, wl, p
+}
+
+var _ = Describe("capacity bookings", func() {
+	BeforeEach(func(ctx SpecContext) { installAPI(ctx) })
+
+	It("books the gang's rack and starts the Job on it with the consume annotations", func(ctx SpecContext) {
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, Parameters: map[string]string{"team": "a"}, MaxAttempts: 3, BackoffSeconds: 10})
+		tc.pool(ctx, "r1", 2, nil)
+		job, wl := tc.job(ctx)
+
+		By("an earlier attempt's request is left from before")
+		old := &autoscalingv1.ProvisioningRequest{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: wl.Name + "-1"},
+			Spec: autoscalingv1.ProvisioningRequestSpec{
+				ProvisioningClassName: "other.example.com",
+				PodSets:               []autoscalingv1.PodSet{{PodTemplateRef: autoscalingv1.Reference{Name: wl.Name + "-1-main"}, Count: 2}},
+			},
+		}
+		oldTemplate := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: wl.Name + "-1-main"}}
+		oldTemplate.Template.Spec.Containers = []corev1.Container{{Name: "main", Image: provisioning.PauseImage}}
+		for _, o := range []client.Object{old, oldTemplate} {
+			Expect(controllerutil.SetControllerReference(wl, o, env.Scheme)).To(Succeed())
+			Expect(env.Client.Create(ctx, o)).To(Succeed())
+		}
+		updateStatus(ctx, wl, func(w *berthv1.Workload) {
+			w.Status.Provisioning = &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningFailed}
+		})
+
+		By("the scheduler reserves quota for rack r1 and asks for a booking")
+		p := tc.reserve(ctx, wl, tc.rack("r1"))
+		Expect(p.RequestName).To(Equal(wl.Name + "-2"))
+		pr := request(ctx, tc.ns, p.RequestName)
+		Expect(pr.Spec.ProvisioningClassName).To(Equal(scaleUp))
+		Expect(pr.Spec.Parameters).To(Equal(map[string]autoscalingv1.Parameter{"team": "a"}))
+		Expect(pr.Spec.PodSets).To(Equal([]autoscalingv1.PodSet{{PodTemplateRef: autoscalingv1.Reference{Name: p.RequestName + "-main"}, Count: 2}}))
+		Expect(metav1.IsControlledBy(pr, wl)).To(BeTrue())
+		tmpl := &corev1.PodTemplate{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: p.RequestName + "-main"}, tmpl)).To(Succeed())
+		Expect(metav1.IsControlledBy(tmpl, wl)).To(BeTrue())
+		spec := tmpl.Template.Spec
+		Expect(spec.NodeSelector).To(Equal(map[string]string{caseLabel: tc.id, rackLabel: "r1"}))
+		Expect(spec.Tolerations).To(Equal(tc.flavor.Spec.Tolerations))
+		Expect(spec.Containers).To(HaveLen(1))
+		Expect(spec.Containers[0].Resources.Requests.Name(gpu, "").String()).To(Equal("8"))
+		Expect(spec.Containers[0].Resources.Limits.Name(gpu, "").String()).To(Equal("8"))
+
+		By("the earlier attempt's request and template are deleted")
+		expectGone(ctx, old)
+		expectGone(ctx, oldTemplate)
+
+		By("the autoscaler creates the nodes; the Workload is admitted and the Job starts in r1")
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(got, berthv1.ConditionAdmitted).Reason).To(Equal(berthv1.ReasonAdmitted))
+			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningProvisioned))
+			g.Expect(got.Status.Admission.Provisioning).To(BeNil())
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		nodes := &corev1.NodeList{}
+		Expect(env.Client.List(ctx, nodes, client.MatchingLabels{caseLabel: tc.id, rackLabel: "r1"})).To(Succeed())
+		Expect(nodes.Items).To(HaveLen(2))
+		expectJob(ctx, job, func(g Gomega, j *batchv1.Job) {
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
+			g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue(autoscalingv1.ProvisioningRequestPodAnnotationKey, p.RequestName))
+			g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue(autoscalingv1.ProvisioningClassPodAnnotationKey, scaleUp))
+			g.Expect(j.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue(rackLabel, "r1"))
+		})
+	})
+
+	It("releases the quota after a stockout, retries after a backoff, and gives up after maxAttempts", func(ctx SpecContext) {
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 2, BackoffSeconds: 5})
+		tc.pool(ctx, "r1", 2, map[string]string{autoscaler.StockoutAnnotation: "true"})
+		_, wl := tc.job(ctx)
+
+		By("attempt 1 fails on a stockout")
+		p := tc.reserve(ctx, wl, tc.rack("r1"))
+		failedAt := berthClock.Now()
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(got.Status.Admission).To(BeNil())
+			qr := condition(got, berthv1.ConditionQuotaReserved)
+			g.Expect(qr.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(qr.Reason).To(Equal(berthv1.ReasonProvisioningFailed))
+			g.Expect(qr.Message).To(And(ContainSubstring("rack=r1"), ContainSubstring("attempt 1 of 2"), ContainSubstring("next attempt")))
+			g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionFalse))
+			st := got.Status.Provisioning
+			g.Expect(st.State).To(Equal(berthv1.ProvisioningFailed))
+			g.Expect(st.FailedDomains).To(Equal([]berthv1.TopologyAssignment{*tc.rack("r1")}))
+			g.Expect(st.GaveUp).To(BeFalse())
+			g.Expect(st.RetryAfter).NotTo(BeNil())
+			g.Expect(st.RetryAfter.Time).To(BeTemporally("~", failedAt.Add(5*time.Second), 2*time.Second))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		expectGone(ctx, &autoscalingv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName}})
+		expectGone(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName + "-main"}})
+
+		By("attempt 2 fails too: no attempt left")
+		p = tc.reserve(ctx, wl, tc.rack("r1"))
+		Expect(p.Attempt).To(Equal(int32(2)))
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(got.Status.Admission).To(BeNil())
+			st := got.Status.Provisioning
+			g.Expect(st.GaveUp).To(BeTrue())
+			g.Expect(st.RetryAfter).To(BeNil())
+			g.Expect(st.Message).To(ContainSubstring("delete Workload " + wl.Name))
+			g.Expect(condition(got, berthv1.ConditionQuotaReserved).Reason).To(Equal(berthv1.ReasonProvisioningFailed))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			evs := &corev1.EventList{}
+			g.Expect(env.Client.List(ctx, evs, client.InNamespace(tc.ns))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == wl.Name {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			g.Expect(reasons).To(ContainElements(provisioning.EventRequestCreated, provisioning.EventFailed, provisioning.EventGaveUp))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	})
+})
