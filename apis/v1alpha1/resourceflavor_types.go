@@ -85,14 +85,6 @@ type ProvisioningPolicy struct {
 	// +kubebuilder:validation:Maximum=3600
 	BackoffSeconds int32 `json:"backoffSeconds,omitempty"`
 
-	// parallelDomains is how many candidate domains are asked at once; the
-	// others are cancelled once one is provisioned.
-	// +optional
-	// +kubebuilder:default=1
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=8
-	ParallelDomains int32 `json:"parallelDomains,omitempty"`
-
 	// podsReadySeconds is how long after admission every pod of the gang
 	// must be Ready; otherwise the workload is evicted, its quota released
 	// and it is queued again. 0 turns the check off.

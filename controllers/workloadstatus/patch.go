@@ -94,6 +94,10 @@ func IsEvicting(wl *berthv1.Workload) bool {
 // and Admitted conditions, and clears a past eviction.
 func Admit(wl *berthv1.Workload, a *berthv1.Admission, message string) {
 	wl.Status.Admission = a
+	// Admitted on existing capacity: an earlier booking's state no longer
+	// describes the gang (its pods must not consume that request, and its
+	// failures no longer count).
+	wl.Status.Provisioning = nil
 	SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionTrue, berthv1.ReasonQuotaReserved, message)
 	SetCondition(wl, berthv1.ConditionAdmitted, metav1.ConditionTrue, berthv1.ReasonAdmitted, message)
 	if meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionEvicted) != nil {

@@ -82,10 +82,21 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	phase := PhaseOf(pr)
-	if !supported(pr.Spec.ProvisioningClassName) || phase == PhaseDone {
+	if !supported(pr.Spec.ProvisioningClassName) {
 		return reconcile.Result{}, nil
 	}
 	now := r.Options.Clock.Now()
+	if phase == PhaseDone {
+		// Capacity can be taken back after its pods started, as a cloud
+		// reclaims a node: a revoke applies to a consumed booking too.
+		if revoked(pr) {
+			return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+				setCondition(p, autoscalingv1.CapacityRevoked, metav1.ConditionTrue, ReasonRevoked,
+					"capacity revoked through the "+RevokeAnnotation+" annotation after its pods started", now)
+			})
+		}
+		return reconcile.Result{}, nil
+	}
 	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Accepted) {
 		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, "the request is accepted by berth-autoscaler", now)
@@ -275,4 +286,12 @@ func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, err
 		v.Specs[key(pr)] = specs
 	}
 	return v, nil
+}
+
+// revoked reports whether a provisioned request whose booking ended by
+// consumption is asked to be revoked and is not yet.
+func revoked(pr *autoscalingv1.ProvisioningRequest) bool {
+	c := pr.Status.Conditions
+	return pr.Annotations[RevokeAnnotation] == "true" && detail(pr, DetailConsumed) == "true" &&
+		apimeta.IsStatusConditionTrue(c, autoscalingv1.Provisioned) && !apimeta.IsStatusConditionTrue(c, autoscalingv1.CapacityRevoked)
 }

@@ -50,6 +50,12 @@ var _ = Describe("booking", func() {
 		Consistently(func(g Gomega) {
 			g.Expect(condition(ctx, g, pr, autoscalingv1.BookingExpired)).To(BeNil())
 		}).WithTimeout(time.Second).WithPolling(interval).Should(Succeed())
+
+		By("revoking the capacity after the pods started, as a cloud reclaiming it would")
+		patch := client.MergeFrom(pr.DeepCopy())
+		pr.Annotations = map[string]string{autoscaler.RevokeAnnotation: "true"}
+		Expect(env.Client.Patch(ctx, pr, patch)).To(Succeed())
+		expectCondition(ctx, pr, autoscalingv1.CapacityRevoked, metav1.ConditionTrue, autoscaler.ReasonRevoked)
 	})
 
 	It("is released when the capacity is revoked", func(ctx SpecContext) {
