@@ -2,8 +2,10 @@
 // kube-controller-manager, kube-scheduler and kwok GPU nodes, all built from
 // Go modules), applies the samples in config/samples, submits GPU training
 // Jobs from two teams, and prints each Job's progress as berth holds, admits
-// and finishes it. It exits 0 once every Job completed. Run it with
-// `make demo`.
+// and finishes it. A second act runs the stand-in autoscaler: a gang that
+// must run in one rack, while the free GPUs are split over two racks, waits
+// for a node berth books in one rack, then runs with all its pods there. It
+// exits 0 once every Job completed. Run it with `make demo`.
 package main
 
 import (
@@ -16,19 +18,24 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
@@ -55,7 +62,7 @@ func runWithSignals() error {
 func run(ctx context.Context, out io.Writer) (err error) {
 	start := time.Now()
 	fmt.Fprintln(out, "starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
-	env, err := framework.Start(ctx, true)
+	env, err := framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true})
 	if err != nil {
 		return err
 	}
@@ -89,7 +96,133 @@ func run(ctx context.Context, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "submitted %d jobs; each holds its GPUs for 4s once running\n\n", len(submitted))
-	return watch(ctx, env.Client, out, submitted)
+	if err := watch(ctx, env.Client, out, submitted); err != nil {
+		return err
+	}
+	return racked(ctx, env, out)
+}
+
+// Racked capacity: labels of the second act's nodes and pools.
+const (
+	rackedPool = "example.com/pool"
+	zoneLabel  = "topology.kubernetes.io/zone"
+	rackLabel  = "example.com/rack"
+)
+
+// racked is the second act: a gang that must run in one rack, while the
+// free GPUs are spread over two racks. berth books one new node in the
+// rack that needs the fewest, the stand-in autoscaler creates it, and the
+// gang runs with both pods in that rack.
+func racked(ctx context.Context, env *framework.Env, out io.Writer) error {
+	fmt.Fprintln(out, "\n--- act 2: a rack-local gang on capacity provisioned in one rack ---")
+	stop, err := env.StartAutoscaler(ctx, autoscaler.Options{
+		Clock: clock.RealClock{}, RetryInterval: time.Second, BookingTTL: 10 * time.Minute, ProvisioningLatency: 3 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stop() }()
+	labels := func(rack string) map[string]string {
+		return map[string]string{rackedPool: "racked", zoneLabel: "zone-a", rackLabel: rack}
+	}
+	for _, rack := range []string{"r1", "r2"} {
+		node := controlplane.GPUNode("h200-"+rack+"-existing", 8, labels(rack))
+		if err := env.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node: %w", err)
+		}
+		if err := controlplane.WaitForNodeReady(ctx, env.Client, node.Name); err != nil {
+			return err
+		}
+		template := controlplane.GPUNode("template", 8, labels(rack))
+		poolLabels := labels(rack)
+		poolLabels[berthv1.CapacityPoolLabel] = "h200-" + rack
+		pool := &berthv1.CapacityPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "h200-" + rack},
+			Spec: berthv1.CapacityPoolSpec{Flavor: "h200-racked", MaxNodes: 2, NodeTemplate: berthv1.NodeTemplate{
+				Labels: poolLabels, Allocatable: template.Status.Allocatable,
+			}},
+		}
+		if err := env.Client.Create(ctx, pool); err != nil {
+			return fmt.Errorf("creating CapacityPool: %w", err)
+		}
+	}
+	fmt.Fprintln(out, "racks r1 and r2: one Ready 8-GPU node each, and a CapacityPool each that can add 2 more (berth-autoscaler plays the cluster autoscaler)")
+	rf := &berthv1.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: "h200-racked"},
+		Spec: berthv1.ResourceFlavorSpec{
+			NodeLabels:     map[string]string{rackedPool: "racked"},
+			TopologyLevels: []string{zoneLabel, rackLabel, corev1.LabelHostname},
+			Provisioning:   &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded},
+		},
+	}
+	quota := func(name, q string) berthv1.ResourceQuota {
+		return berthv1.ResourceQuota{Name: corev1.ResourceName(name), NominalQuota: resource.MustParse(q)}
+	}
+	cq := &berthv1.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "research"},
+		Spec: berthv1.ClusterQueueSpec{ResourceGroups: []berthv1.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+			Flavors: []berthv1.FlavorQuotas{{Name: rf.Name, Resources: []berthv1.ResourceQuota{
+				quota("cpu", "256"), quota("memory", "4Ti"), quota("nvidia.com/gpu", "32")}}},
+		}}},
+	}
+	lq := &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "research"},
+		Spec: berthv1.LocalQueueSpec{ClusterQueue: cq.Name}}
+	for _, o := range []client.Object{rf, cq, lq} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %s: %w", o.GetName(), err)
+		}
+	}
+	fmt.Fprintln(out, "flavor h200-racked (levels zone, rack, host; provisioning IfNeeded) and ClusterQueue research with 32 GPUs")
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pretrain-racked",
+			Labels:      map[string]string{berthv1.QueueNameLabel: "research"},
+			Annotations: map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: controlplane.RunFor(4 * time.Second)},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+					Name: "trainer", Image: "registry.example.com/llm/trainer:latest",
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{"cpu": resource.MustParse("16"), "memory": resource.MustParse("128Gi"), "nvidia.com/gpu": resource.MustParse("8")},
+						Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+					}}}},
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("submitting %s: %w", job.Name, err)
+	}
+	fmt.Fprintln(out, "submitted team-a/pretrain-racked: 2 pods x 8 GPUs, berth.dev/topology-required: example.com/rack")
+	fmt.Fprint(out, "16 GPUs are free, but 8 in each rack: no rack can hold the gang without a new node\n\n")
+	if err := watch(ctx, env.Client, out, []*batchv1.Job{job}); err != nil {
+		return err
+	}
+	return placementOf(ctx, env.Client, out, job)
+}
+
+// placementOf prints the nodes and racks the job's pods ran on, and fails
+// if they were not all in one rack.
+func placementOf(ctx context.Context, c client.Client, out io.Writer, job *batchv1.Job) error {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"job-name": job.Name}); err != nil {
+		return fmt.Errorf("listing the job's pods: %w", err)
+	}
+	racks := map[string]bool{}
+	for _, p := range pods.Items {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+			return fmt.Errorf("reading node %q of pod %s: %w", p.Spec.NodeName, p.Name, err)
+		}
+		racks[node.Labels[rackLabel]] = true
+		fmt.Fprintf(out, "  pod %s ran on %s in rack %s\n", p.Name, node.Name, node.Labels[rackLabel])
+	}
+	if len(racks) != 1 {
+		return fmt.Errorf("the gang's pods ran in %d racks, want one", len(racks))
+	}
+	return nil
 }
 
 // apply creates every object of a multi-document YAML file.
@@ -225,6 +358,9 @@ func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, 
 		if meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
 			return "admitted, starting", false, nil
 		}
+		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted); cond != nil && cond.Reason == berthv1.ReasonWaitingForCapacity {
+			return "quota reserved, waiting for capacity: " + bookingOf(wl), false, nil
+		}
 		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {
 			return "held: " + cond.Message, false, nil
 		}
@@ -235,4 +371,26 @@ func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, 
 		msg = cond.Message
 	}
 	return fmt.Sprintf("running %d/%d pods — %s", job.Status.Active, *job.Spec.Parallelism, msg), false, nil
+}
+
+// bookingOf describes a workload's capacity booking.
+func bookingOf(wl *berthv1.Workload) string {
+	p := wl.Status.Provisioning
+	if p == nil {
+		return "booking"
+	}
+	msg := fmt.Sprintf("ProvisioningRequest %s (%s) is %s", p.RequestName, p.ClassName, p.State)
+	if a := wl.Status.Admission; a != nil && a.Provisioning != nil {
+		for _, n := range a.Provisioning.NewNodes {
+			msg += fmt.Sprintf("; %d new node(s) in pool %s", n.Nodes, n.Pool)
+		}
+	}
+	if t := p.Topology; t != nil {
+		var kv []string
+		for i, l := range t.Levels {
+			kv = append(kv, l+"="+t.Values[i])
+		}
+		msg += "; pinned to " + strings.Join(kv, ",")
+	}
+	return msg
 }

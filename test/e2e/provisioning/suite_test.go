@@ -1,0 +1,347 @@
+// Package provisioning_test runs berth with the stand-in autoscaler on the
+// full plane (apiserver, etcd, controller-manager, scheduler, kwok): gangs
+// that must run in one rack get capacity booked — and, where needed,
+// created — in one rack through ProvisioningRequests, and a monitor checks
+// throughout every spec that no pod is bound before its gang is admitted
+// and that no admitted gang runs partly for long.
+package provisioning_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+const (
+	timeout  = 2 * time.Minute
+	interval = 200 * time.Millisecond
+	// held is how long a spec watches a gang stay held.
+	held = 2 * time.Second
+	// bookingTTL is the stand-in's booking time: long enough for kwok pods
+	// to bind on a busy machine, short enough for a spec to outwait it.
+	bookingTTL = 10 * time.Second
+	// partialGrace is how long an admitted gang may run with only part of
+	// its pods bound (pods bind one by one) before the monitor calls it a
+	// partial gang.
+	partialGrace = 20 * time.Second
+
+	zoneLabel = "topology.kubernetes.io/zone"
+	rackLabel = "example.com/rack"
+	poolLabel = "example.com/pool"
+)
+
+var (
+	env           *framework.Env
+	stopAutoscale func() error
+	mon           *monitor
+)
+
+func TestProvisioning(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "provisioning e2e suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	stopAutoscale, err = env.StartAutoscaler(ctx, autoscaler.Options{
+		Clock: clock.RealClock{}, RetryInterval: 500 * time.Millisecond, BookingTTL: bookingTTL, ProvisioningLatency: time.Second,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	mon = startMonitor(env.Client)
+}, NodeTimeout(10*time.Minute))
+
+var _ = AfterSuite(func() {
+	var errs []error
+	if mon != nil {
+		mon.stop()
+	}
+	if stopAutoscale != nil {
+		errs = append(errs, stopAutoscale())
+	}
+	if env != nil {
+		errs = append(errs, env.Stop())
+	}
+	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
+})
+
+// Every spec ends with the monitor's verdict on everything that ran.
+var _ = AfterEach(func() {
+	Expect(mon.violations()).To(BeEmpty(), "no pod bound before admission, no partial gang")
+})
+
+// rackSetup creates, for one spec, a namespace, a flavor with levels zone
+// and rack that books capacity IfNeeded, a ClusterQueue with 64 GPUs of it
+// and a LocalQueue "team"; one Ready 8-GPU node per entry of nodes (rack
+// name per node) and a CapacityPool of 8-GPU nodes, up to maxNodes, per
+// rack in pools. Names are prefixed with the namespace.
+func rackSetup(ctx context.Context, nodes []string, pools map[string]int32, mutate func(*berthv1.ResourceFlavor)) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	name := ns.Name
+	rf := &berthv1.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.ResourceFlavorSpec{
+			NodeLabels:     map[string]string{poolLabel: name},
+			TopologyLevels: []string{zoneLabel, rackLabel},
+			Provisioning:   &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 5, BackoffSeconds: 1},
+		},
+	}
+	if mutate != nil {
+		mutate(rf)
+	}
+	Expect(env.Client.Create(ctx, rf)).To(Succeed())
+	cq := &berthv1.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.ClusterQueueSpec{ResourceGroups: []berthv1.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{controlplane.GPUResource},
+			Flavors: []berthv1.FlavorQuotas{{Name: name, Resources: []berthv1.ResourceQuota{
+				{Name: controlplane.GPUResource, NominalQuota: resource.MustParse("64")}}}},
+		}}},
+	}
+	Expect(env.Client.Create(ctx, cq)).To(Succeed())
+	Expect(env.Client.Create(ctx, &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "team"},
+		Spec: berthv1.LocalQueueSpec{ClusterQueue: name}})).To(Succeed())
+	for i, rack := range nodes {
+		addNode(ctx, fmt.Sprintf("%s-%s-n%d", name, rack, i), rackLabels(name, rack))
+	}
+	for rack, maxNodes := range pools {
+		labels := rackLabels(name, rack)
+		labels[berthv1.CapacityPoolLabel] = name + "-" + rack
+		template := controlplane.GPUNode("template", 8, nil)
+		pool := &berthv1.CapacityPool{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + rack},
+			Spec: berthv1.CapacityPoolSpec{Flavor: name, MaxNodes: maxNodes, NodeTemplate: berthv1.NodeTemplate{
+				Labels: labels, Allocatable: template.Status.Allocatable,
+			}},
+		}
+		Expect(env.Client.Create(ctx, pool)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, pool)) })
+		DeferCleanup(deleteNodesOf, pool.Name)
+	}
+	return name
+}
+
+func rackLabels(flavor, rack string) map[string]string {
+	return map[string]string{poolLabel: flavor, zoneLabel: "zone-a", rackLabel: rack}
+}
+
+// addNode creates a Ready kwok node with 8 GPUs, deleted after the spec.
+func addNode(ctx context.Context, name string, labels map[string]string) {
+	node := controlplane.GPUNode(name, 8, labels)
+	Expect(env.Client.Create(ctx, node)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, node)) })
+	Expect(controlplane.WaitForNodeReady(ctx, env.Client, name)).To(Succeed())
+}
+
+// deleteNodesOf deletes the nodes the autoscaler created for a pool.
+func deleteNodesOf(ctx context.Context, pool string) error {
+	return env.Client.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{berthv1.CapacityPoolLabel: pool})
+}
+
+// gang submits a Job of pods 8-GPU pods that must run in one rack, each
+// running for runFor once started.
+func gang(ctx context.Context, ns, name string, pods int32, runFor time.Duration) *batchv1.Job {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels:      map[string]string{berthv1.QueueNameLabel: "team"},
+			Annotations: map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: controlplane.RunFor(runFor)},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+					Name: "train", Image: "registry.invalid/train:latest",
+					Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{controlplane.GPUResource: resource.MustParse("8")},
+						Limits:   corev1.ResourceList{controlplane.GPUResource: resource.MustParse("8")},
+					}}}},
+			},
+		},
+	}
+	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	return job
+}
+
+// racksOf returns the racks of the nodes the job's pods are bound to, once
+// all want pods are bound.
+func racksOf(ctx context.Context, job *batchv1.Job, want int) func(Gomega) []string {
+	return func(g Gomega) []string {
+		pods := &corev1.PodList{}
+		g.Expect(env.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
+		seen := map[string]bool{}
+		var racks []string
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			bound++
+			node := &corev1.Node{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+			if r := node.Labels[rackLabel]; !seen[r] {
+				seen[r] = true
+				racks = append(racks, r)
+			}
+		}
+		g.Expect(bound).To(Equal(want), "pods of %s bound", job.Name)
+		return racks
+	}
+}
+
+// workloadOf returns the job's Workload.
+func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
+	for i := range wls.Items {
+		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == job.UID {
+			return &wls.Items[i]
+		}
+	}
+	g.Expect(fmt.Errorf("no workload for job %s yet", job.Name)).NotTo(HaveOccurred())
+	return nil
+}
+
+// finished reports whether the job completed.
+func finished(ctx context.Context, job *batchv1.Job) func(Gomega) bool {
+	return func(g Gomega) bool {
+		fresh := &batchv1.Job{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
+		for _, c := range fresh.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// monitor polls every pod of a Job and every Workload and records, while
+// specs run: a pod bound to a node while its gang holds no quota, and an
+// admitted gang with only part of its pods bound for longer than
+// partialGrace. Polling every 100 ms catches any state that lasts longer;
+// a pod bound before admission stays bound until it ends.
+type monitor struct {
+	c      client.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	found   []string
+	partial map[types.UID]time.Time // first seen partly bound
+}
+
+func startMonitor(c client.Client) *monitor {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &monitor{c: c, cancel: cancel, done: make(chan struct{}), partial: map[types.UID]time.Time{}}
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				m.check(ctx)
+			}
+		}
+	}()
+	return m
+}
+
+func (m *monitor) stop() { m.cancel(); <-m.done }
+
+// violations returns and clears what the monitor found.
+func (m *monitor) violations() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.found
+	m.found = nil
+	return out
+}
+
+func (m *monitor) check(ctx context.Context) {
+	// Pods first: a pod seen bound was bound after its gang was admitted,
+	// so the Workload read afterwards still shows the admission — or an
+	// eviction that started since, which the check allows.
+	pods := &corev1.PodList{}
+	wls := &berthv1.WorkloadList{}
+	if m.c.List(ctx, pods, client.HasLabels{"job-name"}) != nil || m.c.List(ctx, wls) != nil {
+		return
+	}
+	byJob := map[types.UID]*berthv1.Workload{}
+	for i := range wls.Items {
+		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil {
+			byJob[ref.UID] = &wls.Items[i]
+		}
+	}
+	bound := map[types.UID]int32{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		wl := byJob[ref.UID]
+		if wl == nil || !(meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) ||
+			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)) {
+			m.record(fmt.Sprintf("pod %s/%s bound to %s while its gang is not admitted", p.Namespace, p.Name, p.Spec.NodeName))
+			continue
+		}
+		bound[ref.UID]++
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for job, wl := range byJob {
+		var total int32
+		for _, ps := range wl.Spec.PodSets {
+			total += ps.Count
+		}
+		if n := bound[job]; n > 0 && n < total && meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
+			first, ok := m.partial[job]
+			if !ok {
+				m.partial[job] = now
+			} else if now.Sub(first) > partialGrace {
+				m.found = append(m.found, fmt.Sprintf("gang %s/%s ran with %d of %d pods bound for %s", wl.Namespace, wl.Name, n, total, now.Sub(first).Round(time.Second)))
+				m.partial[job] = now
+			}
+			continue
+		}
+		delete(m.partial, job)
+	}
+}
+
+func (m *monitor) record(v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.found = append(m.found, v)
+}
