@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 )
 
 // apiextensionsCRD is the kind of CustomResourceDefinitions.
@@ -50,6 +51,8 @@ type Options struct {
 	// Clock is read for backoffs and the pods-ready deadline; tests inject
 	// a fake one. Default: the real clock.
 	Clock clock.PassiveClock
+	// Metrics, when set, counts each request's outcome by class.
+	Metrics *metrics.Metrics
 }
 
 // Controllers are the provisioning controllers: the Workload reconciler,
@@ -81,7 +84,7 @@ func (c *Controllers) Register(ctx context.Context, mgr ctrl.Manager) error {
 	state := &apiState{}
 	wlEvents, rfEvents := make(chan event.GenericEvent, 64), make(chan event.GenericEvent, 64)
 	state.changed = []chan event.GenericEvent{wlEvents, rfEvents}
-	wr := &Reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: c.recorder, clock: c.opts.Clock, state: state}
+	wr := &Reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: c.recorder, clock: c.opts.Clock, state: state, metrics: c.opts.Metrics}
 	wc, err := wr.build(mgr, wlEvents)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/workloadstatus"
 )
 
@@ -47,6 +48,7 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	state    *apiState
+	metrics  *metrics.Metrics
 }
 
 // build registers the reconciler: Workloads that book capacity, and the
@@ -145,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // apply writes an action's status and records its event.
 func (r *Reconciler) apply(ctx context.Context, wl *berthv1.Workload, rf *berthv1.ResourceFlavor, act Action, prMsg string) error {
-	pol, request := rf.Spec.Provisioning, wl.Status.Provisioning.RequestName
+	pol, request, class := rf.Spec.Provisioning, wl.Status.Provisioning.RequestName, wl.Status.Provisioning.ClassName
 	var msg string
 	var gaveUp bool
 	written, err := workloadstatus.Patch(ctx, r.client, r.reader, wl, func(w *berthv1.Workload) bool {
@@ -176,6 +178,13 @@ func (r *Reconciler) apply(ctx context.Context, wl *berthv1.Workload, rf *berthv
 	})
 	if err != nil || !written {
 		return err
+	}
+	if r.metrics != nil {
+		outcome := string(act.State)
+		if act.Kind == Admit {
+			outcome = string(berthv1.ProvisioningProvisioned)
+		}
+		r.metrics.ProvisioningOutcome(class, outcome)
 	}
 	switch {
 	case act.Kind == Admit:

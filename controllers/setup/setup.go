@@ -96,6 +96,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err := m.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	if o.Provisioning.Metrics == nil {
+		o.Provisioning.Metrics = m
+	}
 	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
 		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m,

@@ -122,6 +122,9 @@ func ReserveForBooking(wl *berthv1.Workload, a *berthv1.Admission, message strin
 		next.ClassName = a.Provisioning.ClassName
 	}
 	next.Message = fmt.Sprintf("booking capacity with ProvisioningRequest %s (%s)", next.RequestName, next.ClassName)
+	if a.Topology == nil {
+		next.Message += "; unpinned: the request names no topology domain (the gang requires none, or its flavor has no CapacityPool), so the autoscaler chooses where the nodes go"
+	}
 	wl.Status.Provisioning = next
 	SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionTrue, berthv1.ReasonQuotaReserved, message)
 	SetCondition(wl, berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonWaitingForCapacity, next.Message)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -73,6 +75,9 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		}, timeout, interval).Should(Succeed())
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0), "the stocked-out pool created nothing")
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		attempts := env.Berth().Metrics.ProvisioningAttemptsTotal
+		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "Failed"))).To(BeNumerically(">=", 1))
+		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "Provisioned"))).To(BeNumerically(">=", 1))
 	})
 
 	It("(c) retries a booking that expired before the gang started, and admits it", func(ctx SpecContext) {
@@ -153,6 +158,24 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Expect(prs.Items).To(BeEmpty())
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0))
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+	})
+
+	It("books a gang unpinned, and says so, when its flavor has no CapacityPool", func(ctx SpecContext) {
+		ns := rackSetup(ctx, nil, nil, nil)
+		job := gang(ctx, ns, "anywhere", 2, 3*time.Second)
+		Expect(env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+berthv1.TopologyRequiredAnnotation+`":null}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			g.Expect(wl.Status.Admission.Topology).To(BeNil())
+			g.Expect(wl.Status.Provisioning).NotTo(BeNil())
+			g.Expect(wl.Status.Provisioning.Message).To(ContainSubstring("unpinned"))
+			pr := request(ctx, g, job)
+			tmpl := &corev1.PodTemplate{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pr.Spec.PodSets[0].PodTemplateRef.Name}, tmpl)).To(Succeed())
+			g.Expect(tmpl.Template.Spec.NodeSelector).To(Equal(map[string]string{poolLabel: ns}), "the flavor's labels, no domain")
+		}, timeout, interval).Should(Succeed())
 	})
 
 	It("(f) runs bursts of gangs from twenty teams with no partial gang and no pod bound before admission", func(ctx SpecContext) {
