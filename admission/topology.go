@@ -243,15 +243,9 @@ func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string
 	return "", nil, -1
 }
 
-// place plans w's pods (see TopologyMode, and provision.go for flavors that book
-// capacity). It returns the plan — nil when w needs none — or the reason it cannot
-// be placed and a message.
-func (e *Engine) place(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string) {
-	p, reason, msg, _ := e.placeIn(c, w, flavors)
-	return p, reason, msg
-}
-
-// placeIn is place that also returns the flavor it placed in, or tried to.
+// placeIn plans w's pods (see TopologyMode, and provision.go for flavors that
+// book capacity). It returns the plan — nil when w needs none — or the reason it
+// cannot be placed and a message, and the flavor it placed in, or tried to.
 // Domains whose bookings failed for w are avoided while another domain can
 // take the gang; when none can, they are tried again rather than waited out.
 func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {

@@ -43,8 +43,8 @@ func request(ctx context.Context, g Gomega, job *batchv1.Job) *autoscalingv1.Pro
 
 var _ = Describe("capacity provisioned in one rack", func() {
 	It("(a) scales up inside one rack for a rack-bound gang while free GPUs are scattered over racks", func(ctx SpecContext) {
-		ns := rackSetup(ctx, []string{"r1", "r2"}, map[string]int32{"r1": 2, "r2": 2}, nil)
-		job := gang(ctx, ns, "train", 2, 3*time.Second)
+		ns := rackSetup(ctx, []string{"r1", "r2"}, map[string]int32{"r1": 2, "r2": 2})
+		job := gang(ctx, ns, "train", 3*time.Second)
 
 		By("booking one new node in r1, where a free node completes the gang, with a request pinned to r1")
 		Eventually(func(g Gomega) {
@@ -54,20 +54,20 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pr.Spec.PodSets[0].PodTemplateRef.Name}, tmpl)).To(Succeed())
 			g.Expect(tmpl.Template.Spec.NodeSelector).To(And(HaveKeyWithValue(rackLabel, "r1"), HaveKeyWithValue(poolLabel, ns)))
 		}, timeout, interval).Should(Succeed())
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r1"}))
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(1))
 		Expect(poolNodes(ctx, ns+"-r2")(Default)).To(Equal(0))
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(b) books in another rack after a stockout in the preferred one, and binds no pod before admission", func(ctx SpecContext) {
-		ns := rackSetup(ctx, []string{"r1"}, map[string]int32{"r1": 2, "r2": 2}, nil)
+		ns := rackSetup(ctx, []string{"r1"}, map[string]int32{"r1": 2, "r2": 2})
 		pool := &berthv1.CapacityPool{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns + "-r1"}, pool)).To(Succeed())
 		Expect(env.Client.Patch(ctx, pool, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"`+autoscaler.StockoutAnnotation+`":"true"}}}`)))).To(Succeed())
-		job := gang(ctx, ns, "train", 2, 3*time.Second)
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r2"}))
+		job := gang(ctx, ns, "train", 3*time.Second)
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r2"}))
 		Eventually(func(g Gomega) {
 			wl := workloadOf(ctx, g, job)
 			g.Expect(wl.Status.Provisioning.Attempt).To(BeNumerically(">=", 2))
@@ -81,8 +81,8 @@ var _ = Describe("capacity provisioned in one rack", func() {
 	})
 
 	It("(c) retries a booking that expired before the gang started, and admits it", func(ctx SpecContext) {
-		ns := rackSetup(ctx, nil, map[string]int32{"r1": 2}, nil)
-		job := gang(ctx, ns, "train", 2, 3*time.Second)
+		ns := rackSetup(ctx, nil, map[string]int32{"r1": 2})
+		job := gang(ctx, ns, "train", 3*time.Second)
 		By("stopping berth once it asked for capacity, so the gang cannot start before the booking expires")
 		Eventually(func(g Gomega) { request(ctx, g, job) }, timeout, interval).Should(Succeed())
 		Expect(env.StopBerth()).To(Succeed())
@@ -108,7 +108,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		_, err := env.StartBerth(framework.BerthOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		restarted = true
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r1"}))
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		// The nodes created for the expired booking now exist: the retry
 		// admits the gang on them, without booking again.
 		Eventually(func(g Gomega) []string {
@@ -118,9 +118,9 @@ var _ = Describe("capacity provisioned in one rack", func() {
 	})
 
 	It("(d) evicts a gang whose capacity is revoked, requeues it and admits it again", func(ctx SpecContext) {
-		ns := rackSetup(ctx, nil, map[string]int32{"r1": 2}, nil)
-		job := gang(ctx, ns, "serve", 2, 10*time.Minute)
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r1"}))
+		ns := rackSetup(ctx, nil, map[string]int32{"r1": 2})
+		job := gang(ctx, ns, "serve", 10*time.Minute)
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		var first string
 		Eventually(func(g Gomega) {
 			pr := request(ctx, g, job)
@@ -141,14 +141,14 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)).To(BeFalse())
 		}, timeout, interval).Should(Succeed())
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r1"}))
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		_ = first
 	})
 
 	It("(e) admits a gang that fits existing free capacity without waiting for new nodes", func(ctx SpecContext) {
-		ns := rackSetup(ctx, []string{"r1", "r1"}, map[string]int32{"r1": 2}, nil)
-		job := gang(ctx, ns, "train", 2, 3*time.Second)
-		Eventually(racksOf(ctx, job, 2), timeout, interval).Should(Equal([]string{"r1"}))
+		ns := rackSetup(ctx, []string{"r1", "r1"}, map[string]int32{"r1": 2})
+		job := gang(ctx, ns, "train", 3*time.Second)
+		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		Eventually(func(g Gomega) {
 			wl := workloadOf(ctx, g, job)
 			g.Expect(wl.Status.Provisioning).To(BeNil(), "no booking")
@@ -161,8 +161,8 @@ var _ = Describe("capacity provisioned in one rack", func() {
 	})
 
 	It("books a gang unpinned, and says so, when its flavor has no CapacityPool", func(ctx SpecContext) {
-		ns := rackSetup(ctx, nil, nil, nil)
-		job := gang(ctx, ns, "anywhere", 2, 3*time.Second)
+		ns := rackSetup(ctx, nil, nil)
+		job := gang(ctx, ns, "anywhere", 3*time.Second)
 		Expect(env.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"`+berthv1.TopologyRequiredAnnotation+`":null}}}`)))).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -179,7 +179,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 	})
 
 	It("(f) runs bursts of gangs from twenty teams with no partial gang and no pod bound before admission", func(ctx SpecContext) {
-		ns := rackSetup(ctx, []string{"r1", "r2"}, map[string]int32{"r1": 3, "r2": 3, "r3": 3}, nil)
+		ns := rackSetup(ctx, []string{"r1", "r2"}, map[string]int32{"r1": 3, "r2": 3, "r3": 3})
 		var jobs []*batchv1.Job
 		for t := range 20 {
 			team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-t%02d", ns, t)}}
@@ -187,12 +187,12 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			Expect(env.Client.Create(ctx, &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team.Name, Name: "team"},
 				Spec: berthv1.LocalQueueSpec{ClusterQueue: ns}})).To(Succeed())
 			for i := range 2 {
-				jobs = append(jobs, gang(ctx, team.Name, fmt.Sprintf("burst-%d", i), 2, 2*time.Second))
+				jobs = append(jobs, gang(ctx, team.Name, fmt.Sprintf("burst-%d", i), 2*time.Second))
 			}
 		}
 		for _, job := range jobs {
 			Eventually(finished(ctx, job), 8*time.Minute, time.Second).Should(BeTrue(), "%s/%s", job.Namespace, job.Name)
-			Expect(racksOf(ctx, job, 2)(Default)).To(HaveLen(1), "%s/%s ran in one rack", job.Namespace, job.Name)
+			Expect(racksOf(ctx, job)(Default)).To(HaveLen(1), "%s/%s ran in one rack", job.Namespace, job.Name)
 		}
 	})
 })

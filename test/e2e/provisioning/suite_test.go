@@ -101,7 +101,7 @@ var _ = AfterEach(func() {
 // and a LocalQueue "team"; one Ready 8-GPU node per entry of nodes (rack
 // name per node) and a CapacityPool of 8-GPU nodes, up to maxNodes, per
 // rack in pools. Names are prefixed with the namespace.
-func rackSetup(ctx context.Context, nodes []string, pools map[string]int32, mutate func(*berthv1.ResourceFlavor)) string {
+func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	name := ns.Name
@@ -112,9 +112,6 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32, muta
 			TopologyLevels: []string{zoneLabel, rackLabel},
 			Provisioning:   &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 5, BackoffSeconds: 1},
 		},
-	}
-	if mutate != nil {
-		mutate(rf)
 	}
 	Expect(env.Client.Create(ctx, rf)).To(Succeed())
 	cq := &berthv1.ClusterQueue{
@@ -165,9 +162,10 @@ func deleteNodesOf(ctx context.Context, pool string) error {
 	return env.Client.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{berthv1.CapacityPoolLabel: pool})
 }
 
-// gang submits a Job of pods 8-GPU pods that must run in one rack, each
+// gang submits a Job of two 8-GPU pods that must run in one rack, each
 // running for runFor once started.
-func gang(ctx context.Context, ns, name string, pods int32, runFor time.Duration) *batchv1.Job {
+func gang(ctx context.Context, ns, name string, runFor time.Duration) *batchv1.Job {
+	const pods int32 = 2
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{berthv1.QueueNameLabel: "team"},
@@ -189,9 +187,10 @@ func gang(ctx context.Context, ns, name string, pods int32, runFor time.Duration
 	return job
 }
 
-// racksOf returns the racks of the nodes the job's pods are bound to, once
-// all want pods are bound.
-func racksOf(ctx context.Context, job *batchv1.Job, want int) func(Gomega) []string {
+// racksOf returns the racks of the nodes the job's two pods are bound to,
+// once both are.
+func racksOf(ctx context.Context, job *batchv1.Job) func(Gomega) []string {
+	const want = 2
 	return func(g Gomega) []string {
 		pods := &corev1.PodList{}
 		g.Expect(env.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
@@ -311,8 +310,8 @@ func (m *monitor) check(ctx context.Context) {
 			continue
 		}
 		wl := byJob[ref.UID]
-		if wl == nil || !(meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) ||
-			meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)) {
+		if wl == nil || (!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) &&
+			!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)) {
 			m.record(fmt.Sprintf("pod %s/%s bound to %s while its gang is not admitted", p.Namespace, p.Name, p.Spec.NodeName))
 			continue
 		}
