@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +20,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // poolNodes counts the nodes the autoscaler created in a pool.
@@ -112,7 +112,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		// The nodes created for the expired booking now exist: the retry
 		// admits the gang on them, without booking again.
 		Eventually(func(g Gomega) []string {
-			return workloadEvents(ctx, g, workloadOf(ctx, g, job))
+			return jobsuite.EventReasons(ctx, env.Client, ns, workloadOf(ctx, g, job).Name)(g)
 		}, timeout, interval).Should(ContainElement(And(HavePrefix("ProvisioningFailed"), ContainSubstring("expired"))))
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 	})
@@ -196,16 +196,3 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		}
 	})
 })
-
-// workloadEvents lists "Reason: note" of the events about a Workload.
-func workloadEvents(ctx context.Context, g Gomega, wl *berthv1.Workload) []string {
-	evs := &eventsv1.EventList{}
-	g.Expect(env.Client.List(ctx, evs, client.InNamespace(wl.Namespace))).To(Succeed())
-	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == wl.Name {
-			out = append(out, e.Reason+": "+e.Note)
-		}
-	}
-	return out
-}

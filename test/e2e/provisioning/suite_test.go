@@ -32,6 +32,7 @@ import (
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 const (
@@ -216,15 +217,10 @@ func racksOf(ctx context.Context, job *batchv1.Job) func(Gomega) []string {
 
 // workloadOf returns the job's Workload.
 func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
-	wls := &berthv1.WorkloadList{}
-	g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
-	for i := range wls.Items {
-		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == job.UID {
-			return &wls.Items[i]
-		}
-	}
-	g.Expect(fmt.Errorf("no workload for job %s yet", job.Name)).NotTo(HaveOccurred())
-	return nil
+	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, job)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wls).To(HaveLen(1), "the workload of job %s", job.Name)
+	return &wls[0]
 }
 
 // finished reports whether the job completed.

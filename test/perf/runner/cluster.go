@@ -18,6 +18,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -117,7 +118,11 @@ func (c *cluster) stop() error { return c.plane.Stop() }
 // LocalQueue per scenario ClusterQueue, a PriorityClass per class priority
 // (Jobs carry priority only through one), and the layout's nodes if asked.
 func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preemption string) error {
-	if err := c.client.Create(ctx, &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.Flavor}}); err != nil {
+	rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.Flavor}}
+	if l := s.Layout; l != nil {
+		rf.Spec.TopologyLevels = []string{l.RackLabel, corev1.LabelHostname}
+	}
+	if err := c.client.Create(ctx, rf); err != nil {
 		return fmt.Errorf("creating ResourceFlavor: %w", err)
 	}
 	var objs []client.Object
@@ -135,15 +140,49 @@ func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preempt
 			&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: cq.Name, Name: LocalQueueName},
 				Spec: berthv1.LocalQueueSpec{ClusterQueue: cq.Name}})
 	}
+	var nodes []*corev1.Node
 	if l := s.Layout; l != nil && l.CreateNodes {
 		for r := range l.Racks {
 			for n := range l.NodesPerRack {
 				name := fmt.Sprintf("rack-%02d-node-%03d", r, n)
-				objs = append(objs, controlplane.GPUNode(name, l.GPUsPerNode, map[string]string{l.RackLabel: fmt.Sprintf("rack-%02d", r)}))
+				node := controlplane.GPUNode(name, l.GPUsPerNode, map[string]string{l.RackLabel: fmt.Sprintf("rack-%02d", r)})
+				nodes = append(nodes, node)
+				objs = append(objs, node)
 			}
 		}
 	}
-	return createAll(ctx, c.client, objs, 16)
+	if err := createAll(ctx, c.client, objs, 16); err != nil {
+		return err
+	}
+	return c.readyNodes(ctx, nodes)
+}
+
+// readyNodes makes the layout's nodes what a kubelet and the node
+// lifecycle controller would, for berth to count their capacity: Ready,
+// without the not-ready taint the API server puts on a new Node. No
+// kubelet runs here: the workloads' pods are never created.
+func (c *cluster) readyNodes(ctx context.Context, nodes []*corev1.Node) error {
+	for _, node := range nodes {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fresh := &corev1.Node{}
+			if err := c.client.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+				return err
+			}
+			if len(fresh.Spec.Taints) > 0 {
+				fresh.Spec.Taints = nil
+				if err := c.client.Update(ctx, fresh); err != nil {
+					return err
+				}
+			}
+			fresh.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			return c.client.Status().Update(ctx, fresh)
+		})
+		if err != nil {
+			return fmt.Errorf("making node %s Ready: %w", node.Name, err)
+		}
+	}
+	return nil
 }
 
 // PriorityClassName names the PriorityClass the runner creates for a

@@ -18,13 +18,6 @@ import (
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
-// Annotations that carry a gang's topology requirement until berth's API
-// has a field for it (see DESIGN: berth.dev/topology-required: <level>).
-const (
-	TopologyRequiredAnnotation  = "berth.dev/topology-required"
-	TopologyPreferredAnnotation = "berth.dev/topology-preferred"
-)
-
 // ClassLabel names a workload's class on the objects the runner creates.
 const ClassLabel = "perf.berth.dev/class"
 
@@ -102,10 +95,13 @@ func (t *tracker) object(i int) client.Object {
 	w := t.wls[i]
 	c := &t.s.Classes[w.Class]
 	meta := metav1.ObjectMeta{Namespace: t.cqs[w.ClusterQueue].Name, Name: w.Name, Labels: map[string]string{ClassLabel: c.Name}}
+	var topology *berthv1.TopologyRequest
 	if c.Topology != nil {
-		key := TopologyRequiredAnnotation
+		key := berthv1.TopologyRequiredAnnotation
+		topology = &berthv1.TopologyRequest{Mode: berthv1.TopologyRequired, Level: c.Topology.Level}
 		if c.Topology.Mode == scenario.TopologyPreferred {
-			key = TopologyPreferredAnnotation
+			key = berthv1.TopologyPreferredAnnotation
+			topology.Mode = berthv1.TopologyPreferred
 		}
 		meta.Annotations = map[string]string{key: c.Topology.Level}
 	}
@@ -134,6 +130,7 @@ func (t *tracker) object(i int) client.Object {
 		QueueName: LocalQueueName,
 		Priority:  c.Priority,
 		PodSets:   []berthv1.PodSet{{Name: "main", Count: c.PodsPerGang, Requests: c.Request}},
+		Topology:  topology,
 	}}
 }
 

@@ -101,7 +101,8 @@ type Class struct {
 	PodsPerGang int32 `json:"podsPerGang,omitempty"`
 	// Request is what one pod requests.
 	Request corev1.ResourceList `json:"request"`
-	// Topology the gang needs; carried as an annotation, optional.
+	// Topology the gang needs, optional: the Workload's spec.topology (the
+	// annotation on a Job).
 	Topology *Topology `json:"topology,omitempty"`
 }
 
@@ -132,8 +133,9 @@ type Layout struct {
 	RackLabel string `json:"rackLabel"`
 	// GPUsPerNode is each node's nvidia.com/gpu capacity.
 	GPUsPerNode int `json:"gpusPerNode"`
-	// CreateNodes makes the runner create the Node objects (no kubelet
-	// plays them). Only worth it once berth reads nodes.
+	// CreateNodes makes the runner create the Node objects, Ready (no
+	// kubelet plays them), and gives the flavor the levels rack and
+	// hostname, so berth places gangs in racks.
 	CreateNodes bool `json:"createNodes,omitempty"`
 }
 
