@@ -3,7 +3,9 @@ package controller_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +45,33 @@ var _ = Describe("API validation", func() {
 		}, "supported values: \"StrictFIFO\", \"BestEffortFIFO\""),
 	)
 
+	DescribeTable("validates topology and capacity objects, saying what to fix",
+		func(ctx SpecContext, obj client.Object, want string) {
+			err := env.Client.Create(ctx, obj)
+			if want == "" {
+				Expect(err).NotTo(HaveOccurred())
+				Expect(env.Client.Delete(ctx, obj)).To(Succeed())
+				return
+			}
+			Expect(err).To(MatchError(ContainSubstring(want)))
+		},
+		Entry("a flavor naming a topology level twice",
+			&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "twice"},
+				Spec: berthv1.ResourceFlavorSpec{TopologyLevels: []string{"rack", "rack"}}},
+			"topologyLevels must not repeat a key"),
+		Entry("a provisioning mode that does not exist",
+			&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "mode"},
+				Spec: berthv1.ResourceFlavorSpec{Provisioning: &berthv1.ProvisioningPolicy{Mode: "Sometimes"}}},
+			`supported values: "Never", "IfNeeded", "Always"`),
+		Entry("a pool whose minimum exceeds its maximum", capacityPool("min-max", 3, 2),
+			"minNodes must not exceed maxNodes"),
+		Entry("a pool with only a maximum", capacityPool("max-only", 0, 2), ""),
+		Entry("a pool without allocatable capacity",
+			&berthv1.CapacityPool{ObjectMeta: metav1.ObjectMeta{Name: "empty"},
+				Spec: berthv1.CapacityPoolSpec{Flavor: "h200", MaxNodes: 1}},
+			"spec.nodeTemplate.allocatable"),
+	)
+
 	It("keeps a LocalQueue's ClusterQueue immutable", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		lq := builders.LocalQueue(ns, "team", "cq-a")
@@ -56,3 +85,10 @@ var _ = Describe("API validation", func() {
 		Expect(err.Error()).To(ContainSubstring("clusterQueue is immutable"))
 	})
 })
+
+// capacityPool is a pool of 8-GPU nodes of flavor h200.
+func capacityPool(name string, minNodes, maxNodes int32) *berthv1.CapacityPool {
+	return &berthv1.CapacityPool{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.CapacityPoolSpec{Flavor: "h200", MinNodes: minNodes, MaxNodes: maxNodes,
+			NodeTemplate: berthv1.NodeTemplate{Allocatable: corev1.ResourceList{builders.GPU: resource.MustParse("8")}}}}
+}
