@@ -228,6 +228,19 @@ func (e *Env) Berth() *setup.Berth {
 	return e.current
 }
 
+// StartWithBerth starts a plane (StartWith) and berth on it (StartBerth),
+// as most suites begin; the plane is stopped again if berth does not start.
+func StartWithBerth(ctx context.Context, o StartOptions, b BerthOptions) (*Env, error) {
+	env, err := StartWith(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := env.StartBerth(b); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting berth: %w", err), env.Stop())
+	}
+	return env, nil
+}
+
 // StopBerth stops the manager started by StartBerth and waits for it.
 func (e *Env) StopBerth() error {
 	e.mu.Lock()

@@ -17,7 +17,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/test/framework"
@@ -31,10 +30,9 @@ const (
 )
 
 var (
-	env       *framework.Env
-	fakeClock *clocktesting.FakeClock
-	stopMgr   context.CancelFunc
-	mgrDone   chan error
+	env            *framework.Env
+	fakeClock      *clocktesting.FakeClock
+	stopAutoscaler func() error
 )
 
 func TestAutoscaler(t *testing.T) {
@@ -47,30 +45,20 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	env, err = framework.StartForAutoscaler(ctx, false)
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(env.Plane.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	Expect(err).NotTo(HaveOccurred())
 	fakeClock = clocktesting.NewFakeClock(time.Now())
-	Expect(autoscaler.Setup(mgr, autoscaler.Options{
+	stopAutoscaler, err = env.StartAutoscaler(ctx, autoscaler.Options{
 		Clock:               fakeClock,
 		RetryInterval:       200 * time.Millisecond,
 		BookingTTL:          bookingTTL,
 		ProvisioningLatency: 0,
-	})).To(Succeed())
-	mgrCtx, cancel := context.WithCancel(context.Background())
-	stopMgr, mgrDone = cancel, make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	})
+	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
 	var errs []error
-	if stopMgr != nil {
-		stopMgr()
-		errs = append(errs, <-mgrDone)
+	if stopAutoscaler != nil {
+		errs = append(errs, stopAutoscaler())
 	}
 	if env != nil {
 		errs = append(errs, env.Stop())

@@ -46,9 +46,7 @@ func TestBatchJob(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.Start(ctx, false)
-	Expect(err).NotTo(HaveOccurred())
-	_, err = env.StartBerth(framework.BerthOptions{Setup: setup.Options{
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
 		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 	}})
 	Expect(err).NotTo(HaveOccurred())

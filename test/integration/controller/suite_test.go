@@ -33,9 +33,7 @@ func TestController(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.Start(ctx, false)
-	Expect(err).NotTo(HaveOccurred())
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 

@@ -37,9 +37,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	crd, err := framework.JobSetCRD()
 	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWith(ctx, framework.StartOptions{CRDPaths: []string{crd}})
-	Expect(err).NotTo(HaveOccurred())
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{crd}}, framework.BerthOptions{})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 

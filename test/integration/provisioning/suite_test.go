@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/controllers/provisioning"
@@ -49,8 +48,7 @@ var (
 	autoscalerClock *clocktesting.FakeClock
 
 	autoscalerOnce sync.Once
-	stopAutoscaler context.CancelFunc
-	autoscalerDone chan error
+	stopAutoscaler func() error
 )
 
 func TestProvisioning(t *testing.T) {
@@ -60,12 +58,10 @@ func TestProvisioning(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = framework.StartWith(ctx, framework.StartOptions{})
-	Expect(err).NotTo(HaveOccurred())
 	berthClock = clocktesting.NewFakeClock(time.Now())
 	autoscalerClock = clocktesting.NewFakeClock(time.Now())
-	_, err = env.StartBerth(framework.BerthOptions{Setup: setup.Options{
+	var err error
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
 		Provisioning: provisioning.Options{Clock: berthClock},
 		// The specs' held queues never write their reason.
 		PendingStatusDelay: time.Hour,
@@ -76,8 +72,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 var _ = AfterSuite(func() {
 	var errs []error
 	if stopAutoscaler != nil {
-		stopAutoscaler()
-		errs = append(errs, <-autoscalerDone)
+		errs = append(errs, stopAutoscaler())
 	}
 	if env != nil {
 		errs = append(errs, env.Stop())
@@ -93,21 +88,12 @@ func installAPI(ctx context.Context) {
 	_, err = envtest.InstallCRDs(env.Plane.Config, envtest.CRDInstallOptions{Paths: []string{crd}})
 	Expect(err).NotTo(HaveOccurred())
 	autoscalerOnce.Do(func() {
-		mgr, err := ctrl.NewManager(env.Plane.Config, ctrl.Options{
-			Scheme:                 env.Scheme,
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-		})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(autoscaler.Setup(mgr, autoscaler.Options{
+		stopAutoscaler, err = env.StartAutoscaler(ctx, autoscaler.Options{
 			Clock:         autoscalerClock,
 			RetryInterval: 200 * time.Millisecond,
 			BookingTTL:    bookingTTL,
-		})).To(Succeed())
-		mgrCtx, cancel := context.WithCancel(context.Background())
-		stopAutoscaler, autoscalerDone = cancel, make(chan error, 1)
-		go func() { autoscalerDone <- mgr.Start(mgrCtx) }()
-		Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+		})
+		Expect(err).NotTo(HaveOccurred())
 	})
 }
 
