@@ -22,10 +22,14 @@ import (
 func (e *Engine) Cycle(now time.Time) Result {
 	e.cycle++
 	e.now = now.UnixNano()
+	var res Result
+	e.decideBookings(&res)
+	if e.freed {
+		e.capacityChanged()
+	}
 	if len(e.backoffs) > 0 {
 		e.wakeBackoffs()
 	}
-	var res Result
 	if len(e.ready) == 0 && !e.anyWork() {
 		return res // nothing changed since the last cycle: nothing can fit
 	}
@@ -282,7 +286,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 			a.Domain, a.Levels = slices.Clone(a.Domain), slices.Clone(a.Levels)
 			w.adm.Topology = &a
 		}
-		w.adm.Provisioning = planOf(p)
+		w.adm.Provisioning = e.bookingPlan(w, p.flavor, p)
 		if w.adm.Provisioning != nil {
 			e.booking[w] = struct{}{}
 		}
@@ -291,6 +295,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 			e.reserve(w.placed, 1)
 		}
 	}
+	w.adm.Generation = w.gen
 	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
 	w.victims, w.preempted = nil, false
 	if len(w.ghosts) > 0 {

@@ -95,8 +95,17 @@ type Engine struct {
 	topoWaiting []*wl
 	// backoffs are workloads waiting for their next booking attempt.
 	backoffs []*wl
-	// booking holds the admitted workloads whose capacity is being booked.
-	booking map[*wl]struct{}
+	// booking holds the admitted workloads whose capacity is being booked;
+	// awaiting those provisioned whose new nodes are still reserved in pools.
+	booking  map[*wl]struct{}
+	awaiting map[*wl]struct{}
+	// reports are the latest answers about bookings (booking.go); bookingDirty
+	// says one changed, bookingDue is the next time a bound elapses (0: none).
+	reports      map[WorkloadKey]BookingReport
+	bookingDirty bool
+	bookingDue   int64
+	// freed says a reservation was returned outside capacityChanged.
+	freed bool
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -124,6 +133,8 @@ func New(opts Options) (*Engine, error) {
 		nodes:      map[string]*topoNode{},
 		pools:      map[string]*topoPool{},
 		booking:    map[*wl]struct{}{},
+		awaiting:   map[*wl]struct{}{},
+		reports:    map[WorkloadKey]BookingReport{},
 	}, nil
 }
 
@@ -219,11 +230,17 @@ type wl struct {
 	topoWait   bool
 	waitFlavor string // the flavor a TopologyUnavailable workload waits for
 
-	// capacity bookings (provision.go): no admission before notBefore, avoid the
-	// domains whose bookings failed; backingOff: listed in Engine.backoffs.
+	// capacity bookings (booking.go): the record, the decision written and not
+	// confirmed yet (0: none); for a pending workload, no admission before
+	// notBefore, and the domains whose bookings failed avoided; backingOff:
+	// listed in Engine.backoffs.
+	bk         *Booking
+	deciding   BookingAction
 	notBefore  int64
-	avoid      [][]string
+	avoid      []TopologyAssignment
 	backingOff bool
+	// gen is the spec's generation.
+	gen int64
 
 	// preemption: a victim being evicted, or a preemptor waiting for its victims.
 	evicting  bool

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // bytesource turns fuzz input into bounded choices. Once the input is used up it
@@ -89,10 +90,13 @@ func fuzzWorkload(s *bytesource, name string, created int64) Workload {
 	return w
 }
 
-// fuzzModel is the harness's view of every workload it upserted.
+// fuzzModel is the harness's view of every workload it upserted: the spec,
+// and the admission and booking record the API server would hold for it.
 type fuzzModel struct {
 	specs map[string]Workload
 	phase map[string]wlPhase
+	adm   map[string]*Admission
+	bk    map[string]*Booking
 }
 
 // fuzzRun drives two engines with the same operations and checks, after every
@@ -103,7 +107,15 @@ type fuzzRun struct {
 	e, twin    *Engine
 	m          fuzzModel
 	clock      int64
+	now        time.Time
 	quotaMoved bool
+}
+
+// object is the workload name as the API server holds it.
+func (r *fuzzRun) object(name string) Workload {
+	w := r.m.specs[name]
+	w.Admission, w.Booking = r.m.adm[name], r.m.bk[name]
+	return w
 }
 
 func (r *fuzzRun) both(f func(e *Engine) error) {
@@ -119,7 +131,7 @@ func (r *fuzzRun) upsert(w Workload) {
 
 func (r *fuzzRun) step() {
 	s := r.s
-	switch op := s.n(11); op {
+	switch op := s.n(13); op {
 	case 0, 1, 2:
 		r.clock++
 		name := fmt.Sprintf("w%d", s.n(40))
@@ -127,24 +139,28 @@ func (r *fuzzRun) step() {
 			return
 		}
 		w := fuzzWorkload(s, name, r.clock)
-		r.upsert(w)
 		r.m.specs[name], r.m.phase[name] = w, phasePending
+		delete(r.m.adm, name)
+		if _, ok := r.e.workloads[key(name)]; !ok {
+			delete(r.m.bk, name) // a new Workload: no history
+		}
+		r.upsert(r.object(name))
 	case 3:
 		name := r.pick()
 		if name == "" {
 			return
 		}
 		r.both(func(e *Engine) error { e.DeleteWorkload(key(name)); return nil })
-		delete(r.m.specs, name)
-		delete(r.m.phase, name)
+		r.forget(name)
 	case 4, 5, 6:
 		r.cycle()
 	case 7:
 		name := r.pick()
 		if name != "" && r.m.phase[name] == phaseAdmitted {
-			r.upsert(r.m.specs[name]) // evicted
-			r.m.phase[name] = phasePending
+			r.evicted(name)
 		}
+	case 11, 12:
+		r.report()
 	case 8:
 		r.quotaMoved = true
 		cq := fuzzCQ(s, fmt.Sprintf("q%d", s.n(5)))
@@ -169,8 +185,8 @@ func (r *fuzzRun) step() {
 		if name != "" && r.m.phase[name] == phasePending {
 			w := r.m.specs[name]
 			w.Priority = int32(s.n(4))
-			r.upsert(w)
 			r.m.specs[name] = w
+			r.upsert(r.object(name))
 		}
 	}
 }
@@ -184,31 +200,23 @@ func (r *fuzzRun) pick() string {
 }
 
 func (r *fuzzRun) cycle() {
-	// Bookings of confirmed admissions are provisioned: the admission drops its plan.
-	for _, name := range slices.Sorted(maps.Keys(r.m.specs)) {
-		w, ok := r.e.workloads[key(name)]
-		if r.m.phase[name] != phaseAdmitted || !ok || w.adm == nil || w.adm.Provisioning == nil {
-			continue
-		}
-		spec := r.m.specs[name]
-		adm := *cloneAdmission(w.adm)
-		adm.Provisioning = nil
-		spec.Admission = &adm
-		r.upsert(spec)
-	}
+	r.now = r.now.Add(time.Duration(r.s.n(4)) * time.Minute)
 	before := r.e.usageSnapshot()
 	reserved := r.e.reservedSnapshot()
-	res := r.e.Cycle(t0)
-	res2 := r.twin.Cycle(t0)
+	pools := r.e.poolSnapshot()
+	res := r.e.Cycle(r.now)
+	res2 := r.twin.Cycle(r.now)
 	if !reflect.DeepEqual(res, res2) {
 		r.t.Fatalf("same input, different output:\n%s\n%s", fmtResult(res), fmtResult(res2))
 	}
 	r.checkCycle(res, before)
-	r.checkPlacements(res, reserved)
-	// Capacity changes between cycles: one node's free GPUs vary with the clock.
+	r.checkPlacements(res, reserved, pools)
+	// Capacity changes between cycles: one node's free GPUs vary with the clock,
+	// and the pool's nodes come and go.
 	n := Node{Name: "f0-n0", Flavors: []string{"f0"}, Free: Resources{gpu: r.clock % 3 * 1000, cpu: 8000},
 		Labels: map[string]string{"zone": "0", "rack": "0", "host": "0"}}
 	r.both(func(e *Engine) error { return e.UpsertNode(n) })
+	r.poolNode()
 	for _, a := range res.Admitted {
 		name := a.Key.Name
 		switch r.s.n(4) {
@@ -217,10 +225,12 @@ func (r *fuzzRun) cycle() {
 			r.m.phase[name] = phasePending
 		case 1: // not confirmed yet
 		default:
-			w := r.m.specs[name]
 			adm := a.Admission
-			w.Admission = &adm
-			r.upsert(w)
+			r.m.adm[name], r.m.bk[name] = &adm, reservedRecord(r.m.bk[name], adm)
+			if adm.Provisioning == nil {
+				r.m.bk[name] = nil // admitted on existing capacity: the record is cleared
+			}
+			r.upsert(r.object(name))
 			r.m.phase[name] = phaseAdmitted
 		}
 	}
@@ -231,10 +241,10 @@ func (r *fuzzRun) cycle() {
 			continue
 		}
 		if r.m.phase[name] == phaseAdmitted {
-			r.upsert(r.m.specs[name])
-			r.m.phase[name] = phasePending
+			r.evicted(name)
 		}
 	}
+	r.applyBookings(res)
 }
 
 // checkCycle checks the guarantees of one cycle's result.
@@ -308,8 +318,8 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 	s := newBytesource(data)
 	mode := s.n(4) // 0: no fair sharing; 1: between ClusterQueues; 2, 3: also between LocalQueues
 	opts := Options{FairSharing: mode != 0, LocalQueueFairSharing: mode >= 2, StarvationSkips: 1 + s.n(3)}
-	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts),
-		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}}}
+	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts), now: t0,
+		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}, adm: map[string]*Admission{}, bk: map[string]*Booking{}}}
 	for i := range 1 + s.n(5) {
 		cq := fuzzCQ(s, fmt.Sprintf("q%d", i))
 		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
@@ -318,10 +328,12 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 	// has two zones of two racks of two 2-GPU nodes, f1 one rack of two 4-GPU
 	// nodes, f2 no levels (a topology request there is UnknownTopologyLevel).
 	// f1 books capacity when it lacks some, from a pool of two more 4-GPU
-	// nodes in its rack and one in another zone.
+	// nodes in its rack and one in another zone; its bookings fail after 3
+	// minutes without capacity or 5 without an answer, at most twice in a row.
 	for _, f := range []Flavor{
 		{Name: "f0", Levels: []string{"zone", "rack", "host"}},
-		{Name: "f1", Levels: []string{"zone", "rack", "host"}, Provisioning: ProvisionIfNeeded},
+		{Name: "f1", Levels: []string{"zone", "rack", "host"}, Provisioning: ProvisioningPolicy{Mode: ProvisionIfNeeded,
+			MaxAttempts: 2, Backoff: time.Minute, CapacityNotFoundTimeout: 3 * time.Minute, AnswerTimeout: 5 * time.Minute}},
 	} {
 		r.both(func(e *Engine) error { return e.UpsertFlavor(f) })
 	}
@@ -390,9 +402,10 @@ func (r *fuzzRun) converge() int {
 		if round == 100 {
 			r.t.Fatalf("no fixed point after %d rounds", round)
 		}
-		res := r.e.Cycle(t0)
-		r.twin.Cycle(t0)
-		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 {
+		r.now = r.now.Add(time.Minute)
+		res := r.e.Cycle(r.now)
+		r.twin.Cycle(r.now)
+		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 && len(res.Bookings) == 0 {
 			return preemptions
 		}
 		preemptions += len(res.Preemptions)
@@ -400,15 +413,21 @@ func (r *fuzzRun) converge() int {
 			r.t.Logf("round %d: %s", round, fmtResult(res))
 		}
 		for _, a := range res.Admitted {
-			w := r.m.specs[a.Key.Name]
+			name := a.Key.Name
 			adm := a.Admission
-			w.Admission = &adm
-			r.upsert(w)
-			r.m.phase[a.Key.Name] = phaseAdmitted
+			r.m.adm[name], r.m.bk[name] = &adm, reservedRecord(r.m.bk[name], adm)
+			r.upsert(r.object(name))
+			r.m.phase[name] = phaseAdmitted
+			if adm.Provisioning != nil {
+				// The autoscaler provisions every booking at once.
+				r.answer(name, BookingReport{Attempt: adm.Provisioning.Attempt, Answer: AnswerProvisioned})
+			}
 		}
 		for _, p := range res.Preemptions {
-			r.upsert(r.m.specs[p.Victim.Name])
-			r.m.phase[p.Victim.Name] = phasePending
+			r.evicted(p.Victim.Name)
+		}
+		for _, d := range res.Bookings {
+			r.confirmBooking(d)
 		}
 		r.checkModel()
 	}
@@ -425,7 +444,7 @@ func (e *Engine) reservedSnapshot() map[string]map[int32]int64 {
 
 // checkPlacements: a gang that requires a domain is admitted into one of that
 // level, and no node got more reserved by the cycle than it has free.
-func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64) {
+func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64, pools map[string]int32) {
 	for _, a := range res.Admitted {
 		w := r.m.specs[a.Key.Name]
 		if w.Topology == nil || w.Topology.Mode != TopologyRequired {
@@ -442,4 +461,18 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64)
 			}
 		}
 	}
+	for name, p := range r.e.pools {
+		if p.reserved > pools[name] && p.reserved > p.avail {
+			r.t.Fatalf("pool %s: cycle reserved %d new nodes, %d available", name, p.reserved, p.avail)
+		}
+	}
+}
+
+// poolSnapshot copies every pool's reserved nodes.
+func (e *Engine) poolSnapshot() map[string]int32 {
+	out := map[string]int32{}
+	for name, p := range e.pools {
+		out[name] = p.reserved
+	}
+	return out
 }

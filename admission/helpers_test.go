@@ -132,8 +132,29 @@ func confirm(t testing.TB, e *Engine, specs map[string]Workload, r Result) {
 		w := specs[a.Key.Name]
 		adm := a.Admission
 		w.Admission = &adm
+		w.Booking = reservedRecord(w.Booking, adm)
+		specs[a.Key.Name] = w
 		mustWL(t, e, w)
 	}
+}
+
+// reservedRecord is the booking record the controller writes for an admission:
+// a new attempt, pending, with the failures and failed domains of the last one;
+// prev unchanged for an admission that books nothing.
+func reservedRecord(prev *Booking, a Admission) *Booking {
+	p := a.Provisioning
+	if p == nil {
+		return nil
+	}
+	b := &Booking{Attempt: p.Attempt, State: BookingPending, Flavor: p.Flavor}
+	if a.Topology != nil {
+		d := cloneAssignment(*a.Topology)
+		b.Domain = &d
+	}
+	if prev != nil && !prev.GaveUp {
+		b.Failures, b.FailedDomains = prev.Failures, prev.FailedDomains
+	}
+	return b
 }
 
 // evict re-upserts the victims of r without admission, as the controller does once

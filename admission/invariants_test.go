@@ -247,13 +247,23 @@ func (e *Engine) checkReservations() error {
 	}
 	for _, w := range e.workloads {
 		_, booking := e.booking[w]
-		if want := w.phase != phasePending && w.adm != nil && w.adm.Provisioning != nil; booking != want {
+		inFlight := w.phase == phaseAssumed || w.bk == nil || w.bk.State == BookingPending
+		if want := w.phase != phasePending && w.adm != nil && w.adm.Provisioning != nil && inFlight; booking != want {
 			return fmt.Errorf("%s: in the booking set %v, want %v", w.key, booking, want)
+		}
+		_, awaiting := e.awaiting[w]
+		if want := w.phase == phaseAdmitted && !booking && w.placed != nil && len(w.placed.newNodes) > 0; awaiting != want {
+			return fmt.Errorf("%s: awaiting its new nodes %v, want %v", w.key, awaiting, want)
 		}
 	}
 	for w := range e.booking {
 		if e.workloads[w.key] != w {
 			return fmt.Errorf("booking set holds a forgotten workload %s", w.key)
+		}
+	}
+	for w := range e.awaiting {
+		if e.workloads[w.key] != w {
+			return fmt.Errorf("awaiting set holds a forgotten workload %s", w.key)
 		}
 	}
 	pools := map[string]int32{}

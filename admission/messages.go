@@ -35,7 +35,7 @@ func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
 		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; it has waited too long", c.name, head.key)
 	case InsufficientQuota:
 		return e.msgInsufficient(c, w, out.group)
-	case UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff:
+	case UnknownTopologyLevel, TopologyUnavailable, ExceedsDomainCapacity, ProvisioningBackoff:
 		return out.msg
 	}
 	return string(out.reason)

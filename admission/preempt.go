@@ -31,7 +31,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
-	case TopologyUnavailable:
+	case TopologyUnavailable, ExceedsDomainCapacity:
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 		w.waitFlavor = out.flavor
 		if !w.topoWait {
@@ -300,7 +300,7 @@ func (e *Engine) cohortCandidates(c *cqState, w *wl, gi int, f int32) []victim {
 	return out
 }
 
-func eligible(v *wl) bool { return v.phase == phaseAdmitted && !v.evicting }
+func eligible(v *wl) bool { return v.phase == phaseAdmitted && !v.evicting && v.deciding == 0 }
 
 func priorityAllows(m PreemptionMode, w, v *wl) bool {
 	switch m {

@@ -45,6 +45,13 @@ type ProvisioningPlan struct {
 	// NewNodes are the nodes to create per pool (empty for an unpinned scale-up on a
 	// flavor without pools: the autoscaler chooses).
 	NewNodes map[string]int32
+	// Flavor whose capacity is booked and whose policy applies: the one flavor of
+	// the admission that books (the topology flavor when pinned).
+	Flavor string
+	// Attempt numbers the booking (the workload's last attempt plus one).
+	Attempt int32
+	// MaxAttempts is the flavor's, for messages.
+	MaxAttempts int32
 }
 
 // Pool is capacity that can be created: one autoscaler node group.
@@ -129,7 +136,7 @@ func (e *Engine) provisioningFlavor(c *cqState, flavors []int) (string, *topoFla
 			continue
 		}
 		name := c.groups[gi].flavors[fi].name
-		if tf, ok := e.flavorTopo[name]; ok && (tf.mode == ProvisionIfNeeded || tf.mode == ProvisionAlways) {
+		if tf, ok := e.flavorTopo[name]; ok && tf.policy.books() {
 			return name, tf
 		}
 	}
@@ -139,8 +146,9 @@ func (e *Engine) provisioningFlavor(c *cqState, flavors []int) (string, *topoFla
 // packPools places the remaining pods of w on new nodes of the domain's pools,
 // in pool name order, each new node filled before the next. It returns the nodes
 // per pool, their total, and whether every pod found a node within the pools'
-// available nodes.
-func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32) (map[string]int32, int32, bool) {
+// available nodes — with ever, counting the nodes reserved for other gangs as
+// available too.
+func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32, ever bool) (map[string]int32, int32, bool) {
 	remaining = slices.Clone(remaining)
 	out := map[string]int32{}
 	var total int32
@@ -148,7 +156,11 @@ func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32) (map[stri
 		if !inDomain(tf, p.labels, key) {
 			continue
 		}
-		for n := p.avail - p.reserved; n > 0 && slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }); n-- {
+		n := p.avail - p.reserved
+		if ever {
+			n = p.avail
+		}
+		for ; n > 0 && slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }); n-- {
 			used := map[int32]int64{}
 			placed := int32(0)
 			for i, ps := range w.podSets {
@@ -179,7 +191,7 @@ func planOf(p *placement) *ProvisioningPlan {
 	if p == nil || !p.provision {
 		return nil
 	}
-	plan := &ProvisioningPlan{ScaleUp: p.scaleUp, NewNodes: map[string]int32{}}
+	plan := &ProvisioningPlan{ScaleUp: p.scaleUp, NewNodes: map[string]int32{}, Flavor: p.flavor}
 	for k, v := range p.newNodes {
 		plan.NewNodes[k] = v
 	}
@@ -193,7 +205,7 @@ func samePlan(a, b *ProvisioningPlan) bool {
 	if a == nil {
 		return true
 	}
-	if a.ScaleUp != b.ScaleUp || len(a.NewNodes) != len(b.NewNodes) {
+	if a.ScaleUp != b.ScaleUp || a.Flavor != b.Flavor || a.Attempt != b.Attempt || len(a.NewNodes) != len(b.NewNodes) {
 		return false
 	}
 	for k, v := range a.NewNodes {
@@ -281,7 +293,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 		}
 		for _, ps := range w.adm.PodSets {
 			for _, f := range ps.Flavors {
-				if tf, ok := e.flavorTopo[f]; ok && tf.mode != "" && tf.mode != ProvisionNever {
+				if tf, ok := e.flavorTopo[f]; ok && tf.policy.books() {
 					add(f, w)
 				}
 			}

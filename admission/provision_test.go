@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// sized gives n an allocatable of gpus GPUs.
+func sized(n Node, gpus int64) Node {
+	n.Allocatable = Resources{gpu: gpus * 1000}
+	return n
+}
+
+// rackDomain is rack r of zone z of flavor h200, as a failed domain.
+func rackDomain(z, r string) TopologyAssignment {
+	return TopologyAssignment{Flavor: "h200", Level: rackKey, Levels: []string{zoneKey, rackKey}, Domain: []string{z, r}}
+}
+
 // rackPool is a pool of up to 4 more 8-GPU nodes of flavor h200 in zone a, rack
 // rack.
 func rackPool(name, rack string) Pool {
@@ -20,7 +31,7 @@ func rackPool(name, rack string) Pool {
 func provEngine(t *testing.T, mode ProvisioningMode, nodes []Node, pools ...Pool) *Engine {
 	t.Helper()
 	e := topoEngine(t, nodes...)
-	if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey, hostKey}, Provisioning: mode}); err != nil {
+	if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey, hostKey}, Provisioning: ProvisioningPolicy{Mode: mode}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pools {
@@ -33,6 +44,8 @@ func provEngine(t *testing.T, mode ProvisioningMode, nodes []Node, pools ...Pool
 
 func TestProvisioningPlacement(t *testing.T) {
 	oneNode := []Node{rackNode("n1", "a", "r1", 8)}
+	sizedNode := []Node{sized(rackNode("n1", "a", "r1", 8), 8)}
+	busyNodes := []Node{sized(rackNode("n1", "a", "r1", 0), 8), sized(rackNode("n2", "a", "r1", 8), 8)}
 	pools := []Pool{rackPool("pool-r1", "r1"), rackPool("pool-r2", "r2")}
 	tests := []struct {
 		name       string
@@ -40,7 +53,7 @@ func TestProvisioningPlacement(t *testing.T) {
 		nodes      []Node
 		pools      []Pool
 		w          Workload
-		avoid      [][]string
+		avoid      []string // a rack whose booking failed
 		wantDomain []string // nil: unpinned
 		wantPlan   *ProvisioningPlan
 		wantReason PendingReason
@@ -53,45 +66,56 @@ func TestProvisioningPlacement(t *testing.T) {
 		{
 			name: "the rack needing the fewest new nodes, its free capacity used first", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
 			w: gang("g", 2, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "a rack whose booking failed is avoided", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
-			w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: [][]string{{"a", "r1"}}, wantDomain: []string{"a", "r2"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r2": 2}},
+			w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: []string{"a", "r1"}, wantDomain: []string{"a", "r2"},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r2": 2}, Flavor: "h200", Attempt: 2},
 		},
 		{
 			name: "a failed rack is tried again when no other rack can take the gang", mode: ProvisionIfNeeded, nodes: oneNode,
-			pools: []Pool{rackPool("pool-r1", "r1")}, w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: [][]string{{"a", "r1"}},
-			wantDomain: []string{"a", "r1"}, wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}},
+			pools: []Pool{rackPool("pool-r1", "r1")}, w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: []string{"a", "r1"},
+			wantDomain: []string{"a", "r1"}, wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 2},
 		},
 		{
 			name: "Always books existing capacity with a check", mode: ProvisionAlways, nodes: oneNode, pools: pools,
 			w: gang("g", 1, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{NewNodes: map[string]int32{}},
+			wantPlan: &ProvisioningPlan{NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
 		},
 		{
-			name: "a pool's maximum bounds the nodes it can give", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
-			w: gang("g", 6, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable,
-			wantMsg: "even with the nodes its CapacityPools can still create",
+			name: "a gang no rack can ever hold says so", mode: ProvisionIfNeeded, nodes: sizedNode, pools: pools,
+			w: gang("g", 6, 8, TopologyRequired, rackKey), wantReason: ExceedsDomainCapacity,
+			wantMsg: "no example.com/rack domain of flavor h200 can ever hold all 6 pods (48 nvidia.com/gpu), even with its nodes and CapacityPools at their maximum; the largest, example.com/rack=r1, has 40",
+		},
+		{
+			name: "a rack-bound gang that fits no node of a flavor that never books says so", mode: ProvisionNever, nodes: sizedNode,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: ExceedsDomainCapacity, wantMsg: "even with its nodes; the largest, example.com/rack=r1, has 8: ask for a coarser level",
 		},
 		{
 			name: "without pools, a gang without topology is booked unpinned", mode: ProvisionIfNeeded, nodes: oneNode,
-			w: job("g", "a", 0, 1, 2, 8), wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{}},
+			w: job("g", "a", 0, 1, 2, 8), wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "without pools, a rack-bound gang waits and the message says why", mode: ProvisionIfNeeded, nodes: oneNode,
 			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable, wantMsg: "has no CapacityPool",
 		},
 		{
-			name: "Never does not book", mode: ProvisionNever, nodes: oneNode, pools: pools,
+			name: "Never does not book: a gang that fits the rack once its nodes are free waits", mode: ProvisionNever, nodes: busyNodes, pools: pools,
+			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable,
+		},
+		{
+			name: "a node's unknown capacity never makes a gang unplaceable", mode: ProvisionNever, nodes: oneNode,
 			w: gang("g", 2, 8, TopologyRequired, rackKey), wantReason: TopologyUnavailable,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := provEngine(t, tc.mode, tc.nodes, tc.pools...)
-			tc.w.AvoidDomains = tc.avoid
+			if tc.avoid != nil {
+				tc.w.Booking = &Booking{Attempt: 1, Failures: 1, State: BookingCapacityNotFound, Flavor: "h200",
+					FailedDomains: []TopologyAssignment{rackDomain(tc.avoid[0], tc.avoid[1])}}
+			}
 			mustWL(t, e, tc.w)
 			res := cycle(t, e)
 			if tc.wantReason != "" {
@@ -136,22 +160,24 @@ func TestProvisioningReservations(t *testing.T) {
 	}
 	confirm(t, e, specs, res)
 
-	// g1's node is created and its booking provisioned: the admission no longer
-	// carries a plan, and the reservation moves from the pool to the nodes.
+	// g1's booking is provisioned: its new node is still reserved in the pool
+	// until it exists (the autoscaler answers once it asked the cloud).
+	w := specs["g1"]
+	w.Booking.State = BookingProvisioned
+	mustWL(t, e, w)
+	if got := e.pools["pool-r1"].reserved + e.pools["pool-r2"].reserved; got != 3 {
+		t.Fatalf("pools reserve %d nodes once g1 was provisioned, want 3 (g1's is still coming)", got)
+	}
+	// The node joins: the reservation moves from the pool onto the nodes.
 	if err := e.UpsertNode(rackNode("r1-new", "a", "r1", 8)); err != nil {
 		t.Fatal(err)
 	}
-	w := specs["g1"]
-	adm := res.Admitted[0].Admission
-	adm.Provisioning = nil
-	w.Admission = &adm
-	mustWL(t, e, w)
 	if err := e.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
 	reserved := e.pools["pool-r1"].reserved + e.pools["pool-r2"].reserved
 	if reserved != 2 {
-		t.Fatalf("pools reserve %d nodes after g1 was provisioned, want g2's 2", reserved)
+		t.Fatalf("pools reserve %d nodes after g1's node joined, want g2's 2", reserved)
 	}
 	if got := e.workloads[key("g1")].placed.shares; len(got) != 2 {
 		t.Fatalf("g1 reserves %+v, want both r1 nodes", got)
@@ -159,11 +185,11 @@ func TestProvisioningReservations(t *testing.T) {
 }
 
 // TestProvisioningBackoff: a workload whose booking failed is not admitted before
-// NotBefore, and is admitted in the first cycle after it.
+// its retry time, and is admitted in the first cycle after it.
 func TestProvisioningBackoff(t *testing.T) {
 	e := provEngine(t, ProvisionIfNeeded, []Node{rackNode("n1", "a", "r1", 8)})
 	w := gang("g", 1, 8, TopologyRequired, rackKey)
-	w.NotBefore = t0.Add(time.Minute).UnixNano()
+	w.Booking = &Booking{Attempt: 1, Failures: 1, State: BookingFailed, Flavor: "h200", RetryAfter: t0.Add(time.Minute).UnixNano()}
 	mustWL(t, e, w)
 	res := cycle(t, e)
 	if p, _ := pendingReason(res, "g"); len(res.Admitted) != 0 || p.Reason != ProvisioningBackoff || !strings.Contains(p.Message, "waiting until") {
@@ -187,8 +213,11 @@ func TestPoolValidation(t *testing.T) {
 			t.Errorf("pool %+v accepted", p)
 		}
 	}
-	if err := e.UpsertFlavor(Flavor{Name: "x", Provisioning: "Sometimes"}); err == nil || !strings.Contains(err.Error(), "IfNeeded") {
+	if err := e.UpsertFlavor(Flavor{Name: "x", Provisioning: ProvisioningPolicy{Mode: "Sometimes"}}); err == nil || !strings.Contains(err.Error(), "IfNeeded") {
 		t.Errorf("flavor with provisioning Sometimes: %v", err)
+	}
+	if err := e.UpsertFlavor(Flavor{Name: "x", Provisioning: ProvisioningPolicy{Mode: ProvisionIfNeeded, Backoff: -time.Second}}); err == nil {
+		t.Errorf("flavor with a negative backoff accepted")
 	}
 	if len(e.pools) != 0 {
 		t.Fatalf("invalid pools stored: %v", e.pools)

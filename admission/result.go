@@ -34,9 +34,20 @@ const (
 	// free capacity for every pod of the gang.
 	TopologyUnavailable PendingReason = "TopologyUnavailable"
 	// ProvisioningBackoff means the workload's last capacity booking failed and it
-	// waits for Workload.NotBefore before the next attempt.
+	// waits for Booking.RetryAfter before the next attempt.
 	ProvisioningBackoff PendingReason = "ProvisioningBackoff"
+	// ExceedsDomainCapacity means no domain of the requested level could ever hold
+	// the whole gang: not with every node empty, not with every pool at its
+	// maximum. It is held until the cluster's nodes, pools or flavors change.
+	ExceedsDomainCapacity PendingReason = "ExceedsDomainCapacity"
 )
+
+// PendingReasons lists every PendingReason, for callers that map them.
+func PendingReasons() []PendingReason {
+	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
+		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
+		ExceedsDomainCapacity}
+}
 
 // PreemptionReason says which rule selected a victim.
 type PreemptionReason string
@@ -64,6 +75,10 @@ type Result struct {
 	// Pending holds only pending workloads evaluated in this cycle whose reason or
 	// message changed since last reported, so status is written once per change.
 	Pending []PendingUpdate
+	// Bookings are decisions about capacity bookings, in key order: the caller
+	// writes each and confirms it by upserting the workload with the record it
+	// wrote, or calls Rollback.
+	Bookings []BookingDecision
 }
 
 // Admitted is one admission decision.

@@ -154,12 +154,14 @@ type Workload struct {
 	// Topology, when set, asks for the whole gang in one topology domain (see
 	// topology.go).
 	Topology *TopologyRequest
-	// NotBefore (unix nanoseconds): a workload whose capacity booking failed is not
-	// admitted again before this time. 0: no wait.
-	NotBefore int64
-	// AvoidDomains are domains (label values, coarsest first) whose bookings failed
-	// for this workload; placement skips them.
-	AvoidDomains [][]string
+	// Booking is the workload's booking record (nil: it never booked capacity).
+	// A pending workload whose booking failed is not admitted before
+	// Booking.RetryAfter, and avoids Booking.FailedDomains while another domain
+	// can take it; an admitted one's decisions follow it (see booking.go).
+	Booking *Booking
+	// Generation of the spec: an admission carries the generation it was decided
+	// for, so that the caller does not write it onto a changed spec.
+	Generation int64
 	// AdmissionTime (unix nanoseconds) of an admitted workload, used to pick the most
 	// recently admitted victims first. 0 when unknown (counts as oldest).
 	AdmissionTime int64
@@ -184,6 +186,9 @@ type Admission struct {
 	// Topology is the domain the gang was placed in (nil: not pinned).
 	Topology *TopologyAssignment
 	// Provisioning is the capacity the admission books before the gang may start
-	// (nil: none, or already provisioned).
+	// (nil: none). It stays once provisioned: the new nodes stay reserved until
+	// they exist.
 	Provisioning *ProvisioningPlan
+	// Generation is the workload's spec generation the admission was decided for.
+	Generation int64
 }

@@ -14,9 +14,13 @@ import (
 //     usage is released and it returns to the queue. If the admission was only assumed
 //     (returned by Cycle, not yet confirmed), the upsert is a stale event and is ignored;
 //     call Rollback if the admission could not be persisted.
+//
 //   - Admission != nil: the workload is admitted and counts as usage of
 //     Admission.ClusterQueue; it is never admitted again. This confirms an assumed
 //     admission, or rebuilds state after a restart.
+//
+//   - Admission == nil with a Booking that gave up: the workload is not queued (as if
+//     deleted) until it is upserted without one.
 //
 // Invalid input returns an error and changes nothing.
 func (e *Engine) UpsertWorkload(w Workload) error {
@@ -24,7 +28,16 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 	if err != nil {
 		return fmt.Errorf("invalid workload %s: %w", w.Key, err)
 	}
+	defer func() {
+		if e.freed {
+			e.capacityChanged()
+		}
+	}()
 	old, exists := e.workloads[w.Key]
+	if w.Admission == nil && w.Booking != nil && w.Booking.GaveUp && (!exists || old.phase != phaseAssumed) {
+		e.DeleteWorkload(w.Key)
+		return nil
+	}
 	switch {
 	case !exists:
 		e.workloads[w.Key] = nw
@@ -45,10 +58,11 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 			e.maybeDropCQ(prev)
 		}
 	case w.Admission == nil: // confirmed admission evicted
-		old.preempted = old.evicting
+		old.preempted = old.evicting && old.deciding != BookingEvict
 		e.release(old)
 		old.takeSpec(nw)
 		old.reason, old.msgHash = "", 0
+		delete(e.reports, old.key) // about an attempt that is over
 		e.requeue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
@@ -67,19 +81,21 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 			(nw.admitTime == 0 || nw.admitTime == old.admitTime) {
 			old.phase = phaseAdmitted
 			old.adm = nw.adm
-			old.uid, old.lq, old.cqName = nw.uid, nw.lq, nw.cqName
+			old.uid, old.lq, old.cqName, old.gen = nw.uid, nw.lq, nw.cqName, nw.gen
+			e.confirmBooking(old, nw.bk)
 			return
 		}
 		if nw.admitTime == 0 {
 			nw.admitTime = old.admitTime
 		}
-		nw.evicting, nw.evictFor = old.evicting, old.evictFor
+		nw.evicting, nw.evictFor, nw.deciding = old.evicting, old.evictFor, old.deciding
 		old.evicting = false // keep the mark on nw; do not wake the preemptor
 		e.release(old)
 	}
 	nw.reason, nw.msgHash = old.reason, old.msgHash
 	e.workloads[nw.key] = nw
 	e.admitExisting(nw)
+	e.confirmBooking(nw, nw.bk)
 }
 
 // DeleteWorkload forgets a finished or deleted workload: a pending one leaves its
@@ -96,6 +112,7 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 		e.release(w)
 	}
 	delete(e.workloads, key)
+	delete(e.reports, key)
 	if c, ok := e.cqs[w.cqName]; ok {
 		e.maybeDropCQ(c)
 	}
@@ -107,13 +124,19 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 //     exactly as before (same queue position, same last reported status) and its
 //     usage is released;
 //   - for a preemption victim whose eviction could not be written: it is no longer
-//     marked for eviction, and its preemptor is re-evaluated in the next Cycle.
+//     marked for eviction, and its preemptor is re-evaluated in the next Cycle;
+//   - for a booking decision that could not be written: it is undone (an eviction
+//     it started is unmarked) and decided again in the next Cycle.
 //
 // Anything else is a no-op.
 func (e *Engine) Rollback(key WorkloadKey) {
 	w, ok := e.workloads[key]
 	if !ok {
 		return
+	}
+	if w.deciding != 0 {
+		w.deciding = 0
+		e.bookingDirty = true
 	}
 	if w.evicting {
 		e.clearEviction(w)
@@ -212,17 +235,15 @@ func (e *Engine) liftReservation(c *cqState) {
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
 func (e *Engine) admitExisting(w *wl) {
 	w.phase, w.preempted = phaseAdmitted, false
-	if w.adm.Provisioning != nil {
-		e.booking[w] = struct{}{}
-	}
 	if w.placed == nil {
-		w.placed = e.replan(w)
+		w.placed = e.planOnNodes(w)
 		e.reserve(w.placed, 1)
 	}
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
 	e.rekey(c)
+	e.trackBooking(w)
 }
 
 // release returns an admitted or assumed workload's usage and wakes its cohort. A
@@ -233,8 +254,11 @@ func (e *Engine) admitExisting(w *wl) {
 // the cohort (even re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
 	delete(e.booking, w)
+	delete(e.awaiting, w)
+	w.deciding = 0
 	e.reserve(w.placed, -1)
 	w.placed = nil
+	e.capacityChanged()
 	c := e.cqs[w.admCQ]
 	c.admitted.remove(w)
 	if w.evicting {
@@ -298,13 +322,14 @@ func (w *wl) takeSpec(n *wl) {
 	w.uid, w.lq, w.cqName, w.prio, w.created = n.uid, n.lq, n.cqName, n.prio, n.created
 	w.lqWeight = n.lqWeight
 	w.podSets, w.req, w.topo = n.podSets, n.req, n.topo
-	w.notBefore, w.avoid = n.notBefore, n.avoid
+	w.bk, w.notBefore, w.avoid, w.gen = n.bk, n.notBefore, n.avoid, n.gen
 }
 
 func samePending(a, b *wl) bool {
 	return a.uid == b.uid && a.lq == b.lq && a.lqWeight == b.lqWeight && a.cqName == b.cqName && a.prio == b.prio &&
-		a.created == b.created && equalTopology(a.topo, b.topo) && a.notBefore == b.notBefore &&
-		slices.EqualFunc(a.avoid, b.avoid, slices.Equal) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
+		a.created == b.created && equalTopology(a.topo, b.topo) && a.notBefore == b.notBefore && a.gen == b.gen &&
+		slices.EqualFunc(a.avoid, b.avoid, func(x, y TopologyAssignment) bool { return sameAssignment(&x, &y) }) &&
+		sameRecord(a.bk, b.bk) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
 		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req)
 	})
 }
@@ -334,9 +359,14 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 		}
 		n.topo = &TopologyRequest{Mode: t.Mode, Level: t.Level}
 	}
-	n.notBefore = w.NotBefore
-	for _, d := range w.AvoidDomains {
-		n.avoid = append(n.avoid, slices.Clone(d))
+	n.gen = w.Generation
+	if b := w.Booking; b != nil {
+		bk := cloneBooking(*b)
+		n.bk = &bk
+		if w.Admission == nil {
+			// A failed booking: wait for the retry, elsewhere.
+			n.notBefore, n.avoid = bk.RetryAfter, bk.FailedDomains
+		}
 	}
 	totals := map[int32]int64{}
 	for i, ps := range w.PodSets {
@@ -441,14 +471,16 @@ func equalTopology(a, b *TopologyRequest) bool {
 }
 
 func cloneAdmission(a *Admission) *Admission {
-	out := &Admission{ClusterQueue: a.ClusterQueue, PodSets: make([]PodSetAssignment, len(a.PodSets))}
+	out := &Admission{ClusterQueue: a.ClusterQueue, PodSets: make([]PodSetAssignment, len(a.PodSets)), Generation: a.Generation}
 	if a.Topology != nil {
 		t := *a.Topology
 		t.Domain, t.Levels = slices.Clone(t.Domain), slices.Clone(t.Levels)
 		out.Topology = &t
 	}
 	if a.Provisioning != nil {
-		out.Provisioning = &ProvisioningPlan{ScaleUp: a.Provisioning.ScaleUp, NewNodes: maps.Clone(a.Provisioning.NewNodes)}
+		plan := *a.Provisioning
+		plan.NewNodes = maps.Clone(plan.NewNodes)
+		out.Provisioning = &plan
 	}
 	for i, p := range a.PodSets {
 		f := make(map[ResourceName]string, len(p.Flavors))

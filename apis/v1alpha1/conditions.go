@@ -1,59 +1,161 @@
 package v1alpha1
 
-// Condition types and reasons of berth objects.
+// Workload condition types. What each condition says, and with which
+// reasons, is decided in one place (controllers/lifecycle) from the
+// workload's phase; the reasons are the WorkloadReason constants below.
 //
-// Workload conditions:
-//   - QuotaReserved: True (reason QuotaReserved) while the workload holds
-//     quota. False while it waits, with the reason it is not admitted:
-//     LocalQueueNotFound, ClusterQueueNotFound, NamespaceNotAllowed,
-//     Pending (the message says the blocking resource and shortfall).
-//   - Admitted: True (reason Admitted) once the gang may start. False with
-//     reason Pending or Evicted.
-//   - Evicted: True (reason Preempted, ClusterQueueStopped) while berth
-//     takes back an admitted workload; it stays True with reason Requeued
-//     once the pods are gone and the workload waits again.
-//   - Finished: True (reason Succeeded or Failed) when the job ended.
+//   - QuotaReserved: True (QuotaReserved) while the workload holds quota,
+//     whether or not its capacity is confirmed yet. False while it waits,
+//     with the reason it is not admitted (a pending reason, Pending after a
+//     requeue, ProvisioningFailed or ProvisioningGaveUp after a failed
+//     booking).
+//   - Admitted: True (Admitted) once the gang may start. False with
+//     Pending (waiting for quota), WaitingForCapacity (quota reserved, a
+//     ProvisioningRequest books the capacity), Evicted (being stopped),
+//     Requeued, ProvisioningFailed or ProvisioningGaveUp.
+//   - Evicted: True while berth takes an admitted workload back (Preempted,
+//     ClusterQueueStopped, CapacityRevoked, BookingExpired, PodsNotReady,
+//     Resized), and with Requeued once its pods are gone and it waits
+//     again. False (Admitted, WaitingForCapacity) once admitted again.
+//   - Finished: True (Succeeded or Failed) when the job ended.
+//   - PodsReady: True (PodsReady) when every pod of a gang admitted on
+//     booked capacity was Ready in time; False (PodsNotReady) when they
+//     were not and the gang was evicted.
 //
-// ClusterQueue and LocalQueue conditions:
-//   - Active: True (reason Ready) when the queue can admit. False with
-//     ClusterQueueNotFound, NamespaceNotAllowed, Stopped, InvalidSpec,
-//     FlavorNotFound.
+// The conditions are written with the phase's status fields in one status
+// patch: admission, provisioning and conditions never disagree.
 const (
 	ConditionQuotaReserved = "QuotaReserved"
 	ConditionAdmitted      = "Admitted"
 	ConditionEvicted       = "Evicted"
 	ConditionFinished      = "Finished"
-	ConditionActive        = "Active"
-
-	ReasonQuotaReserved        = "QuotaReserved"
-	ReasonAdmitted             = "Admitted"
-	ReasonPending              = "Pending"
-	ReasonLocalQueueNotFound   = "LocalQueueNotFound"
-	ReasonClusterQueueNotFound = "ClusterQueueNotFound"
-	ReasonNamespaceNotAllowed  = "NamespaceNotAllowed"
-	ReasonPreempted            = "Preempted"
-	ReasonClusterQueueStopped  = "ClusterQueueStopped"
-	ReasonRequeued             = "Requeued"
-	ReasonSucceeded            = "Succeeded"
-	ReasonFailed               = "Failed"
-	ReasonReady                = "Ready"
-	ReasonStopped              = "Stopped"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonFlavorNotFound       = "FlavorNotFound"
+	ConditionPodsReady     = "PodsReady"
 )
 
-// Capacity provisioning (see ProvisioningStatus).
-//
-//   - Admitted=False, reason WaitingForCapacity: quota is reserved and a
-//     ProvisioningRequest books the gang's capacity; the job starts once it
-//     is Provisioned.
-//   - QuotaReserved=False, reason ProvisioningFailed: the booking failed or
-//     expired; the workload waits for its retry (status.provisioning says
-//     when), or, once attempts are used up, for someone to act.
-//   - Evicted=True, reason CapacityRevoked or PodsNotReady: an admitted gang
-//     lost its capacity, or not all its pods were Ready in time; it is
-//     stopped and queued again.
-//
+// WorkloadReason is the reason of a Workload condition.
+type WorkloadReason string
+
+// Reasons of QuotaReserved and Admitted.
+const (
+	// ReasonQuotaReserved (QuotaReserved=True): the workload holds quota.
+	ReasonQuotaReserved WorkloadReason = "QuotaReserved"
+	// ReasonAdmitted (Admitted=True, Evicted=False): the gang may start.
+	ReasonAdmitted WorkloadReason = "Admitted"
+	// ReasonPending (Admitted=False; QuotaReserved=False after a requeue):
+	// the workload waits for quota; QuotaReserved's reason says why.
+	ReasonPending WorkloadReason = "Pending"
+	// ReasonWaitingForCapacity (Admitted=False, Evicted=False): quota is
+	// reserved and a ProvisioningRequest books the gang's capacity; the job
+	// starts once it is provisioned.
+	ReasonWaitingForCapacity WorkloadReason = "WaitingForCapacity"
+	// ReasonEvicted (Admitted=False): the workload still holds quota while
+	// its job is stopped; Evicted's reason says why.
+	ReasonEvicted WorkloadReason = "Evicted"
+	// ReasonProvisioningFailed (QuotaReserved=False, Admitted=False): a
+	// booking failed; the quota was released and the next attempt waits
+	// for status.provisioning.retryAfter, in another domain where one can
+	// take the gang.
+	ReasonProvisioningFailed WorkloadReason = "ProvisioningFailed"
+	// ReasonProvisioningGaveUp (QuotaReserved=False, Admitted=False):
+	// maxAttempts bookings failed in a row; the workload is not queued
+	// again until its Workload is deleted (the job's controller creates a
+	// new one).
+	ReasonProvisioningGaveUp WorkloadReason = "ProvisioningGaveUp"
+)
+
+// Reasons of QuotaReserved=False that say why a workload is not admitted.
+// Those marked actionable need someone to change the workload or its
+// queues and are written at once with a warning event; the others are
+// written only once the workload waited --pending-status-delay.
+const (
+	// ReasonLocalQueueNotFound (actionable): the LocalQueue does not exist.
+	ReasonLocalQueueNotFound WorkloadReason = "LocalQueueNotFound"
+	// ReasonClusterQueueNotFound (actionable): the LocalQueue's ClusterQueue
+	// does not exist.
+	ReasonClusterQueueNotFound WorkloadReason = "ClusterQueueNotFound"
+	// ReasonClusterQueueStopped (actionable; also Evicted=True): the
+	// ClusterQueue is stopped.
+	ReasonClusterQueueStopped WorkloadReason = "ClusterQueueStopped"
+	// ReasonNamespaceNotAllowed (actionable): the ClusterQueue's
+	// namespaceSelector does not select the workload's namespace.
+	ReasonNamespaceNotAllowed WorkloadReason = "NamespaceNotAllowed"
+	// ReasonInvalidSpec (actionable): the workload cannot be queued as it is.
+	ReasonInvalidSpec WorkloadReason = "InvalidSpec"
+	// ReasonUnsupportedResource (actionable): no resource group of the
+	// ClusterQueue covers a requested resource.
+	ReasonUnsupportedResource WorkloadReason = "UnsupportedResource"
+	// ReasonExceedsMaxQuota (actionable): the workload does not fit even in
+	// an empty ClusterQueue with everything it may borrow.
+	ReasonExceedsMaxQuota WorkloadReason = "ExceedsMaxQuota"
+	// ReasonUnknownTopologyLevel (actionable): the topology level the job
+	// asks for is not a level of its flavor.
+	ReasonUnknownTopologyLevel WorkloadReason = "UnknownTopologyLevel"
+	// ReasonExceedsDomainCapacity (actionable): no domain of the requested
+	// level can ever hold the whole gang, even with every node free and
+	// every CapacityPool at maxNodes.
+	ReasonExceedsDomainCapacity WorkloadReason = "ExceedsDomainCapacity"
+	// ReasonInsufficientQuota: the workload does not fit in the quota now
+	// and no preemption can make it fit.
+	ReasonInsufficientQuota WorkloadReason = "InsufficientQuota"
+	// ReasonWaitingForPreemption: victims are being evicted for it.
+	ReasonWaitingForPreemption WorkloadReason = "WaitingForPreemption"
+	// ReasonBlockedByHead: a StrictFIFO queue's head does not fit.
+	ReasonBlockedByHead WorkloadReason = "BlockedByHead"
+	// ReasonReservedForHead: a BestEffortFIFO queue reserves what this
+	// workload needs for a head skipped past too often.
+	ReasonReservedForHead WorkloadReason = "ReservedForHead"
+	// ReasonTopologyUnavailable: quota fits, but no domain of the requested
+	// level has free (or bookable) capacity for every pod of the gang now.
+	ReasonTopologyUnavailable WorkloadReason = "TopologyUnavailable"
+)
+
+// Reasons of Evicted.
+const (
+	// ReasonPreempted (Evicted=True): evicted to make room for another
+	// workload.
+	ReasonPreempted WorkloadReason = "Preempted"
+	// ReasonCapacityRevoked (Evicted=True): the autoscaler took the booked
+	// capacity back.
+	ReasonCapacityRevoked WorkloadReason = "CapacityRevoked"
+	// ReasonBookingExpired (Evicted=True): the booking expired before any
+	// pod of the started gang used it.
+	ReasonBookingExpired WorkloadReason = "BookingExpired"
+	// ReasonPodsNotReady (Evicted=True, PodsReady=False): not every pod of
+	// a gang admitted on booked capacity was Ready within podsReadySeconds.
+	ReasonPodsNotReady WorkloadReason = "PodsNotReady"
+	// ReasonResized (Evicted=True): the job grew — more pods, or larger
+	// ones — after admission; it is stopped and queued again whole.
+	ReasonResized WorkloadReason = "Resized"
+	// ReasonRequeued (Evicted=True, Admitted=False): the evicted job's pods
+	// are gone and the workload waits for admission again.
+	ReasonRequeued WorkloadReason = "Requeued"
+)
+
+// Reasons of Finished and PodsReady.
+const (
+	// ReasonSucceeded (Finished=True): the job succeeded.
+	ReasonSucceeded WorkloadReason = "Succeeded"
+	// ReasonFailed (Finished=True): the job failed.
+	ReasonFailed WorkloadReason = "Failed"
+	// ReasonPodsReady (PodsReady=True): every pod was Ready in time.
+	ReasonPodsReady WorkloadReason = "PodsReady"
+)
+
+// ClusterQueue and LocalQueue conditions:
+//   - Active: True (reason Ready) when the queue can admit. False with
+//     ClusterQueueNotFound, NamespaceNotAllowed, Stopped, InvalidSpec,
+//     FlavorNotFound.
+const (
+	ConditionActive = "Active"
+
+	ReasonReady                     = "Ready"
+	ReasonStopped                   = "Stopped"
+	ReasonQueueInvalidSpec          = "InvalidSpec"
+	ReasonFlavorNotFound            = "FlavorNotFound"
+	ReasonQueueClusterQueueNotFound = "ClusterQueueNotFound"
+	ReasonQueueNamespaceNotAllowed  = "NamespaceNotAllowed"
+)
+
 // ResourceFlavor condition ProvisioningAvailable: True when the cluster
 // serves the ProvisioningRequest API (reason APIAvailable), False when it
 // does not (APINotInstalled) — then gangs of a flavor that needs bookings
@@ -61,10 +163,12 @@ const (
 const (
 	ConditionProvisioningAvailable = "ProvisioningAvailable"
 
-	ReasonWaitingForCapacity = "WaitingForCapacity"
-	ReasonProvisioningFailed = "ProvisioningFailed"
-	ReasonCapacityRevoked    = "CapacityRevoked"
-	ReasonPodsNotReady       = "PodsNotReady"
-	ReasonAPIAvailable       = "APIAvailable"
-	ReasonAPINotInstalled    = "APINotInstalled"
+	ReasonAPIAvailable    = "APIAvailable"
+	ReasonAPINotInstalled = "APINotInstalled"
 )
+
+// WorkloadFinalizer keeps a Workload, and the quota it holds, until its
+// job's pods are gone or the job finished: a job deleted in the background
+// or with orphan propagation does not hand its GPUs to the next job while
+// its pods still run on them.
+const WorkloadFinalizer = "berth.dev/resource-in-use"

@@ -6,9 +6,12 @@ const (
 	// is submitted to. Only jobs carrying it are managed by berth.
 	QueueNameLabel = "berth.dev/queue-name"
 
-	// WorkloadAnnotation is set on a job once berth has created its Workload,
-	// and names it.
-	WorkloadAnnotation = "berth.dev/workload"
+	// WorkloadLabel is set on every pod berth starts and holds the UID of
+	// the Workload whose quota the pod runs on (a UID, not the name, so it
+	// is always a valid label value). berth finds a gang's pods by it when
+	// the job is gone: a Workload keeps its quota, and its finalizer, while
+	// any non-terminal pod carries its UID.
+	WorkloadLabel = "berth.dev/workload"
 
 	// OriginalSchedulingAnnotation records, as JSON, the node selector and
 	// tolerations a job's pod template had before berth added those of the
@@ -59,8 +62,8 @@ const (
 	CapacityPoolLabel = "berth.dev/capacity-pool"
 
 	// PlacementLabel is set on the pods of a gang berth placed in a topology
-	// domain, and names its Workload. berth reserves the domain's capacity
-	// for the gang itself, so it does not count these pods again when it
-	// reads the nodes' free capacity.
+	// domain, and holds its Workload's UID. berth reserves the domain's
+	// capacity for the gang itself, so it does not count these pods again
+	// when it reads the nodes' free capacity.
 	PlacementLabel = "berth.dev/placement"
 )

@@ -68,26 +68,56 @@ type ProvisioningPolicy struct {
 	// +kubebuilder:validation:MaxProperties=16
 	Parameters map[string]string `json:"parameters,omitempty"`
 
-	// maxAttempts is how many ProvisioningRequests berth makes for one
-	// admission (across domains and classes) before it reports the
-	// workload inadmissible.
+	// maxAttempts is how many bookings in a row may fail (across domains
+	// and classes) before berth gives up on the workload and reports it
+	// with ProvisioningGaveUp. A provisioned booking resets the count.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
 	MaxAttempts int32 `json:"maxAttempts,omitempty"`
 
-	// backoffSeconds is the wait before the second attempt; it doubles
-	// for each further attempt.
+	// backoffSeconds is the wait after the first failed booking before the
+	// next one; it doubles after each further failure, up to a day.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	BackoffSeconds int32 `json:"backoffSeconds,omitempty"`
 
-	// podsReadySeconds is how long after admission every pod of the gang
-	// must be Ready; otherwise the workload is evicted, its quota released
-	// and it is queued again. 0 turns the check off.
+	// capacityNotFoundSeconds is how long a booking may stay unprovisioned
+	// after the autoscaler answered that it found no capacity
+	// (Provisioned=False, reason CapacityIsNotFound: the domain's node
+	// group is at its maximum, or the cloud is out of stock) before berth
+	// counts the attempt as failed in that domain, releases the quota and,
+	// after the backoff, books the next domain that can take the gang.
+	// cluster-autoscaler keeps retrying such a request on its own (1 minute
+	// after the first answer, doubling to 10 minutes) and never fails it,
+	// so without this bound a gang would wait for one domain for good. The
+	// default, 5 minutes, lets the autoscaler retry twice.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	CapacityNotFoundSeconds int32 `json:"capacityNotFoundSeconds,omitempty"`
+
+	// answerTimeoutSeconds is the longest a ProvisioningRequest may go
+	// without any answer (no Provisioned or Failed condition) after it was
+	// created before berth counts the attempt as failed: the autoscaler is
+	// not running, does not handle the class, or is backlogged. It handles
+	// one request per loop (10 s by default), so the default, 15 minutes,
+	// leaves room for a deep backlog.
+	// +optional
+	// +kubebuilder:default=900
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	AnswerTimeoutSeconds int32 `json:"answerTimeoutSeconds,omitempty"`
+
+	// podsReadySeconds is how long after admission on booked capacity
+	// every pod of the gang must be Ready; otherwise the workload is
+	// evicted (the attempt counts as failed in its domain), its quota
+	// released and it is queued again after the backoff. 0 turns the check
+	// off.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=0

@@ -118,10 +118,12 @@ type Admission struct {
 	// +optional
 	Topology *TopologyAssignment `json:"topology,omitempty"`
 
-	// provisioning is the capacity this admission books through a
-	// ProvisioningRequest before the gang may start: the nodes to create
-	// per CapacityPool (none for a check-capacity booking). Unset once the
-	// capacity is provisioned, and for admissions on existing capacity.
+	// provisioning is the capacity this admission booked through a
+	// ProvisioningRequest before the gang could start: the class and the
+	// nodes to create per CapacityPool (none for a check-capacity booking).
+	// It stays after the capacity is provisioned, so berth keeps the new
+	// nodes reserved until they exist; unset for admissions on existing
+	// capacity.
 	// +optional
 	Provisioning *AdmissionProvisioning `json:"provisioning,omitempty"`
 }
@@ -192,45 +194,85 @@ func (t *TopologyAssignment) NodeSelector() map[string]string {
 	return out
 }
 
-// ProvisioningState is where a workload's capacity booking stands.
-// +kubebuilder:validation:Enum=Pending;Provisioned;Failed;BookingExpired;CapacityRevoked;Unavailable
+// ProvisioningState is where the latest capacity booking of a workload
+// stands.
+// +kubebuilder:validation:Enum=Pending;Provisioned;Failed;CapacityNotFound;NoAnswer;BookingExpired;CapacityRevoked;PodsNotReady;Cancelled
 type ProvisioningState string
 
 const (
-	// ProvisioningPending means the ProvisioningRequest is created and not yet
-	// answered.
+	// ProvisioningPending means quota is reserved and the attempt's
+	// ProvisioningRequest is created (or about to be) and not decided yet.
 	ProvisioningPending ProvisioningState = "Pending"
-	// ProvisioningProvisioned means the capacity is booked.
+	// ProvisioningProvisioned means the capacity is booked and the gang was
+	// admitted on it.
 	ProvisioningProvisioned ProvisioningState = "Provisioned"
-	// ProvisioningFailed means the autoscaler could not provide the capacity.
+	// ProvisioningFailed means the autoscaler answered Failed.
 	ProvisioningFailed ProvisioningState = "Failed"
-	// ProvisioningBookingExpired means the booking lapsed before the pods used it.
+	// ProvisioningCapacityNotFound means the autoscaler found no capacity
+	// in the domain for longer than the flavor's capacityNotFoundSeconds.
+	ProvisioningCapacityNotFound ProvisioningState = "CapacityNotFound"
+	// ProvisioningNoAnswer means the autoscaler did not answer within the
+	// flavor's answerTimeoutSeconds.
+	ProvisioningNoAnswer ProvisioningState = "NoAnswer"
+	// ProvisioningBookingExpired means the booking lapsed before the pods
+	// used it.
 	ProvisioningBookingExpired ProvisioningState = "BookingExpired"
-	// ProvisioningCapacityRevoked means the autoscaler took the capacity back.
+	// ProvisioningCapacityRevoked means the autoscaler took the capacity
+	// back.
 	ProvisioningCapacityRevoked ProvisioningState = "CapacityRevoked"
-	// ProvisioningUnavailable means the ProvisioningRequest API is not installed.
-	ProvisioningUnavailable ProvisioningState = "Unavailable"
+	// ProvisioningPodsNotReady means the gang started on the booking but not
+	// every pod was Ready within podsReadySeconds.
+	ProvisioningPodsNotReady ProvisioningState = "PodsNotReady"
+	// ProvisioningCancelled means berth withdrew the booking: the gang was
+	// preempted or its queue drained while it waited for capacity.
+	ProvisioningCancelled ProvisioningState = "Cancelled"
 )
 
-// ProvisioningStatus is the latest capacity booking of a workload.
+// ProvisioningStatus is the latest capacity booking of a workload and what
+// earlier ones taught: the domains that failed and how many attempts
+// failed in a row. The admission engine rebuilds its booking state from it
+// after a restart.
 type ProvisioningStatus struct {
-	// attempt numbers the ProvisioningRequests made for the current
-	// admission, from 1.
+	// attempt numbers the workload's bookings, from 1; requests are named
+	// after it, so a new attempt never reuses an old request's name.
 	// +required
+	// +kubebuilder:validation:Minimum=1
 	Attempt int32 `json:"attempt"`
+	// failures counts the attempts that failed since the last one that was
+	// provisioned; berth gives up when it reaches the flavor's maxAttempts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Failures int32 `json:"failures,omitempty"`
 	// requestName is the ProvisioningRequest of this attempt, in the
 	// workload's namespace.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	RequestName string `json:"requestName,omitempty"`
 	// className is the ProvisioningRequest class asked for.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	ClassName string `json:"className,omitempty"`
+	// flavor is the ResourceFlavor whose capacity is booked and whose
+	// provisioning policy applies.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Flavor string `json:"flavor,omitempty"`
 	// state is where the booking stands.
 	// +required
 	State ProvisioningState `json:"state"`
-	// topology is the domain the capacity is asked for.
+	// topology is the domain the capacity is asked for; unset for an
+	// unpinned request.
 	// +optional
 	Topology *TopologyAssignment `json:"topology,omitempty"`
+	// startTime is when quota was reserved for this attempt.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// capacityNotFoundSince is when the autoscaler first answered this
+	// attempt that it found no capacity (Provisioned=False, reason
+	// CapacityIsNotFound); the attempt fails once that lasted the flavor's
+	// capacityNotFoundSeconds.
+	// +optional
+	CapacityNotFoundSince *metav1.Time `json:"capacityNotFoundSince,omitempty"`
 	// retryAfter is when the next attempt may start, after a failure.
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
@@ -239,22 +281,24 @@ type ProvisioningStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
-	// failedDomains are the domains whose bookings failed for this
-	// workload; the next attempt tries another where there is one.
+	// failedDomains are the domains (with their flavor and level) whose
+	// bookings failed for this workload; the next attempt tries another
+	// where one can take the gang.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	FailedDomains []TopologyAssignment `json:"failedDomains,omitempty"`
-	// gaveUp is set when maxAttempts bookings failed: the workload is not
-	// queued again until its Workload is deleted (the job's controller
-	// creates a new one) or its job changes.
+	// gaveUp is set when maxAttempts bookings failed in a row: the workload
+	// is not queued again until its Workload is deleted (the job's
+	// controller creates a new one).
 	// +optional
 	GaveUp bool `json:"gaveUp,omitempty"`
 }
 
 // WorkloadStatus is the observed state of a Workload.
 type WorkloadStatus struct {
-	// conditions: QuotaReserved, Admitted, Evicted, Finished.
+	// conditions: QuotaReserved, Admitted, Evicted, Finished, PodsReady
+	// (see the condition constants for their reasons).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

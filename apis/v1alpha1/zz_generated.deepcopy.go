@@ -601,6 +601,14 @@ func (in *ProvisioningStatus) DeepCopyInto(out *ProvisioningStatus) {
 		*out = new(TopologyAssignment)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.StartTime != nil {
+		in, out := &in.StartTime, &out.StartTime
+		*out = (*in).DeepCopy()
+	}
+	if in.CapacityNotFoundSince != nil {
+		in, out := &in.CapacityNotFoundSince, &out.CapacityNotFoundSince
+		*out = (*in).DeepCopy()
+	}
 	if in.RetryAfter != nil {
 		in, out := &in.RetryAfter, &out.RetryAfter
 		*out = (*in).DeepCopy()

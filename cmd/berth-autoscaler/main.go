@@ -43,15 +43,21 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.BoolVar(&c.leaderElect, "leader-elect", false, "elect a leader, for more than one replica")
 	fs.StringVar(&c.namespace, "namespace", envOr("POD_NAMESPACE", "berth-system"), "namespace of the leader-election lease")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG, the in-cluster config or ~/.kube/config")
-	fs.DurationVar(&c.opts.RetryInterval, "retry-interval", c.opts.RetryInterval, "how often a waiting request is looked at again (check-capacity without capacity, scale-ups in flight, bookings)")
-	fs.DurationVar(&c.opts.BookingTTL, "booking-ttl", c.opts.BookingTTL, "how long a Provisioned request books its capacity unless its pods consume it")
-	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long creating nodes takes; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
+	fs.DurationVar(&c.opts.RetryInterval, "retry-interval", c.opts.RetryInterval, "how often a request waiting for time to pass is looked at again (nodes still joining, bookings that may expire)")
+	fs.DurationVar(&c.opts.RetryBackoff, "retry-backoff", c.opts.RetryBackoff, "wait before a request answered CapacityIsNotFound is tried again; doubles after each try (cluster-autoscaler: 1m)")
+	fs.DurationVar(&c.opts.MaxRetryBackoff, "max-retry-backoff", c.opts.MaxRetryBackoff, "the longest wait between tries of a request without capacity (cluster-autoscaler: 10m)")
+	fs.DurationVar(&c.opts.BookingTTL, "booking-ttl", c.opts.BookingTTL, "how long after Provisioned a request books its capacity before BookingExpired, consumed or not (cluster-autoscaler: 10m)")
+	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long after a scale-up its nodes join; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
+	fs.BoolVar(&c.opts.AllowRevocation, "allow-revocation", false, "let the "+autoscaler.RevokeAnnotation+" annotation revoke a booking: a fault cluster-autoscaler never produces, for tests")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.opts.RetryInterval <= 0 || c.opts.BookingTTL <= 0 {
-		return c, errors.New("--retry-interval and --booking-ttl must be positive")
+	if c.opts.RetryInterval <= 0 || c.opts.BookingTTL <= 0 || c.opts.RetryBackoff <= 0 {
+		return c, errors.New("--retry-interval, --retry-backoff and --booking-ttl must be positive")
+	}
+	if c.opts.MaxRetryBackoff < c.opts.RetryBackoff {
+		return c, errors.New("--max-retry-backoff must be at least --retry-backoff")
 	}
 	if c.opts.ProvisioningLatency < 0 {
 		return c, errors.New("--provisioning-latency must not be negative")

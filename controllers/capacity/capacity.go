@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -163,25 +164,35 @@ func (r *Reconciler) reconcileFlavor(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{}, r.sink.UpsertFlavor(FlavorToEngine(rf))
 }
 
-// FlavorToEngine is the engine's view of a ResourceFlavor.
+// FlavorToEngine is the engine's view of a ResourceFlavor: its levels and
+// its provisioning policy, zero fields meaning the engine's defaults (the
+// API's own defaults apply to objects written since they exist).
 func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
-	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisionNever}
+	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisioningPolicy{Mode: admission.ProvisionNever}}
 	if p := rf.Spec.Provisioning; p != nil {
-		f.Provisioning = admission.ProvisioningMode(p.Mode)
+		f.Provisioning = admission.ProvisioningPolicy{
+			Mode: admission.ProvisioningMode(p.Mode), MaxAttempts: p.MaxAttempts,
+			Backoff:                 seconds(p.BackoffSeconds),
+			CapacityNotFoundTimeout: seconds(p.CapacityNotFoundSeconds),
+			AnswerTimeout:           seconds(p.AnswerTimeoutSeconds),
+		}
 		if p.Mode == "" {
-			f.Provisioning = admission.ProvisionIfNeeded
+			f.Provisioning.Mode = admission.ProvisionIfNeeded
 		}
 	}
 	return f
 }
 
+func seconds(s int32) time.Duration { return time.Duration(max(s, 0)) * time.Second }
+
 // PoolToEngine is the engine's view of a CapacityPool with nodes nodes: the
-// nodes it can still create are its maximum less the nodes it has and those
-// its autoscaler reports in flight.
+// nodes it can still create are its maximum less the nodes it has. berth
+// counts the nodes itself and keeps the nodes it booked reserved until they
+// exist; no autoscaler writes what berth needs into the pool's status.
 func PoolToEngine(p *berthv1.CapacityPool, nodes int32) admission.Pool {
 	out := admission.Pool{
 		Name: p.Name, Flavor: p.Spec.Flavor, Labels: p.Spec.NodeTemplate.Labels,
-		Available:    max(0, p.Spec.MaxNodes-nodes-p.Status.Provisioning),
+		Available:    max(0, p.Spec.MaxNodes-nodes),
 		NodeCapacity: make(admission.Resources, len(p.Spec.NodeTemplate.Allocatable)),
 	}
 	for name, q := range p.Spec.NodeTemplate.Allocatable {
@@ -287,6 +298,10 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	n.Free = make(admission.Resources, len(free))
 	for name, q := range free {
 		n.Free[admission.ResourceName(name)] = max(0, q.MilliValue())
+	}
+	n.Allocatable = make(admission.Resources, len(node.Status.Allocatable))
+	for name, q := range node.Status.Allocatable {
+		n.Allocatable[admission.ResourceName(name)] = max(0, q.MilliValue())
 	}
 	return n, true, nil
 }

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -51,7 +52,9 @@ func TestToEngine(t *testing.T) {
 		nodes int32
 		want  int32
 	}{
-		{"labelled nodes and nodes in flight are not available", 3, 3},
+		// The status is no autoscaler's to write (cluster-autoscaler never
+		// does): only the nodes berth counts are subtracted.
+		{"labelled nodes are not available; the status is ignored", 3, 5},
 		{"never negative", 9, 0},
 	}
 	for _, tc := range tests {
@@ -62,16 +65,18 @@ func TestToEngine(t *testing.T) {
 	}
 	flavors := []struct {
 		policy *berthv1.ProvisioningPolicy
-		want   admission.ProvisioningMode
+		want   admission.ProvisioningPolicy
 	}{
-		{nil, admission.ProvisionNever},
-		{&berthv1.ProvisioningPolicy{}, admission.ProvisionIfNeeded},
-		{&berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningAlways}, admission.ProvisionAlways},
+		{nil, admission.ProvisioningPolicy{Mode: admission.ProvisionNever}},
+		{&berthv1.ProvisioningPolicy{}, admission.ProvisioningPolicy{Mode: admission.ProvisionIfNeeded}},
+		{&berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningAlways, MaxAttempts: 5, BackoffSeconds: 30, CapacityNotFoundSeconds: 120, AnswerTimeoutSeconds: 600},
+			admission.ProvisioningPolicy{Mode: admission.ProvisionAlways, MaxAttempts: 5, Backoff: 30 * time.Second,
+				CapacityNotFoundTimeout: 2 * time.Minute, AnswerTimeout: 10 * time.Minute}},
 	}
 	for _, tc := range flavors {
 		rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"}, Spec: berthv1.ResourceFlavorSpec{Provisioning: tc.policy}}
 		if got := FlavorToEngine(rf).Provisioning; got != tc.want {
-			t.Errorf("policy %+v: mode %s, want %s", tc.policy, got, tc.want)
+			t.Errorf("policy %+v: %+v, want %+v", tc.policy, got, tc.want)
 		}
 	}
 }

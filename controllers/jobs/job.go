@@ -30,10 +30,11 @@ type PodSetScheduling struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations of the pod template.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// Placement is the Workload whose topology placement the pods belong
-	// to: set as the berth.dev/placement label of the pod template, and
-	// removed when empty.
-	Placement string `json:"placement,omitempty"`
+	// Labels are berth's labels of the pod template: the berth.dev/workload
+	// label on every admitted pod, and berth.dev/placement on the pods of a
+	// gang placed in a topology domain, both holding the Workload's UID.
+	// Only those keys are managed: the ones missing here are removed.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are berth's annotations of the pod template: the
 	// consume-provisioning-request and provisioning-class-name annotations
 	// of a gang admitted on booked capacity. Only those keys are managed:
@@ -51,9 +52,34 @@ var provisioningAnnotations = []string{
 // ProvisioningAnnotations returns berth's annotations among ann, nil when
 // there are none.
 func ProvisioningAnnotations(ann map[string]string) map[string]string {
+	return pick(ann, provisioningAnnotations)
+}
+
+// SetAnnotations sets berth's annotations of a pod template to want: keys
+// berth manages that want lacks are removed, others are left alone.
+func SetAnnotations(ann, want map[string]string) map[string]string {
+	return setManaged(ann, want, provisioningAnnotations)
+}
+
+// managedLabels are the pod labels berth sets on admitted pods.
+var managedLabels = []string{berthv1.WorkloadLabel, berthv1.PlacementLabel}
+
+// ManagedLabels returns berth's labels among labels, nil when there are
+// none.
+func ManagedLabels(labels map[string]string) map[string]string {
+	return pick(labels, managedLabels)
+}
+
+// SetLabels sets berth's labels of a pod template to want: keys berth
+// manages that want lacks are removed, others are left alone.
+func SetLabels(labels, want map[string]string) map[string]string {
+	return setManaged(labels, want, managedLabels)
+}
+
+func pick(m map[string]string, keys []string) map[string]string {
 	var out map[string]string
-	for _, k := range provisioningAnnotations {
-		if v, ok := ann[k]; ok {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
 			if out == nil {
 				out = map[string]string{}
 			}
@@ -63,36 +89,20 @@ func ProvisioningAnnotations(ann map[string]string) map[string]string {
 	return out
 }
 
-// SetAnnotations sets berth's annotations of a pod template to want: keys
-// berth manages that want lacks are removed, others are left alone.
-func SetAnnotations(ann, want map[string]string) map[string]string {
-	for _, k := range provisioningAnnotations {
+func setManaged(m, want map[string]string, keys []string) map[string]string {
+	for _, k := range keys {
 		v, ok := want[k]
 		switch {
 		case ok:
-			if ann == nil {
-				ann = map[string]string{}
+			if m == nil {
+				m = map[string]string{}
 			}
-			ann[k] = v
+			m[k] = v
 		default:
-			delete(ann, k)
+			delete(m, k)
 		}
 	}
-	return ann
-}
-
-// SetPlacementLabel sets or removes the placement label of a pod
-// template's labels.
-func SetPlacementLabel(labels map[string]string, placement string) map[string]string {
-	if placement == "" {
-		delete(labels, berthv1.PlacementLabel)
-		return labels
-	}
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[berthv1.PlacementLabel] = placement
-	return labels
+	return m
 }
 
 // GenericJob is one job, of any kind, as berth sees it. Methods that change

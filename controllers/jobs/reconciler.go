@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // Event reasons recorded on jobs.
@@ -48,13 +49,19 @@ const flavorRetry = 10 * time.Second
 type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
+	writer   lifecycle.Writer
 	kind     Kind
 	opts     Options
 }
 
-// NewReconciler returns the reconciler for jobs of kind.
-func NewReconciler(c client.Client, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, kind: kind, opts: opts}
+// NewReconciler returns the reconciler for jobs of kind; reader re-reads
+// Workloads after a conflict (an uncached reader).
+func NewReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Reconciler{client: c, recorder: recorder, kind: kind, opts: opts,
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock}}
 }
 
 // Name of the controller, for logs and metrics.
@@ -192,10 +199,12 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if finished, succeeded, msg := job.Finished(); finished {
 		return reconcile.Result{}, r.finish(ctx, wl, succeeded, msg)
 	}
-	switch {
-	case workloadstatus.IsEvicting(wl):
+	switch phase := lifecycle.PhaseOf(wl); {
+	case phase == lifecycle.Evicting:
 		return reconcile.Result{}, r.stop(ctx, job, wl)
-	case workloadstatus.IsAdmitted(wl):
+	case lifecycle.MayRun(phase) && (!job.IsSuspended() || wl.DeletionTimestamp.IsZero()):
+		// A Workload being deleted keeps its quota while its job runs, but
+		// a job that has not started does not start on it.
 		return r.start(ctx, job, wl)
 	default:
 		return reconcile.Result{}, r.hold(ctx, job, wl)
@@ -247,7 +256,9 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 		return r.invalid(job, nil, err)
 	}
 	wl := &berthv1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Name: g.workload, Namespace: obj.GetNamespace()},
+		// The finalizer keeps the Workload, and its quota, until the job's
+		// pods are gone (see the workload controller).
+		ObjectMeta: metav1.ObjectMeta{Name: g.workload, Namespace: obj.GetNamespace(), Finalizers: []string{berthv1.WorkloadFinalizer}},
 		Spec: berthv1.WorkloadSpec{
 			QueueName:         obj.GetLabels()[berthv1.QueueNameLabel],
 			PodSets:           spec.podSets,
@@ -283,7 +294,7 @@ func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workl
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventSuspended, "Suspend", "suspended until berth admits it")
 		return nil
 	}
-	if wl.Status.Admission != nil || workloadstatus.IsFinished(wl) {
+	if wl.Status.Admission != nil || lifecycle.IsFinished(wl) || !wl.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	if restoreScheduling(job) {
@@ -313,12 +324,17 @@ func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.W
 	return nil
 }
 
-// start runs an admitted job on the flavors of its admission.
+// start runs an admitted job on the flavors of its admission. A job that
+// changed since its Workload was admitted is not started on that admission:
+// it is queued again as it is now.
 func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
 	if !job.IsSuspended() {
 		return reconcile.Result{}, r.resize(ctx, job, wl)
 	}
 	obj := job.Object()
+	if changed, err := r.changedSince(ctx, job, wl); err != nil || changed {
+		return reconcile.Result{}, err
+	}
 	scheduling, missing, err := r.admittedScheduling(ctx, job, wl)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -362,25 +378,13 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	if err := r.syncSpec(ctx, job, wl); err != nil {
 		return err
 	}
-	_, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
-		if !workloadstatus.IsEvicting(w) {
-			return false
-		}
-		workloadstatus.Requeue(w, "evicted and stopped; waiting for admission again")
-		return true
-	})
+	_, err := r.writer.Write(ctx, wl, lifecycle.Requeue{Message: "evicted and stopped; waiting for admission again"})
 	return err
 }
 
 // finish records that the job ended, which releases its quota.
 func (r *Reconciler) finish(ctx context.Context, wl *berthv1.Workload, succeeded bool, msg string) error {
-	reason := berthv1.ReasonSucceeded
-	if !succeeded {
-		reason = berthv1.ReasonFailed
-	}
-	_, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
-		return workloadstatus.SetCondition(w, berthv1.ConditionFinished, metav1.ConditionTrue, reason, msg)
-	})
+	_, err := r.writer.Write(ctx, wl, lifecycle.Finish{Succeeded: succeeded, Message: msg})
 	return err
 }
 

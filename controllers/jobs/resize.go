@@ -5,61 +5,91 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// EventResized is the reason of events about a running job whose size
-// changed.
+// EventResized is the reason of events about a job whose size changed.
 const EventResized = "Resized"
 
-// ReasonResized is the Evicted condition's reason for a running job that
-// grew: it is stopped and queued again whole at its new size.
-const ReasonResized = "Resized"
-
-// resize keeps the workload of a running job in step with the job's size.
-// A job that shrank keeps running and its workload is shrunk, which
-// releases the quota of the pods it no longer runs. A job that grew is a
-// larger gang: quota for all of it must be admitted together, so its
-// workload is evicted (the job is suspended and queued again at the new
-// size), never started half-way.
+// resize keeps the workload of a running job in step with the job. A job
+// that shrank keeps running and its workload is shrunk, which releases the
+// quota of the pods it no longer runs. A job that grew — more pods, or pods
+// that request more, as a LeaderWorkerSet rolling update to larger GPUs
+// does — is a larger gang: quota for all of it must be admitted together,
+// so its workload is evicted (the job is stopped and queued again at its new
+// size), never run half on the old admission.
 func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
-	podSets, err := job.PodSets()
-	if err != nil || len(podSets) != len(wl.Spec.PodSets) {
+	spec, err := r.spec(ctx, job)
+	if err != nil || len(spec.podSets) != len(wl.Spec.PodSets) {
 		return nil //nolint:nilerr // an invalid running job keeps its quota until it ends
 	}
-	grew, shrank := false, false
-	for i := range podSets {
-		if podSets[i].Name != wl.Spec.PodSets[i].Name {
-			return nil
-		}
-		grew = grew || podSets[i].Count > wl.Spec.PodSets[i].Count
-		shrank = shrank || podSets[i].Count < wl.Spec.PodSets[i].Count
-	}
+	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	obj := job.Object()
 	switch {
-	case grew:
-		_, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
-			return workloadstatus.IsAdmitted(w) && workloadstatus.SetCondition(w, berthv1.ConditionEvicted, metav1.ConditionTrue,
-				ReasonResized, "the job grew: it is queued again for its new size")
-		})
-		if err != nil {
+	case grew != "":
+		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
+			Message: "the job grew (" + grew + "): it is stopped and queued again for its new size"})
+		if err != nil || !written {
 			return err
 		}
-		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "grew: stopped and queued again for all of its pods")
+		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "grew (%s): stopped and queued again for all of its pods", grew)
 		return nil
 	case shrank:
-		return r.shrink(ctx, job, wl, podSets)
+		return r.shrink(ctx, job, wl, spec.podSets)
 	}
 	return nil
+}
+
+// compareSize says how pod sets changed: a description of the first growth
+// (more pods, a larger request of a resource, or a new one), and whether
+// any pod set runs fewer pods. Pod sets that differ by name count as grown.
+func compareSize(old, now []berthv1.PodSet) (string, bool) {
+	shrank := false
+	for i := range now {
+		o, n := old[i], now[i]
+		if o.Name != n.Name {
+			return fmt.Sprintf("pod set %q is now %q", o.Name, n.Name), false
+		}
+		if n.Count > o.Count {
+			return fmt.Sprintf("pod set %s: %d pods, admitted for %d", n.Name, n.Count, o.Count), false
+		}
+		for res, q := range n.Requests {
+			if was, ok := o.Requests[res]; !ok || q.Cmp(was) > 0 {
+				return fmt.Sprintf("pod set %s: %s %s per pod, admitted for %s", n.Name, q.String(), res, was.String()), false
+			}
+		}
+		shrank = shrank || n.Count < o.Count
+	}
+	return "", shrank
+}
+
+// changedSince evicts an admitted job that has not started and no longer
+// matches its Workload — its size or requests changed after the Workload was
+// last updated — so that it is queued again as it is, and reports whether it
+// did.
+func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	spec, err := r.spec(ctx, job)
+	if err != nil {
+		return false, r.invalid(job, wl, err)
+	}
+	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) {
+		return false, nil
+	}
+	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
+		Message: "the job changed after it was admitted: it is queued again as it is now"})
+	if err == nil && written {
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize", "changed before it started: queued again as it is now")
+	}
+	return true, err
 }
 
 // shrink lowers the counts of an admitted workload to its job's.
 func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Workload, podSets []berthv1.PodSet) error {
 	for i := range podSets {
-		wl.Spec.PodSets[i].Count = podSets[i].Count
+		wl.Spec.PodSets[i].Count = min(wl.Spec.PodSets[i].Count, podSets[i].Count)
 	}
 	if err := r.client.Update(ctx, wl); err != nil {
 		return fmt.Errorf("shrinking workload %s: %w", wl.Name, err)
@@ -68,17 +98,7 @@ func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	for _, ps := range podSets {
 		counts[ps.Name] = ps.Count
 	}
-	if _, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
-		if w.Status.Admission == nil {
-			return false
-		}
-		for i, psa := range w.Status.Admission.PodSetAssignments {
-			if c, ok := counts[psa.Name]; ok && c < psa.Count {
-				w.Status.Admission.PodSetAssignments[i].Count = c
-			}
-		}
-		return true
-	}); err != nil {
+	if _, err := r.writer.Write(ctx, wl, lifecycle.Shrink{Counts: counts}); err != nil {
 		return err
 	}
 	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize", "shrank: quota of the pods it no longer runs released")

@@ -57,9 +57,10 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
 			s.Tolerations = addTolerations(s.Tolerations, rf.Spec.Tolerations)
 		}
+		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID)}
 		if t := wl.Status.Admission.Topology; t != nil {
 			s.NodeSelector = mergeLabels(s.NodeSelector, t.NodeSelector())
-			s.Placement = wl.Name
+			s.Labels[berthv1.PlacementLabel] = string(wl.UID)
 		}
 		s.Annotations = SetAnnotations(maps.Clone(s.Annotations), bookingAnnotations(wl))
 		out = append(out, s)

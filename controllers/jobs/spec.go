@@ -7,6 +7,7 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -19,6 +20,8 @@ type Options struct {
 	// Parents are the kinds berth manages whose children (a JobSet's Jobs)
 	// must not be queued again on their own.
 	Parents []string
+	// Clock stamps Workload conditions; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // gangSpec is the part of a Workload's spec a job determines.

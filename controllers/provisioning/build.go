@@ -1,63 +1,25 @@
 package provisioning
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"maps"
-	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // PauseImage is the image of the PodTemplates' one container: the
 // autoscaler reads only requests, node selector and tolerations.
 const PauseImage = "registry.k8s.io/pause:3.10"
 
-// maxNameLength is the longest object name (a DNS subdomain).
-const maxNameLength = 253
-
-// FlavorOf returns the name of the flavor whose capacity an admission books:
-// the topology flavor when the gang was pinned, else the first flavor (by
-// name) assigned to the pod sets for which has reports true. It returns ""
-// when there is none.
-func FlavorOf(a *berthv1.Admission, has func(flavor string) bool) string {
-	if a == nil {
-		return ""
-	}
-	if a.Topology != nil && a.Topology.Flavor != "" {
-		return a.Topology.Flavor
-	}
-	var names []string
-	for _, psa := range a.PodSetAssignments {
-		for _, f := range psa.Flavors {
-			names = append(names, f)
-		}
-	}
-	sort.Strings(names)
-	for _, f := range names {
-		if has(f) {
-			return f
-		}
-	}
-	return ""
-}
-
 // TemplateName is the deterministic name of the PodTemplate of one pod set
 // of a request: "<request>-<podSet>", shortened with a hash when too long.
 func TemplateName(request, podSet string) string {
-	name := request + "-" + podSet
-	if len(name) <= maxNameLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:maxNameLength-11] + "-" + hex.EncodeToString(sum[:])[:10]
+	return lifecycle.ShortName(request + "-" + podSet)
 }
 
 // BuildRequest returns the ProvisioningRequest and the PodTemplates (one per
@@ -129,63 +91,4 @@ func needsLimit(name corev1.ResourceName) bool {
 		return true
 	}
 	return strings.Contains(n, "/") && !strings.HasPrefix(n, "kubernetes.io/") && !strings.HasPrefix(n, corev1.ResourceDefaultNamespacePrefix)
-}
-
-// Backoff is the wait before the attempt after attempt: backoffSeconds
-// doubled for each attempt after the first, capped at a day.
-func Backoff(pol *berthv1.ProvisioningPolicy, attempt int32) time.Duration {
-	base := time.Duration(10) * time.Second
-	if pol != nil && pol.BackoffSeconds > 0 {
-		base = time.Duration(pol.BackoffSeconds) * time.Second
-	}
-	const limit = 24 * time.Hour
-	d := base
-	for i := int32(1); i < attempt; i++ {
-		d *= 2
-		if d >= limit {
-			return limit
-		}
-	}
-	return d
-}
-
-// MaxAttempts is the policy's maxAttempts, 3 when unset.
-func MaxAttempts(pol *berthv1.ProvisioningPolicy) int32 {
-	if pol == nil || pol.MaxAttempts <= 0 {
-		return 3
-	}
-	return pol.MaxAttempts
-}
-
-// DomainString names a topology domain for messages: "rack=r1" or
-// "zone=z1,rack=r1"; "any domain" when unpinned.
-func DomainString(t *berthv1.TopologyAssignment) string {
-	if t == nil || len(t.Levels) == 0 {
-		return "any domain"
-	}
-	parts := make([]string, 0, len(t.Levels))
-	for i, l := range t.Levels {
-		if i < len(t.Values) {
-			parts = append(parts, l+"="+t.Values[i])
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-// addDomain appends t to domains unless it is nil or already there; the
-// oldest entries go when the list is full (the API allows 16).
-func addDomain(domains []berthv1.TopologyAssignment, t *berthv1.TopologyAssignment) []berthv1.TopologyAssignment {
-	if t == nil {
-		return domains
-	}
-	for _, d := range domains {
-		if d.Flavor == t.Flavor && fmt.Sprint(d.Levels) == fmt.Sprint(t.Levels) && fmt.Sprint(d.Values) == fmt.Sprint(t.Values) {
-			return domains
-		}
-	}
-	domains = append(domains, *t.DeepCopy())
-	if len(domains) > 16 {
-		domains = domains[len(domains)-16:]
-	}
-	return domains
 }

@@ -3,7 +3,6 @@ package provisioning
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,32 +49,6 @@ func h200() *berthv1.ResourceFlavor {
 			TopologyLevels: []string{"zone", "rack"},
 			Provisioning:   &berthv1.ProvisioningPolicy{Parameters: map[string]string{"noRetry": "true"}},
 		},
-	}
-}
-
-func TestFlavorOf(t *testing.T) {
-	rack := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
-	cases := []struct {
-		name     string
-		topology *berthv1.TopologyAssignment
-		policies map[string]bool
-		want     string
-	}{
-		{"pinned: the topology flavor", rack, map[string]bool{}, "h200"},
-		{"unpinned: the flavor with a policy", nil, map[string]bool{"h200": true}, "h200"},
-		{"unpinned: first by name among those with a policy", nil, map[string]bool{"h200": true, "cpu-only": true}, "cpu-only"},
-		{"no policy", nil, map[string]bool{}, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			wl := bookingWorkload(tc.topology)
-			if got := FlavorOf(wl.Status.Admission, func(f string) bool { return tc.policies[f] }); got != tc.want {
-				t.Errorf("FlavorOf = %q, want %q", got, tc.want)
-			}
-		})
-	}
-	if got := FlavorOf(nil, func(string) bool { return true }); got != "" {
-		t.Errorf("FlavorOf(nil) = %q", got)
 	}
 }
 
@@ -148,26 +121,7 @@ func TestTemplateName(t *testing.T) {
 	}
 	long := strings.Repeat("a", 250)
 	got := TemplateName(long, "workers")
-	if len(got) != maxNameLength || got == TemplateName(long, "leader") {
-		t.Errorf("long name %q (%d): want %d characters, unique per pod set", got, len(got), maxNameLength)
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	cases := []struct {
-		pol     *berthv1.ProvisioningPolicy
-		attempt int32
-		want    time.Duration
-	}{
-		{nil, 1, 10 * time.Second},
-		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 1, 5 * time.Second},
-		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 2, 10 * time.Second},
-		{&berthv1.ProvisioningPolicy{BackoffSeconds: 5}, 4, 40 * time.Second},
-		{&berthv1.ProvisioningPolicy{BackoffSeconds: 3600}, 20, 24 * time.Hour},
-	}
-	for _, tc := range cases {
-		if got := Backoff(tc.pol, tc.attempt); got != tc.want {
-			t.Errorf("Backoff(%v, %d) = %s, want %s", tc.pol, tc.attempt, got, tc.want)
-		}
+	if len(got) != 253 || got == TemplateName(long, "leader") {
+		t.Errorf("long name %q (%d): want 253 characters, unique per pod set", got, len(got))
 	}
 }

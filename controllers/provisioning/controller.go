@@ -1,27 +1,21 @@
-// Package provisioning books a gang's capacity through cluster-autoscaler
-// ProvisioningRequests and lets the gang start only on capacity that exists.
+// Package provisioning carries out a gang's capacity bookings through
+// cluster-autoscaler ProvisioningRequests. It builds, watches and reports;
+// it decides nothing.
 //
-// The admission engine decides when a booking is needed and of which class
-// and domain; the scheduler records it in one status write (quota
-// reserved, Admitted=False/WaitingForCapacity, status.provisioning Pending
-// with the attempt's request name). This package carries the decision out
-// and reports the autoscaler's answer back on the Workload:
+// The admission engine decides when a booking is needed, of which class, on
+// which flavor and in which domain, and what every answer means — success,
+// failure in that domain, eviction of a started gang, when to try again and
+// when to give up (admission/booking.go); the scheduler writes those
+// decisions through the lifecycle package. This package:
 //
-//   - it creates the attempt's PodTemplates and ProvisioningRequest, owned
-//     by the Workload and named after it, and deletes earlier attempts';
-//   - Provisioned: the Workload is admitted (its job adapter starts the job
-//     with the consume-provisioning-request annotations);
-//   - Failed, or BookingExpired before the pods used it: the quota is
-//     released (or, if the job started, it is evicted first), the domain is
-//     recorded as failed and the next attempt waits for a backoff, until
-//     maxAttempts bookings failed;
-//   - CapacityRevoked, or not every pod Ready within podsReadySeconds: the
-//     job is evicted and queued again after a backoff;
-//   - whether the cluster serves the API at all is followed at run time and
-//     reported on every flavor with a provisioning policy.
-//
-// Decisions (Decide, Failure, Eviction, BuildRequest, Backoff) are pure
-// functions; the reconcilers read the objects and write the result once.
+//   - creates the attempt's PodTemplates, then its ProvisioningRequest, both
+//     owned by the Workload, and deletes the requests no booking needs;
+//   - reports every answer of the autoscaler to the engine (AnswerOf), and
+//     records on the Workload the first time it found no capacity;
+//   - at a started gang's podsReadySeconds deadline, records that all its
+//     pods were Ready, or reports that they were not;
+//   - follows whether the cluster serves the API at all and reports it on
+//     every flavor with a provisioning policy.
 package provisioning
 
 import (
@@ -40,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // apiextensionsCRD is the kind of CustomResourceDefinitions.
@@ -48,27 +42,26 @@ var apiextensionsCRD = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Ve
 
 // Options configure the provisioning controllers.
 type Options struct {
-	// Clock is read for backoffs and the pods-ready deadline; tests inject
-	// a fake one. Default: the real clock.
+	// Clock is read for the pods-ready deadline and stamps the Workload
+	// conditions; tests inject a fake one. Default: the real clock.
 	Clock clock.PassiveClock
-	// Metrics, when set, counts each request's outcome by class.
-	Metrics *metrics.Metrics
 }
 
 // Controllers are the provisioning controllers: the Workload reconciler,
 // the API availability watch and the ResourceFlavor condition.
 type Controllers struct {
 	recorder events.EventRecorder
+	reporter Reporter
 	opts     Options
 }
 
 // New returns the provisioning controllers; recorder records events on
-// Workloads.
-func New(recorder events.EventRecorder, opts Options) *Controllers {
+// Workloads, reporter takes the autoscaler's answers.
+func New(recorder events.EventRecorder, reporter Reporter, opts Options) *Controllers {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controllers{recorder: recorder, opts: opts}
+	return &Controllers{recorder: recorder, reporter: reporter, opts: opts}
 }
 
 // Name of the controllers, for logs.
@@ -84,7 +77,8 @@ func (c *Controllers) Register(ctx context.Context, mgr ctrl.Manager) error {
 	state := &apiState{}
 	wlEvents, rfEvents := make(chan event.GenericEvent, 64), make(chan event.GenericEvent, 64)
 	state.changed = []chan event.GenericEvent{wlEvents, rfEvents}
-	wr := &Reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: c.recorder, clock: c.opts.Clock, state: state, metrics: c.opts.Metrics}
+	wr := &Reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: c.recorder, clock: c.opts.Clock, state: state,
+		reporter: c.reporter, writer: lifecycle.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: c.opts.Clock}}
 	wc, err := wr.build(mgr, wlEvents)
 	if err != nil {
 		return err

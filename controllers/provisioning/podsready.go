@@ -7,23 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
-
-// ConditionPodsReady is the Workload condition that records that every pod
-// of a gang admitted through a booking was Ready in time: True (reason
-// PodsReady) once they were, False (reason PodsNotReady) when the gang was
-// evicted because they were not.
-const ConditionPodsReady = "PodsReady"
-
-// ReasonPodsReady is the reason of PodsReady=True.
-const ReasonPodsReady = "PodsReady"
 
 // gangPods lists the pods that consume the workload's request. berth
 // caches only queue-labelled pods, so they are read from the API server;
@@ -82,22 +73,24 @@ func gangSize(wl *berthv1.Workload) int32 {
 	return n
 }
 
-// readyRecorded reports whether PodsReady=True was recorded for the current
-// admission (not before it).
-func readyRecorded(wl *berthv1.Workload) bool {
-	ready := meta.FindStatusCondition(wl.Status.Conditions, ConditionPodsReady)
-	admitted := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
-	return ready != nil && admitted != nil && ready.Status == metav1.ConditionTrue &&
-		!ready.LastTransitionTime.Before(&admitted.LastTransitionTime)
+// PodsReadyDeadline is when every pod of a gang admitted at admittedAt must
+// be Ready; zero when the check is off.
+func PodsReadyDeadline(pol *berthv1.ProvisioningPolicy, admittedAt time.Time) time.Time {
+	if pol == nil || pol.PodsReadySeconds <= 0 || admittedAt.IsZero() {
+		return time.Time{}
+	}
+	return admittedAt.Add(time.Duration(pol.PodsReadySeconds) * time.Second)
 }
 
-// checkPodsReady evicts a gang admitted through a booking whose pods are
-// not all Ready podsReadySeconds after admission; before the deadline it
-// asks to be reconciled at the deadline.
+// checkPodsReady looks, at the deadline, whether every pod of a gang
+// admitted on booked capacity is Ready: if so it records PodsReady (and the
+// gang is not checked again for this admission), otherwise it reports to
+// the engine, which evicts the gang. Before the deadline it asks to be
+// reconciled at the deadline.
 func (r *Reconciler) checkPodsReady(ctx context.Context, wl *berthv1.Workload, rf *berthv1.ResourceFlavor) (reconcile.Result, error) {
 	admitted := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
-	if admitted == nil || readyRecorded(wl) {
-		return reconcile.Result{}, nil
+	if admitted == nil || lifecycle.PhaseOf(wl) != lifecycle.Admitted {
+		return reconcile.Result{}, nil // Running: recorded already
 	}
 	pol := rf.Spec.Provisioning
 	deadline := PodsReadyDeadline(pol, admitted.LastTransitionTime.Time)
@@ -112,28 +105,14 @@ func (r *Reconciler) checkPodsReady(ctx context.Context, wl *berthv1.Workload, r
 		return reconcile.Result{}, err
 	}
 	ready, total := CountReady(pods), gangSize(wl)
-	var msg string
-	evict := ready < total
-	_, err = workloadstatus.Patch(ctx, r.client, r.reader, wl, func(w *berthv1.Workload) bool {
-		if !workloadstatus.IsAdmitted(w) || readyRecorded(w) {
-			return false
-		}
-		now := r.clock.Now()
-		if !evict {
-			// A fresh transition time: PodsReady of an earlier admission
-			// must not count for this one.
-			meta.RemoveStatusCondition(&w.Status.Conditions, ConditionPodsReady)
-			SetCondition(w, ConditionPodsReady, metav1.ConditionTrue, ReasonPodsReady, fmt.Sprintf("all %d pods were Ready in time", total), now)
-			return true
-		}
-		msg = fmt.Sprintf("%d of %d pods were Ready %s after admission (podsReadySeconds %d)",
-			ready, total, time.Duration(pol.PodsReadySeconds)*time.Second, pol.PodsReadySeconds)
-		SetCondition(w, ConditionPodsReady, metav1.ConditionFalse, berthv1.ReasonPodsNotReady, msg, now)
-		msg = Eviction(w, "", berthv1.ReasonPodsNotReady, msg, pol, now)
-		return true
-	})
-	if err == nil && evict && msg != "" {
-		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventPodsNotReady, "Evict", "%s", msg)
+	if ready >= total {
+		_, err := r.writer.Write(ctx, wl, lifecycle.PodsReady{Total: total})
+		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, err
+	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}, admission.BookingReport{
+		Attempt: wl.Status.Provisioning.Attempt, Answer: admission.AnswerPodsNotReady,
+		Message: fmt.Sprintf("%d of %d pods were Ready %s after admission (podsReadySeconds %d)",
+			ready, total, time.Duration(pol.PodsReadySeconds)*time.Second, pol.PodsReadySeconds),
+	})
+	return reconcile.Result{}, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/tools/events"
@@ -23,32 +22,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/metrics"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
-)
-
-// Event reasons recorded on Workloads.
-const (
-	EventRequestCreated = "ProvisioningRequestCreated"
-	EventProvisioned    = "CapacityProvisioned"
-	EventFailed         = "ProvisioningFailed"
-	EventGaveUp         = "ProvisioningGaveUp"
-	EventRevoked        = "CapacityRevoked"
-	EventPodsNotReady   = "PodsNotReady"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // flavorRetry is how long a booking waits for a missing ResourceFlavor.
 const flavorRetry = 10 * time.Second
+
+// Reporter takes what the autoscaler answered about a workload's booking;
+// the scheduler implements it and the admission engine decides.
+type Reporter interface {
+	ReportBooking(key admission.WorkloadKey, r admission.BookingReport)
+}
 
 // Reconciler carries out the capacity bookings of Workloads.
 type Reconciler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
+	writer   lifecycle.Writer
 	clock    clock.PassiveClock
 	state    *apiState
-	metrics  *metrics.Metrics
+	reporter Reporter
 }
 
 // build registers the reconciler: Workloads that book capacity, and the
@@ -83,22 +79,25 @@ func (r *Reconciler) build(mgr ctrl.Manager, notify chan event.GenericEvent) (co
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile moves one Workload's booking on.
+// Reconcile carries one Workload's booking on: it creates the attempt's
+// PodTemplates and request, reports the autoscaler's answers to the engine,
+// checks a started gang's pods at its deadline, and deletes the requests no
+// booking needs any more. It decides nothing: the engine does.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	wl := &berthv1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	p := wl.Status.Provisioning
-	if p == nil || !wl.DeletionTimestamp.IsZero() || workloadstatus.IsFinished(wl) {
+	phase := lifecycle.PhaseOf(wl)
+	if p == nil || !wl.DeletionTimestamp.IsZero() || phase == lifecycle.Finished {
 		return reconcile.Result{}, nil // owner references delete the requests
 	}
-	booking := wl.Status.Admission != nil && p.State == berthv1.ProvisioningPending &&
-		!workloadstatus.IsTrue(wl, berthv1.ConditionAdmitted) && !workloadstatus.IsEvicting(wl)
-	started := p.State == berthv1.ProvisioningProvisioned && workloadstatus.IsAdmitted(wl)
+	booking := phase == lifecycle.Reserved
+	started := lifecycle.MayRun(phase) && p.State == berthv1.ProvisioningProvisioned
 	if !r.state.Available() {
 		if booking {
-			return reconcile.Result{}, r.waitForAPI(ctx, wl)
+			return reconcile.Result{}, r.note(ctx, wl, nil, APIMissingMessage)
 		}
 		return reconcile.Result{}, nil
 	}
@@ -126,119 +125,65 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// garbage collector removes.
 		return reconcile.Result{RequeueAfter: flavorRetry}, nil
 	}
+	if booking {
+		return reconcile.Result{}, r.report(ctx, wl, pr)
+	}
 	if pr != nil {
-		out, msg := OutcomeOf(pr)
-		consumed := true
-		if started && out == BookingExpired {
-			if consumed, err = r.consumed(ctx, wl); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		act := Decide(out, booking, started, consumed)
-		if act.Kind != Nothing {
-			return reconcile.Result{}, r.apply(ctx, wl, rf, act, msg)
+		if err := r.reportStarted(ctx, wl, pr); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
-	if started {
-		return r.checkPodsReady(ctx, wl, rf)
-	}
-	return reconcile.Result{}, nil
+	return r.checkPodsReady(ctx, wl, rf)
 }
 
-// apply writes an action's status and records its event.
-func (r *Reconciler) apply(ctx context.Context, wl *berthv1.Workload, rf *berthv1.ResourceFlavor, act Action, prMsg string) error {
-	pol, request, class := rf.Spec.Provisioning, wl.Status.Provisioning.RequestName, wl.Status.Provisioning.ClassName
-	var msg string
-	var gaveUp bool
-	written, err := workloadstatus.Patch(ctx, r.client, r.reader, wl, func(w *berthv1.Workload) bool {
-		p := w.Status.Provisioning
-		if p == nil || p.RequestName != request {
-			return false // a newer attempt; its own request decides
+// report tells the engine the answer to a booking in flight, and records
+// on the Workload the first time the autoscaler found no capacity, with
+// its words.
+func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
+	now := r.clock.Now()
+	rep := Report(wl, pr, now)
+	if rep.Answer == admission.AnswerCapacityNotFound {
+		since := metav1.NewTime(time.Unix(0, rep.Since))
+		msg := fmt.Sprintf("the autoscaler found no capacity for %s in %s since %s and retries; berth tries another domain if none is found within the flavor's capacityNotFoundSeconds: %s",
+			pr.Name, lifecycle.DomainString(wl.Status.Provisioning.Topology), since.UTC().Format(time.RFC3339), rep.Message)
+		if err := r.note(ctx, wl, &since, msg); err != nil {
+			return err
 		}
-		now := r.clock.Now()
-		switch act.Kind {
-		case Admit:
-			if p.State != berthv1.ProvisioningPending || w.Status.Admission == nil {
-				return false
-			}
-			msg = fmt.Sprintf("capacity provisioned by %s (%s) in %s: %s", request, p.ClassName, DomainString(p.Topology), prMsg)
-			Admission(w, msg, now)
-		case Fail:
-			if w.Status.Admission == nil || (p.State != berthv1.ProvisioningPending && p.State != berthv1.ProvisioningProvisioned) {
-				return false
-			}
-			msg, gaveUp = Failure(w, act.State, prMsg, pol, now)
-		case Evict:
-			if !workloadstatus.IsAdmitted(w) {
-				return false
-			}
-			msg = Eviction(w, act.State, act.Reason, fmt.Sprintf("capacity of %s was revoked: %s", request, prMsg), pol, now)
-		}
-		return true
-	})
-	if err != nil || !written {
-		return err
 	}
-	if r.metrics != nil {
-		outcome := string(act.State)
-		if act.Kind == Admit {
-			outcome = string(berthv1.ProvisioningProvisioned)
+	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}, rep)
+	return nil
+}
+
+// reportStarted tells the engine what happened to the booking of a gang
+// that started on it: revoked, or expired — before or after its pods used
+// it.
+func (r *Reconciler) reportStarted(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
+	rep := Report(wl, pr, r.clock.Now())
+	switch rep.Answer {
+	case admission.AnswerRevoked:
+	case admission.AnswerExpired:
+		consumed, err := r.consumed(ctx, wl)
+		if err != nil {
+			return err
 		}
-		r.metrics.ProvisioningOutcome(class, outcome)
-	}
-	switch {
-	case act.Kind == Admit:
-		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventProvisioned, "Provision", "%s", msg)
-	case act.Kind == Evict:
-		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventRevoked, "Evict", "%s", msg)
-	case gaveUp:
-		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventGaveUp, "Provision", "%s", msg)
+		rep.Consumed = consumed
 	default:
-		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventFailed, "Provision", "%s", msg)
-	}
-	if act.Kind == Admit {
 		return nil
 	}
-	return r.cleanUp(ctx, wl, false)
+	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}, rep)
+	return nil
 }
 
-// waitForAPI tells a waiting workload that the API is missing.
-func (r *Reconciler) waitForAPI(ctx context.Context, wl *berthv1.Workload) error {
-	_, err := workloadstatus.Patch(ctx, r.client, r.reader, wl, func(w *berthv1.Workload) bool {
-		if w.Status.Admission == nil || workloadstatus.IsTrue(w, berthv1.ConditionAdmitted) {
-			return false
-		}
-		return SetCondition(w, berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonWaitingForCapacity, APIMissingMessage, r.clock.Now())
-	})
+// note records what a booking waits for on the Workload.
+func (r *Reconciler) note(ctx context.Context, wl *berthv1.Workload, notFoundSince *metav1.Time, msg string) error {
+	_, err := r.writer.Write(ctx, wl, lifecycle.NoteBooking{Attempt: wl.Status.Provisioning.Attempt, CapacityNotFoundSince: notFoundSince, Message: msg})
 	return err
 }
 
-// flavor returns the flavor whose policy the booking follows; nil (with an
-// Admitted message) when it does not exist.
+// flavor returns the flavor the booking is for (the engine chose it); nil
+// when it does not exist.
 func (r *Reconciler) flavor(ctx context.Context, wl *berthv1.Workload) (*berthv1.ResourceFlavor, error) {
-	flavors := map[string]*berthv1.ResourceFlavor{}
-	var ferr error
-	name := FlavorOf(wl.Status.Admission, func(f string) bool {
-		rf := &berthv1.ResourceFlavor{}
-		if err := r.client.Get(ctx, client.ObjectKey{Name: f}, rf); err != nil {
-			if !apierrors.IsNotFound(err) {
-				ferr = err
-			}
-			return false
-		}
-		flavors[f] = rf
-		return rf.Spec.Provisioning != nil
-	})
-	if ferr != nil {
-		return nil, fmt.Errorf("reading ResourceFlavors of workload %s/%s: %w", wl.Namespace, wl.Name, ferr)
-	}
-	if name == "" {
-		ctrl.LoggerFrom(ctx).Info("no flavor of the admission has a provisioning policy", "workload", wl.Name)
-		return nil, nil
-	}
-	if rf, ok := flavors[name]; ok {
-		return rf, nil
-	}
+	name := wl.Status.Provisioning.Flavor
 	rf := &berthv1.ResourceFlavor{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, rf); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -250,7 +195,8 @@ func (r *Reconciler) flavor(ctx context.Context, wl *berthv1.Workload) (*berthv1
 	return rf, nil
 }
 
-// create makes the attempt's PodTemplates and ProvisioningRequest.
+// create makes the attempt's PodTemplates, then its ProvisioningRequest:
+// cluster-autoscaler fails a request whose templates it cannot find.
 func (r *Reconciler) create(ctx context.Context, wl *berthv1.Workload, rf *berthv1.ResourceFlavor) error {
 	pr, templates := BuildRequest(wl, rf)
 	for _, t := range templates {
@@ -271,18 +217,17 @@ func (r *Reconciler) create(ctx context.Context, wl *berthv1.Workload, rf *berth
 		return fmt.Errorf("creating ProvisioningRequest %s/%s: %w", pr.Namespace, pr.Name, err)
 	}
 	p := wl.Status.Provisioning
-	msg := fmt.Sprintf("waiting for ProvisioningRequest %s (%s) to book capacity in %s, attempt %d of %d",
-		pr.Name, p.ClassName, DomainString(p.Topology), p.Attempt, MaxAttempts(rf.Spec.Provisioning))
-	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventRequestCreated, "Provision", "%s", msg)
-	// The API-missing message, if any, no longer holds.
-	_, err := workloadstatus.Patch(ctx, r.client, r.reader, wl, func(w *berthv1.Workload) bool {
-		c := meta.FindStatusCondition(w.Status.Conditions, berthv1.ConditionAdmitted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Message != APIMissingMessage {
-			return false
-		}
-		return SetCondition(w, berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonWaitingForCapacity, msg, r.clock.Now())
-	})
-	return err
+	msg := fmt.Sprintf("waiting for ProvisioningRequest %s (%s) to book capacity in %s, attempt %d", pr.Name, p.ClassName,
+		lifecycle.DomainString(p.Topology), p.Attempt)
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventRequestCreated, "Provision", "%s", msg)
+	// The request has no answer yet: the engine times it from now.
+	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name},
+		admission.BookingReport{Attempt: p.Attempt, Answer: admission.AnswerNone, Since: pr.CreationTimestamp.UnixNano()})
+	if p.Message == APIMissingMessage {
+		// The API-missing message no longer holds.
+		return r.note(ctx, wl, nil, msg)
+	}
+	return nil
 }
 
 // cleanUp deletes the workload's requests and their PodTemplates, except

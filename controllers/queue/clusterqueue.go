@@ -23,23 +23,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
 )
 
 // ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
 // their status.
 type ClusterQueueReconciler struct {
 	client   client.Client
+	writer   lifecycle.Writer
 	sched    *scheduler.Scheduler
 	throttle *throttle
 }
 
 // NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
-// queue's status at most once per interval.
-func NewClusterQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration) *ClusterQueueReconciler {
-	return &ClusterQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval)}
+// queue's status at most once per interval, and drains a queue's workloads
+// through writer.
+func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration) *ClusterQueueReconciler {
+	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval)}
 }
 
 // Name of the controller.
@@ -77,7 +79,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	}
 	active := metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady, Message: "the ClusterQueue can admit workloads"}
 	if err := r.sched.UpsertClusterQueue(cq, len(missing) > 0); err != nil {
-		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonInvalidSpec, Message: err.Error()}
+		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonQueueInvalidSpec, Message: err.Error()}
 	} else if len(missing) > 0 {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonFlavorNotFound,
 			Message: fmt.Sprintf("ResourceFlavors %s do not exist: create them; until then the queue admits nothing", strings.Join(missing, ", "))}
@@ -126,10 +128,7 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 	}
 	msg := fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name)
 	for i := range wls.Items {
-		_, err := workloadstatus.Patch(ctx, r.client, r.client, &wls.Items[i], func(w *berthv1.Workload) bool {
-			return workloadstatus.IsAdmitted(w) &&
-				workloadstatus.SetCondition(w, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonClusterQueueStopped, msg)
-		})
+		_, err := r.writer.Write(ctx, &wls.Items[i], lifecycle.Evict{Reason: berthv1.ReasonClusterQueueStopped, Message: msg})
 		if err != nil {
 			return err
 		}

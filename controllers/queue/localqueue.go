@@ -91,7 +91,7 @@ func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.
 	err := r.client.Get(ctx, client.ObjectKey{Name: lq.Spec.ClusterQueue}, cq)
 	switch {
 	case apierrors.IsNotFound(err):
-		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonClusterQueueNotFound
+		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonQueueClusterQueueNotFound
 		cond.Message = fmt.Sprintf("ClusterQueue %q does not exist: create it; workloads wait until then", lq.Spec.ClusterQueue)
 		return cond, nil
 	case err != nil:
@@ -102,7 +102,7 @@ func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.
 		return cond, err
 	}
 	if !ok {
-		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonNamespaceNotAllowed
+		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonQueueNamespaceNotAllowed
 		cond.Message = fmt.Sprintf("ClusterQueue %q does not accept namespace %q: change its namespaceSelector", cq.Name, lq.Namespace)
 		return cond, nil
 	}

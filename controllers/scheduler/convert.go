@@ -5,7 +5,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"github.com/berth-dev/berth/admission"
@@ -76,27 +78,63 @@ func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
 		Priority:         wl.Spec.Priority,
 		CreationTime:     wl.CreationTimestamp.UnixNano(),
 		PodSets:          make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
+		Generation:       wl.Generation,
+		Booking:          BookingToEngine(wl),
 	}
 	if t := wl.Spec.Topology; t != nil {
 		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
-	}
-	if p := wl.Status.Provisioning; p != nil && wl.Status.Admission == nil {
-		// A failed booking: wait for the retry, elsewhere.
-		if p.RetryAfter != nil {
-			out.NotBefore = p.RetryAfter.UnixNano()
-		}
-		for _, d := range p.FailedDomains {
-			out.AvoidDomains = append(out.AvoidDomains, slices.Clone(d.Values))
-		}
 	}
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests)})
 	}
 	if a := wl.Status.Admission; a != nil {
 		out.ClusterQueue = a.ClusterQueue
-		out.Admission = AdmissionToEngine(a)
+		out.Admission = AdmissionToEngine(a, wl.Status.Provisioning)
+		out.Admission.Generation = wl.Generation
 	}
 	return out
+}
+
+// BookingToEngine is the engine's form of a workload's booking record
+// (status.provisioning), nil when it never booked capacity.
+func BookingToEngine(wl *berthv1.Workload) *admission.Booking {
+	p := wl.Status.Provisioning
+	if p == nil {
+		return nil
+	}
+	b := &admission.Booking{
+		Attempt: p.Attempt, Failures: p.Failures, State: admission.BookingState(p.State), Flavor: p.Flavor,
+		CapacityNotFoundSince: unixNano(p.CapacityNotFoundSince), RetryAfter: unixNano(p.RetryAfter), GaveUp: p.GaveUp,
+		PodsReady: meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionPodsReady),
+	}
+	if p.Topology != nil {
+		d := assignmentToEngine(*p.Topology)
+		b.Domain = &d
+	}
+	for _, d := range p.FailedDomains {
+		b.FailedDomains = append(b.FailedDomains, assignmentToEngine(d))
+	}
+	return b
+}
+
+func assignmentToEngine(t berthv1.TopologyAssignment) admission.TopologyAssignment {
+	out := admission.TopologyAssignment{Flavor: t.Flavor, Levels: slices.Clone(t.Levels), Domain: slices.Clone(t.Values)}
+	if len(t.Levels) > 0 {
+		out.Level = t.Levels[len(t.Levels)-1]
+	}
+	return out
+}
+
+// AssignmentToAPI is the API form of an engine topology assignment.
+func AssignmentToAPI(t admission.TopologyAssignment) berthv1.TopologyAssignment {
+	return berthv1.TopologyAssignment{Flavor: t.Flavor, Levels: slices.Clone(t.Levels), Values: slices.Clone(t.Domain)}
+}
+
+func unixNano(t *metav1.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func resourcesToEngine(rl corev1.ResourceList) admission.Resources {
@@ -107,8 +145,9 @@ func resourcesToEngine(rl corev1.ResourceList) admission.Resources {
 	return out
 }
 
-// AdmissionToEngine translates a persisted admission into the engine's form.
-func AdmissionToEngine(a *berthv1.Admission) *admission.Admission {
+// AdmissionToEngine translates a persisted admission, and the booking it
+// made (p, which names its flavor and attempt), into the engine's form.
+func AdmissionToEngine(a *berthv1.Admission, p *berthv1.ProvisioningStatus) *admission.Admission {
 	out := &admission.Admission{ClusterQueue: a.ClusterQueue}
 	for _, psa := range a.PodSetAssignments {
 		flavors := make(map[admission.ResourceName]string, len(psa.Flavors))
@@ -118,12 +157,16 @@ func AdmissionToEngine(a *berthv1.Admission) *admission.Admission {
 		out.PodSets = append(out.PodSets, admission.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
 	}
 	if t := a.Topology; t != nil && len(t.Levels) > 0 {
-		out.Topology = &admission.TopologyAssignment{Flavor: t.Flavor, Level: t.Levels[len(t.Levels)-1], Levels: slices.Clone(t.Levels), Domain: slices.Clone(t.Values)}
+		d := assignmentToEngine(*t)
+		out.Topology = &d
 	}
-	if p := a.Provisioning; p != nil {
-		plan := &admission.ProvisioningPlan{ScaleUp: p.ClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, NewNodes: map[string]int32{}}
-		for _, n := range p.NewNodes {
+	if ap := a.Provisioning; ap != nil {
+		plan := &admission.ProvisioningPlan{ScaleUp: ap.ClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, NewNodes: map[string]int32{}}
+		for _, n := range ap.NewNodes {
 			plan.NewNodes[n.Pool] = n.Nodes
+		}
+		if p != nil {
+			plan.Flavor, plan.Attempt = p.Flavor, p.Attempt
 		}
 		out.Provisioning = plan
 	}
@@ -142,7 +185,8 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 		out.PodSetAssignments = append(out.PodSetAssignments, berthv1.PodSetAssignment{Name: psa.Name, Count: psa.Count, Flavors: flavors})
 	}
 	if t := a.Topology; t != nil {
-		out.Topology = &berthv1.TopologyAssignment{Flavor: t.Flavor, Levels: slices.Clone(t.Levels), Values: slices.Clone(t.Domain)}
+		d := AssignmentToAPI(*t)
+		out.Topology = &d
 	}
 	if p := a.Provisioning; p != nil {
 		ap := &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassCheckCapacity}

@@ -49,7 +49,7 @@ func TestAdmissionRoundTrip(t *testing.T) {
 		{Name: "main", Count: 2, Flavors: map[admission.ResourceName]string{"nvidia.com/gpu": "h200"}},
 	}}
 	api := AdmissionToAPI(in)
-	back := AdmissionToEngine(api)
+	back := AdmissionToEngine(api, nil)
 	if back.ClusterQueue != in.ClusterQueue || len(back.PodSets) != 1 || back.PodSets[0].Count != 2 ||
 		back.PodSets[0].Flavors["nvidia.com/gpu"] != "h200" {
 		t.Errorf("round trip = %+v, want %+v", back, in)

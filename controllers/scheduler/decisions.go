@@ -2,27 +2,19 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
-)
-
-// Event reasons the scheduler records on Workloads.
-const (
-	// EventInadmissible: the workload cannot be admitted until someone
-	// changes it or its queue (the message says what).
-	EventInadmissible = "Inadmissible"
-	// EventPreempted: the workload is evicted to make room.
-	EventPreempted = "Preempted"
 )
 
 // applyAdmission persists one admission; if it cannot, the engine forgets it.
@@ -37,30 +29,35 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		logWriteError(ctx, err, "reading workload to admit", a.Key)
 		return
 	}
-	msg := admissionMessage(a.Admission)
 	apiAdmission := AdmissionToAPI(a.Admission)
-	written, err := workloadstatus.Patch(ctx, s.client, s.reader, wl, func(w *berthv1.Workload) bool {
-		if w.Status.Admission != nil || !w.DeletionTimestamp.IsZero() || workloadstatus.IsFinished(w) {
-			return false
-		}
-		if apiAdmission.Provisioning != nil {
-			workloadstatus.ReserveForBooking(w, apiAdmission.DeepCopy(), msg)
-		} else {
-			workloadstatus.Admit(w, apiAdmission.DeepCopy(), msg)
-		}
-		return true
-	})
-	if err != nil || !written {
-		s.rollback(a.Key)
-		if err != nil {
-			logWriteError(ctx, err, "writing admission", a.Key)
-		} else {
-			// The workload moved on (admitted, finished or deleted since
-			// the cache was read): let the engine see its real state.
-			_ = s.Sync(ctx, wl)
-		}
-		return
+	msg := admissionMessage(a.Admission)
+	var t lifecycle.Transition = lifecycle.Admit{Admission: apiAdmission, Generation: a.Admission.Generation, Message: msg}
+	if p := a.Admission.Provisioning; p != nil {
+		t = lifecycle.Reserve{Admission: apiAdmission, Generation: a.Admission.Generation, Attempt: p.Attempt,
+			Flavor: p.Flavor, MaxAttempts: p.MaxAttempts, Message: msg}
 	}
+	done := func(fresh *berthv1.Workload) bool {
+		return equality.Semantic.DeepEqual(fresh.Status.Admission, apiAdmission)
+	}
+	written, err := s.write(ctx, wl, t, done)
+	switch {
+	case errors.Is(err, errUnresolved):
+		s.park(ctx, a.Key, done, func(fresh *berthv1.Workload) { s.admitted(a, fresh) }, func() { s.rollback(a.Key) })
+	case err != nil:
+		s.rollback(a.Key)
+		logWriteError(ctx, err, "writing admission", a.Key)
+	case !written:
+		// The workload moved on (admitted, finished, deleted or changed since
+		// the decision): let the engine see its real state.
+		s.rollback(a.Key)
+		_ = s.Sync(ctx, wl)
+	default:
+		s.admitted(a, wl)
+	}
+}
+
+// admitted records that admission a is in the API server, as wl.
+func (s *Scheduler) admitted(a admission.Admitted, wl *berthv1.Workload) {
 	s.mu.Lock()
 	if _, ok := s.assumed[a.Key]; ok {
 		s.assumed[a.Key] = wl.ResourceVersion
@@ -70,8 +67,8 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 	// Started event tells the job's owner; an event per admission would
 	// double the writes of a deep backlog.
 	s.opts.Metrics.Admission(metrics.ResultAdmitted)
-	if apiAdmission.Provisioning == nil {
-		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.opts.Now().Sub(wl.CreationTimestamp.Time))
+	if a.Admission.Provisioning == nil {
+		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.now().Sub(wl.CreationTimestamp.Time))
 	}
 }
 
@@ -85,38 +82,52 @@ func (s *Scheduler) rollback(key admission.WorkloadKey) {
 	s.retryLater()
 }
 
-// applyPreemption marks a victim Evicted; its job adapter stops the job and
-// releases the quota once the pods are gone.
+// undo gives a decision other than an admission back to the engine, to be
+// decided again.
+func (s *Scheduler) undo(key admission.WorkloadKey) {
+	s.mu.Lock()
+	s.engine.Rollback(key)
+	s.mu.Unlock()
+	s.retryLater()
+}
+
+// applyPreemption evicts a victim: a started gang is stopped by its job
+// adapter, which releases the quota once the pods are gone; a gang still
+// waiting for capacity releases it at once.
 func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption) {
 	wl, err := s.getWorkload(ctx, p.Victim)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			logWriteError(ctx, err, "reading workload to preempt", p.Victim)
-			s.retryLater()
+			s.undo(p.Victim)
 		}
 		return
 	}
 	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)
-	written, err := workloadstatus.Patch(ctx, s.client, s.reader, wl, func(w *berthv1.Workload) bool {
-		if !workloadstatus.IsAdmitted(w) {
-			return false
-		}
-		return workloadstatus.SetCondition(w, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonPreempted, msg)
-	})
-	if err != nil {
+	done := func(fresh *berthv1.Workload) bool {
+		c := lifecycle.Condition(fresh, berthv1.ConditionEvicted)
+		return c != nil && c.Status == "True" && c.Reason == string(berthv1.ReasonPreempted) && c.Message == msg
+	}
+	written, err := s.write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}, done)
+	switch {
+	case errors.Is(err, errUnresolved):
+		s.park(ctx, p.Victim, done, func(*berthv1.Workload) { s.preempted(p, wl, msg) }, func() { s.undo(p.Victim) })
+	case err != nil:
 		// The engine holds the victim's quota for the preemptor until the
 		// victim is gone; since it is not going, give it back.
-		s.mu.Lock()
-		s.engine.Rollback(p.Victim)
-		s.mu.Unlock()
+		s.undo(p.Victim)
 		logWriteError(ctx, err, "writing preemption", p.Victim)
-		s.retryLater()
-		return
+	case !written:
+		s.undo(p.Victim)
+		_ = s.Sync(ctx, wl)
+	default:
+		s.preempted(p, wl, msg)
 	}
-	if written {
-		s.opts.Metrics.Preemption(string(p.Reason))
-		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, EventPreempted, "Preempt", msg)
-	}
+}
+
+func (s *Scheduler) preempted(p admission.Preemption, wl *berthv1.Workload, msg string) {
+	s.opts.Metrics.Preemption(string(p.Reason))
+	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventPreempted, "Preempt", msg)
 }
 
 // applyPending writes why a workload waits, when that changed.
@@ -128,12 +139,7 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		}
 		return
 	}
-	written, err := workloadstatus.Patch(ctx, s.client, s.reader, wl, func(w *berthv1.Workload) bool {
-		if w.Status.Admission != nil || workloadstatus.IsFinished(w) {
-			return false
-		}
-		return SetPending(w, string(p.Reason), p.Message)
-	})
+	written, err := s.writer.Write(ctx, wl, lifecycle.Queue{Reason: ReasonOf(p.Reason), Message: p.Message})
 	if err != nil {
 		logWriteError(ctx, err, "writing pending reason", p.Key)
 		return
@@ -144,19 +150,9 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		s.pending.wrote(p)
 		s.mu.Unlock()
 		if actionable(p.Reason) {
-			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventInadmissible, "Queue", p.Message)
+			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventInadmissible, "Queue", p.Message)
 		}
 	}
-}
-
-// SetPending records why a workload waits. Only the QuotaReserved condition
-// carries the reason; Admitted=False just says it waits.
-func SetPending(wl *berthv1.Workload, reason, message string) bool {
-	changed := workloadstatus.SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionFalse, reason, message)
-	if workloadstatus.SetCondition(wl, berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonPending, "waiting for quota") {
-		changed = true
-	}
-	return changed
 }
 
 // admissionMessage describes an admission for conditions and events, e.g.

@@ -4,15 +4,41 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
+// reasons maps every pending reason of the engine to the API's; a test
+// checks that none is missing.
+var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
+	admission.ClusterQueueNotFound:  berthv1.ReasonClusterQueueNotFound,
+	admission.ClusterQueueStopped:   berthv1.ReasonClusterQueueStopped,
+	admission.UnsupportedResource:   berthv1.ReasonUnsupportedResource,
+	admission.ExceedsMaxQuota:       berthv1.ReasonExceedsMaxQuota,
+	admission.InsufficientQuota:     berthv1.ReasonInsufficientQuota,
+	admission.WaitingForPreemption:  berthv1.ReasonWaitingForPreemption,
+	admission.BlockedByHead:         berthv1.ReasonBlockedByHead,
+	admission.ReservedForHead:       berthv1.ReasonReservedForHead,
+	admission.UnknownTopologyLevel:  berthv1.ReasonUnknownTopologyLevel,
+	admission.TopologyUnavailable:   berthv1.ReasonTopologyUnavailable,
+	admission.ExceedsDomainCapacity: berthv1.ReasonExceedsDomainCapacity,
+	admission.ProvisioningBackoff:   berthv1.ReasonProvisioningFailed,
+}
+
+// ReasonOf is the API reason of an engine pending reason.
+func ReasonOf(r admission.PendingReason) berthv1.WorkloadReason {
+	if out, ok := reasons[r]; ok {
+		return out
+	}
+	return berthv1.WorkloadReason(r)
+}
+
 // actionable reports whether a pending reason needs someone to act — the
-// queue setup or the workload is wrong — as opposed to the workload just
-// waiting its turn for quota.
+// queue setup or the workload is wrong, or no domain could ever hold the
+// gang — as opposed to the workload just waiting its turn.
 func actionable(r admission.PendingReason) bool {
 	switch r {
-	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped,
-		admission.UnsupportedResource, admission.ExceedsMaxQuota, admission.UnknownTopologyLevel:
+	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped, admission.UnsupportedResource,
+		admission.ExceedsMaxQuota, admission.UnknownTopologyLevel, admission.ExceedsDomainCapacity:
 		return true
 	}
 	return false
@@ -51,7 +77,7 @@ func newPendingNotes(delay time.Duration) pendingNotes {
 // note records the engine's latest reason for a pending workload.
 func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 	if u.Reason == admission.ProvisioningBackoff {
-		// The provisioning controller wrote why and until when, with the
+		// The failed booking's status says why and until when, with the
 		// autoscaler's words; the engine's reason adds nothing.
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
 func TestPendingNotes(t *testing.T) {
@@ -58,5 +59,21 @@ func TestPendingNotes(t *testing.T) {
 				t.Errorf("written %d reasons %v, want %d", len(got), got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEveryPendingReasonHasAnAPIReason: a pending reason the engine gives
+// reaches the Workload as one of the API's typed reasons, never raw.
+func TestEveryPendingReasonHasAnAPIReason(t *testing.T) {
+	for _, r := range admission.PendingReasons() {
+		if _, ok := reasons[r]; !ok {
+			t.Errorf("engine reason %s has no API reason", r)
+		}
+	}
+	if got := ReasonOf(admission.ExceedsDomainCapacity); got != berthv1.ReasonExceedsDomainCapacity {
+		t.Errorf("ReasonOf(ExceedsDomainCapacity) = %s", got)
+	}
+	if !actionable(admission.ExceedsDomainCapacity) || actionable(admission.TopologyUnavailable) {
+		t.Errorf("a gang no domain can ever hold needs someone to act; one waiting for free capacity does not")
 	}
 }

@@ -16,8 +16,8 @@ import (
 // Unqueueable says why a workload cannot be queued at all: its LocalQueue is
 // missing, or its ClusterQueue does not accept the workload's namespace.
 type Unqueueable struct {
-	// Reason is a condition reason (berthv1.Reason*).
-	Reason string
+	// Reason is a pending reason.
+	Reason berthv1.WorkloadReason
 	// Message says what to fix.
 	Message string
 }

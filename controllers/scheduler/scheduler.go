@@ -20,14 +20,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -48,8 +49,9 @@ type Options struct {
 	// a deep backlog are admitted within it, so they cost one write (their
 	// admission), not two. Zero writes at once.
 	PendingStatusDelay time.Duration
-	// Now returns the current time; time.Now when nil.
-	Now func() time.Time
+	// Clock is the engine's and the status writes' clock; the real clock
+	// when nil.
+	Clock clock.PassiveClock
 	// Metrics records what the loop does; required.
 	Metrics *metrics.Metrics
 	// LoadCapacity, when set, gives the engine every flavor's topology and
@@ -64,6 +66,7 @@ type Scheduler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
+	writer   lifecycle.Writer
 	opts     Options
 
 	mu     sync.Mutex
@@ -80,6 +83,8 @@ type Scheduler struct {
 	queues queueCounts
 
 	wake chan struct{}
+	// timer pokes at the engine's next wake-up (see admission.NextWake).
+	timer *time.Timer
 }
 
 // New returns a Scheduler that writes with c and re-reads after conflicts
@@ -98,14 +103,15 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Second
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Metrics == nil {
 		return nil, fmt.Errorf("scheduler options: Metrics is required")
 	}
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock},
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
 		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
 	}, nil
@@ -160,9 +166,9 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 	if err := s.engine.UpsertWorkload(ew); err != nil {
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
-	if wasBooking && ew.Admission != nil && ew.Admission.Provisioning == nil && !s.engine.Booking(key) {
-		// The booked capacity exists: the gang may start now.
-		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.opts.Now().Sub(wl.CreationTimestamp.Time))
+	if wasBooking && ew.Admission != nil && !s.engine.Booking(key) {
+		// The booking is provisioned: the gang may start now.
+		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.now().Sub(wl.CreationTimestamp.Time))
 	}
 	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	s.poke()
@@ -211,7 +217,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	defer flush.Stop()
 	idle := time.NewTicker(idleSampleInterval)
 	defer idle.Stop()
-	lastIdle := s.opts.Now()
+	lastIdle := s.now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -278,18 +284,14 @@ func (s *Scheduler) Sync(ctx context.Context, wl *berthv1.Workload) error {
 }
 
 // SyncWorkload is Sync that also returns why the workload cannot be queued.
+// A workload that holds quota stays in the engine until it is gone, even
+// while it is being deleted: its finalizer keeps it until its pods are.
 func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Unqueueable, error) {
-	if !wl.DeletionTimestamp.IsZero() || isFinished(wl) {
+	phase := lifecycle.PhaseOf(wl)
+	if phase == lifecycle.Finished || phase == lifecycle.GaveUp || (!wl.DeletionTimestamp.IsZero() && !lifecycle.HoldsQuota(phase)) {
+		// Done, not to be queued again, or going: no quota and no queue.
 		s.DeleteWorkload(KeyOf(wl))
 		return nil, nil
-	}
-	if p := wl.Status.Provisioning; p != nil && p.GaveUp && wl.Status.Admission == nil {
-		s.DeleteWorkload(KeyOf(wl))
-		msg := p.Message
-		if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Reason == berthv1.ReasonProvisioningFailed {
-			msg = c.Message // keep what the provisioning controller wrote
-		}
-		return &Unqueueable{Reason: berthv1.ReasonProvisioningFailed, Message: msg}, nil
 	}
 	q, unq, err := ResolveQueue(ctx, s.client, wl)
 	if err != nil {
@@ -307,21 +309,13 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 	return nil, nil
 }
 
-func isFinished(wl *berthv1.Workload) bool {
-	for _, c := range wl.Status.Conditions {
-		if c.Type == berthv1.ConditionFinished && c.Status == "True" {
-			return true
-		}
-	}
-	return false
-}
-
 // cycle runs one admission cycle and applies its decisions.
 func (s *Scheduler) cycle(ctx context.Context) {
 	s.mu.Lock()
 	start := time.Now()
-	res := s.engine.Cycle(s.opts.Now())
+	res := s.engine.Cycle(s.now())
 	s.opts.Metrics.ObserveCycle(time.Since(start))
+	s.armWake()
 	// Until each admission is written, a cached copy of the workload
 	// without it is stale by definition.
 	for _, a := range res.Admitted {
@@ -329,12 +323,12 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		s.pending.forget(a.Key)
 		s.queues.admit(a.Key)
 	}
-	now := s.opts.Now()
+	now := s.now()
 	for _, p := range res.Pending {
 		s.pending.note(p, now)
 	}
 	s.mu.Unlock()
-	if len(res.Admitted)+len(res.Preemptions) == 0 {
+	if len(res.Admitted)+len(res.Preemptions)+len(res.Bookings) == 0 {
 		s.flushPending(ctx)
 		return
 	}
@@ -354,6 +348,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	for _, p := range res.Preemptions {
 		run(func() { s.applyPreemption(ctx, p) })
 	}
+	for _, d := range res.Bookings {
+		run(func() { s.applyBooking(ctx, d) })
+	}
 	wg.Wait()
 	s.flushPending(ctx)
 }
@@ -361,7 +358,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 // flushPending writes the pending reasons whose delay has passed.
 func (s *Scheduler) flushPending(ctx context.Context) {
 	s.mu.Lock()
-	due := s.pending.take(s.opts.Now())
+	due := s.pending.take(s.now())
 	s.mu.Unlock()
 	if len(due) == 0 {
 		return
@@ -378,6 +375,24 @@ func (s *Scheduler) flushPending(ctx context.Context) {
 	}
 	wg.Wait()
 }
+
+// armWake sets the timer to the engine's next wake-up, so that booking
+// bounds and backoffs are acted on when they elapse rather than at the next
+// resync. The caller holds s.mu.
+func (s *Scheduler) armWake() {
+	next := s.engine.NextWake()
+	if next == 0 {
+		return
+	}
+	d := max(time.Unix(0, next).Sub(s.now()), 10*time.Millisecond)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = time.AfterFunc(d, s.poke)
+}
+
+// now is the scheduler's clock's time.
+func (s *Scheduler) now() time.Time { return s.opts.Clock.Now() }
 
 // retryLater schedules another cycle after a failed write.
 func (s *Scheduler) retryLater() { time.AfterFunc(s.opts.RetryAfter, s.poke) }
@@ -409,7 +424,7 @@ func (s *Scheduler) sampleIdle(last time.Time) time.Time {
 	s.mu.Lock()
 	idle := s.engine.IdleWhileWaiting()
 	s.mu.Unlock()
-	now := s.opts.Now()
+	now := s.now()
 	for _, c := range idle {
 		s.opts.Metrics.AddIdle(c.Flavor, string(c.Resource), float64(c.Amount)/1000, now.Sub(last))
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/provisioning"
 	"github.com/berth-dev/berth/controllers/queue"
@@ -65,6 +67,10 @@ type Options struct {
 	// Provisioning configures capacity bookings through
 	// ProvisioningRequests.
 	Provisioning provisioning.Options
+	// Clock is the clock of every decision and status write: the engine's
+	// time, condition transition times, the pods-ready deadline. The real
+	// clock when nil; tests inject a fake one.
+	Clock clock.PassiveClock
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -96,12 +102,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err := m.Register(reg); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	if o.Provisioning.Metrics == nil {
-		o.Provisioning.Metrics = m
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
+	if o.Provisioning.Clock == nil {
+		o.Provisioning.Clock = o.Clock
+	}
+	writer := lifecycle.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
 	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
-		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m,
+		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock,
 		LoadCapacity: func(ctx context.Context) error { return capacityRec.Load(ctx) },
 	})
 	if err != nil {
@@ -114,19 +124,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		return nil, fmt.Errorf("adding scheduler: %w", err)
 	}
 	reconcilers := []Reconciler{
-		workload.NewReconciler(mgr.GetClient(), sched, recorder),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
+		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval),
 		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
 		capacityRec,
-		provisioning.New(recorder, o.Provisioning),
+		provisioning.New(recorder, sched, o.Provisioning),
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}, Clock: o.Clock}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range kinds {
-		reconcilers = append(reconcilers, jobs.NewReconciler(mgr.GetClient(), recorder, k, jobsOpts))
+		reconcilers = append(reconcilers, jobs.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, k, jobsOpts))
 	}
 	for _, r := range reconcilers {
 		if err := r.Register(ctx, mgr); err != nil {

@@ -2,27 +2,32 @@
 // change of a Workload, of its LocalQueue or of its ClusterQueue re-feeds the
 // workload to the scheduler, and a workload that cannot be queued at all
 // (missing LocalQueue, namespace not accepted) gets a condition and an event
-// that say what to fix.
+// that say what to fix. It also owns the Workload finalizer: a Workload that
+// is being deleted, or whose job went away with orphan propagation, keeps
+// its quota until no pod of its job runs, and only then goes.
 package workload
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/scheduler"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
 )
 
 // Field indexes this package registers.
@@ -36,20 +41,23 @@ const (
 	AdmittedInIndex = "status.admission.clusterQueue"
 )
 
-// EventUnqueueable is the reason of events about workloads that cannot be
-// queued.
-const EventUnqueueable = "Unqueueable"
+// podsPoll is how often a Workload that waits for its job's pods to go is
+// looked at again: berth does not cache a job's pods.
+const podsPoll = 5 * time.Second
 
 // Reconciler feeds Workloads to the scheduler.
 type Reconciler struct {
 	client   client.Client
+	reader   client.Reader
 	sched    *scheduler.Scheduler
 	recorder events.EventRecorder
+	writer   lifecycle.Writer
 }
 
-// NewReconciler returns a Workload reconciler.
-func NewReconciler(c client.Client, sched *scheduler.Scheduler, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, sched: sched, recorder: recorder}
+// NewReconciler returns a Workload reconciler; reader is an uncached reader.
+func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock) *Reconciler {
+	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}}
 }
 
 // Name of the controller.
@@ -87,10 +95,12 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/finalizers,verbs=update
 // +kubebuilder:rbac:groups=berth.dev,resources=localqueues;clusterqueues,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile feeds one Workload to the scheduler.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -102,23 +112,89 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", req, err)
 	}
+	if gone(wl) {
+		if lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
+			if _, err := r.sched.SyncWorkload(ctx, wl); err != nil {
+				return reconcile.Result{}, err
+			}
+		} else {
+			r.sched.DeleteWorkload(scheduler.KeyOf(wl))
+		}
+		return r.release(ctx, wl)
+	}
 	unq, err := r.sched.SyncWorkload(ctx, wl)
 	if err != nil || unq == nil {
 		return reconcile.Result{}, err
 	}
-	written, err := workloadstatus.Patch(ctx, r.client, r.client, wl, func(w *berthv1.Workload) bool {
-		return w.Status.Admission == nil && scheduler.SetPending(w, unq.Reason, unq.Message)
-	})
+	written, err := r.writer.Write(ctx, wl, lifecycle.Queue{Reason: unq.Reason, Message: unq.Message})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if written {
-		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventUnqueueable, "Queue", unq.Message)
+		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", unq.Message)
 		if owner := ownerOf(wl); owner != nil {
-			r.recorder.Eventf(owner, wl, corev1.EventTypeWarning, EventUnqueueable, "Queue", unq.Message)
+			r.recorder.Eventf(owner, wl, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", unq.Message)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// gone reports whether the Workload's job is going or gone: the Workload
+// is being deleted, or it lost the owner berth gave it (its job was deleted
+// with orphan propagation; Workloads berth creates always have owners and
+// the finalizer).
+func gone(wl *berthv1.Workload) bool {
+	if !controllerutil.ContainsFinalizer(wl, berthv1.WorkloadFinalizer) {
+		return false
+	}
+	return !wl.DeletionTimestamp.IsZero() || len(wl.OwnerReferences) == 0
+}
+
+// release lets a Workload whose job is going or gone go, once no pod of the
+// job runs any more: until then it keeps its quota (the scheduler keeps it),
+// so GPUs still held by terminating or orphaned pods are never handed out
+// twice. An orphaned Workload is deleted then.
+func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconcile.Result, error) {
+	if lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
+		running, err := r.podsRunning(ctx, wl)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if running > 0 {
+			ctrl.LoggerFrom(ctx).V(2).Info("keeping the quota of a workload whose job is gone while its pods run", "workload", wl.Name, "pods", running)
+			return reconcile.Result{RequeueAfter: podsPoll}, nil
+		}
+	}
+	base := wl.DeepCopy()
+	controllerutil.RemoveFinalizer(wl, berthv1.WorkloadFinalizer)
+	if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, fmt.Errorf("removing the finalizer of workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	if wl.DeletionTimestamp.IsZero() {
+		if err := r.client.Delete(ctx, wl); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting orphaned workload %s/%s: %w", wl.Namespace, wl.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted a workload whose job was deleted with orphan propagation, once its pods were gone", "workload", wl.Name)
+	}
+	return reconcile.Result{}, nil
+}
+
+// podsRunning counts the pods that run on the workload's quota and have not
+// ended: berth labels every pod it starts with the Workload's UID. They are
+// read from the API server (berth caches only queued pods), which happens
+// only while a Workload waits to go.
+func (r *Reconciler) podsRunning(ctx context.Context, wl *berthv1.Workload) (int, error) {
+	pods := &corev1.PodList{}
+	if err := r.reader.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1.WorkloadLabel: string(wl.UID)}); err != nil {
+		return 0, fmt.Errorf("listing the pods of workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	n := 0
+	for i := range pods.Items {
+		if p := pods.Items[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ownerOf is a reference object for the workload's controlling owner (its

@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,13 +114,24 @@ const (
 // gang runs with both pods in that rack.
 func racked(ctx context.Context, env *framework.Env, out io.Writer) error {
 	fmt.Fprintln(out, "\n--- act 2: a rack-local gang on capacity provisioned in one rack ---")
-	stop, err := env.StartAutoscaler(ctx, autoscaler.Options{
-		Clock: clock.RealClock{}, RetryInterval: time.Second, BookingTTL: 10 * time.Minute, ProvisioningLatency: 3 * time.Second,
-	})
+	// The stand-in answers as cluster-autoscaler does; its nodes take 3 s
+	// to join.
+	opts := autoscaler.DefaultOptions()
+	opts.RetryInterval, opts.ProvisioningLatency = time.Second, 3*time.Second
+	stop, err := env.StartAutoscaler(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = stop() }()
+	if err := racks(ctx, env, out); err != nil {
+		return err
+	}
+	return rackedGang(ctx, env, out)
+}
+
+// racks creates the second act's racks: one Ready 8-GPU node and a
+// CapacityPool of two more in each of r1 and r2.
+func racks(ctx context.Context, env *framework.Env, out io.Writer) error {
 	labels := func(rack string) map[string]string {
 		return map[string]string{rackedPool: "racked", zoneLabel: "zone-a", rackLabel: rack}
 	}
@@ -147,6 +157,12 @@ func racked(ctx context.Context, env *framework.Env, out io.Writer) error {
 		}
 	}
 	fmt.Fprintln(out, "racks r1 and r2: one Ready 8-GPU node each, and a CapacityPool each that can add 2 more (berth-autoscaler plays the cluster autoscaler)")
+	return nil
+}
+
+// rackedGang creates the second act's queue and submits its gang, then
+// watches it run.
+func rackedGang(ctx context.Context, env *framework.Env, out io.Writer) error {
 	rf := &berthv1.ResourceFlavor{
 		ObjectMeta: metav1.ObjectMeta{Name: "h200-racked"},
 		Spec: berthv1.ResourceFlavorSpec{
@@ -358,7 +374,7 @@ func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, 
 		if meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
 			return "admitted, starting", false, nil
 		}
-		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted); cond != nil && cond.Reason == berthv1.ReasonWaitingForCapacity {
+		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted); cond != nil && cond.Reason == string(berthv1.ReasonWaitingForCapacity) {
 			return "quota reserved, waiting for capacity: " + bookingOf(wl), false, nil
 		}
 		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {

@@ -89,7 +89,7 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 		Eventually(func(g Gomega) {
 			c := meta.FindStatusCondition(workloadOf(ctx, g, job).Status.Conditions, berthv1.ConditionQuotaReserved)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(berthv1.ReasonLocalQueueNotFound))
+			g.Expect(c.Reason).To(Equal(string(berthv1.ReasonLocalQueueNotFound)))
 			g.Expect(events(ctx, g, ns, job.Name)).To(ContainElement(ContainSubstring(`LocalQueue "later" does not exist`)))
 		}, timeout, interval).Should(Succeed())
 		Consistently(func(g Gomega) {

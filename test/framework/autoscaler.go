@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
@@ -20,6 +22,8 @@ func (e *Env) StartAutoscaler(ctx context.Context, o autoscaler.Options) (stop f
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// A suite may stop and start the autoscaler again in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the autoscaler's manager: %w", err)

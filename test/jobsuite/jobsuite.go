@@ -72,109 +72,130 @@ func DescribeAdapter(env func() *framework.Env, a Adapter) bool {
 		ginkgo.BeforeEach(func(ctx ginkgo.SpecContext) {
 			ns, flavor = setupQueue(ctx, env().Client)
 		})
-		ginkgo.It("holds a job until its whole gang is admitted, and admits it with each pod set's flavor node selector", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			first := create(ctx, c, a, ns, "first")
-			gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
-			_, sel, err := a.State(ctx, c, first)
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			for _, ps := range a.PodSets() {
-				gomega.Expect(sel).To(gomega.HaveKeyWithValue(ps, gomega.HaveKeyWithValue(productLabel, flavor)), "pod set %s", ps)
-			}
-			second := create(ctx, c, a, ns, "second")
-			gomega.Eventually(quotaStatus(ctx, c, second), timeout, interval).Should(gomega.Equal(metav1.ConditionFalse))
-			gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
-		})
-		ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			first := create(ctx, c, a, ns, "first")
-			gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
-			second := create(ctx, c, a, ns, "second")
-			gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
-			// Finish reads and writes the object berth also writes; retry
-			// on a conflict as its controller would.
-			gomega.Eventually(func() error { return a.Finish(ctx, c, first) }, timeout, interval).Should(gomega.Succeed())
-			gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
-			if a.Finishes() {
-				gomega.Eventually(conditionReason(ctx, c, first, berthv1.ConditionFinished), timeout, interval).Should(gomega.Equal(berthv1.ReasonSucceeded))
-			} else {
-				gomega.Eventually(func() ([]berthv1.Workload, error) { return WorkloadsOf(ctx, c, first) }, timeout, interval).Should(gomega.BeEmpty())
-			}
-		})
-		ginkgo.It("releases quota when a job is deleted", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			first := create(ctx, c, a, ns, "first")
-			gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
-			second := create(ctx, c, a, ns, "second")
-			gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
-			gomega.Expect(a.Delete(ctx, c, first)).To(gomega.Succeed())
-			gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
-		})
-		ginkgo.It("suspends a preempted job, requeues it, and starts it again when admitted again", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			job := create(ctx, c, a, ns, "job")
-			gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeTrue())
-			ginkgo.By("preempting it with a higher-priority Job that needs all the quota")
-			preemptor := highPriorityJob(ctx, c, ns)
-			gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeFalse())
-			if !a.Requeues() {
-				ginkgo.By("deleting the pods, which nothing creates again, and releasing the quota")
-				gomega.Eventually(func() ([]berthv1.Workload, error) { return WorkloadsOf(ctx, c, job) }, timeout, interval).Should(gomega.BeEmpty())
-				return
-			}
-			gomega.Eventually(conditionReason(ctx, c, job, berthv1.ConditionEvicted), timeout, interval).Should(gomega.Equal(berthv1.ReasonRequeued))
-			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
-			ginkgo.By("admitting it again once the preemptor is gone")
-			gomega.Expect(c.Delete(ctx, preemptor, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
-			gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeTrue())
-		})
-		ginkgo.It("says that a job's LocalQueue is missing, and never starts it", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			job, err := a.Create(ctx, c, ns, "lost", "no-such-queue")
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(berthv1.ReasonLocalQueueNotFound))
-			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
-		})
-		ginkgo.It("holds a job that asks for a topology level its flavor does not have, with a condition naming the flavor's levels", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			patch := func(obj client.Object, p string) {
-				gomega.Eventually(func() error {
-					return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(p)))
-				}, timeout, interval).Should(gomega.Succeed())
-			}
-			rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}
-			patch(rf, `{"spec":{"topologyLevels":["example.com/rack"]}}`)
-			cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-			patch(cq, `{"spec":{"stopPolicy":"Hold"}}`)
-			ginkgo.By("queueing the job while its ClusterQueue holds, then asking for a level the flavor lacks")
-			job := create(ctx, c, a, ns, "bad-level")
-			gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(berthv1.ReasonClusterQueueStopped))
-			patch(job, `{"metadata":{"annotations":{"`+berthv1.TopologyRequiredAnnotation+`":"example.com/block"}}}`)
-			gomega.Eventually(func(g gomega.Gomega) {
-				wls, err := WorkloadsOf(ctx, c, job)
-				g.Expect(err).NotTo(gomega.HaveOccurred())
-				g.Expect(wls).To(gomega.HaveLen(1))
-				g.Expect(wls[0].Spec.Topology).To(gomega.Equal(&berthv1.TopologyRequest{Mode: berthv1.TopologyRequired, Level: "example.com/block"}))
+		admissionSpecs(env, a, &ns, &flavor)
+		queueingSpecs(env, a, &ns, &flavor)
+	})
+}
+
+// admissionSpecs declares how a job of the adapter's kind is held, started,
+// stopped and released. ns and flavor are set by BeforeEach.
+func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) {
+	ginkgo.It("holds a job until its whole gang is admitted, and admits it with each pod set's flavor node selector", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		flavor := *flavorp
+		c := env().Client
+		first := create(ctx, c, a, ns, "first")
+		gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
+		_, sel, err := a.State(ctx, c, first)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		for _, ps := range a.PodSets() {
+			gomega.Expect(sel).To(gomega.HaveKeyWithValue(ps, gomega.HaveKeyWithValue(productLabel, flavor)), "pod set %s", ps)
+		}
+		second := create(ctx, c, a, ns, "second")
+		gomega.Eventually(quotaStatus(ctx, c, second), timeout, interval).Should(gomega.Equal(metav1.ConditionFalse))
+		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+	})
+	ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		first := create(ctx, c, a, ns, "first")
+		gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
+		second := create(ctx, c, a, ns, "second")
+		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+		// Finish reads and writes the object berth also writes; retry
+		// on a conflict as its controller would.
+		gomega.Eventually(func() error { return a.Finish(ctx, c, first) }, timeout, interval).Should(gomega.Succeed())
+		gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
+		if a.Finishes() {
+			gomega.Eventually(conditionReason(ctx, c, first, berthv1.ConditionFinished), timeout, interval).Should(gomega.Equal(string(berthv1.ReasonSucceeded)))
+		} else {
+			gomega.Eventually(func() ([]berthv1.Workload, error) { return WorkloadsOf(ctx, c, first) }, timeout, interval).Should(gomega.BeEmpty())
+		}
+	})
+	ginkgo.It("releases quota when a job is deleted", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		first := create(ctx, c, a, ns, "first")
+		gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
+		second := create(ctx, c, a, ns, "second")
+		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+		gomega.Expect(a.Delete(ctx, c, first)).To(gomega.Succeed())
+		gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
+	})
+	ginkgo.It("suspends a preempted job, requeues it, and starts it again when admitted again", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		job := create(ctx, c, a, ns, "job")
+		gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeTrue())
+		ginkgo.By("preempting it with a higher-priority Job that needs all the quota")
+		preemptor := highPriorityJob(ctx, c, ns)
+		gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeFalse())
+		if !a.Requeues() {
+			ginkgo.By("deleting the pods, which nothing creates again, and releasing the quota")
+			gomega.Eventually(func() ([]berthv1.Workload, error) { return WorkloadsOf(ctx, c, job) }, timeout, interval).Should(gomega.BeEmpty())
+			return
+		}
+		gomega.Eventually(conditionReason(ctx, c, job, berthv1.ConditionEvicted), timeout, interval).Should(gomega.Equal(string(berthv1.ReasonRequeued)))
+		gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
+		ginkgo.By("admitting it again once the preemptor is gone")
+		gomega.Expect(c.Delete(ctx, preemptor, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+		gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeTrue())
+	})
+}
+
+// queueingSpecs declares how a job of the adapter's kind that cannot be
+// admitted as it is is reported. ns and flavor are set by BeforeEach.
+func queueingSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) {
+	ginkgo.It("says that a job's LocalQueue is missing, and never starts it", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		job, err := a.Create(ctx, c, ns, "lost", "no-such-queue")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(string(berthv1.ReasonLocalQueueNotFound)))
+		gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
+	})
+	ginkgo.It("holds a job that asks for a topology level its flavor does not have, with a condition naming the flavor's levels", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		flavor := *flavorp
+		c := env().Client
+		patch := func(obj client.Object, p string) {
+			gomega.Eventually(func() error {
+				return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(p)))
 			}, timeout, interval).Should(gomega.Succeed())
-			patch(cq, `{"spec":{"stopPolicy":"None"}}`)
-			gomega.Eventually(func(g gomega.Gomega) string {
-				wls, err := WorkloadsOf(ctx, c, job)
-				g.Expect(err).NotTo(gomega.HaveOccurred())
-				g.Expect(wls).To(gomega.HaveLen(1))
-				cond := meta.FindStatusCondition(wls[0].Status.Conditions, berthv1.ConditionQuotaReserved)
-				g.Expect(cond).NotTo(gomega.BeNil())
-				return cond.Reason + ": " + cond.Message
-			}, timeout, interval).Should(gomega.And(gomega.HavePrefix("UnknownTopologyLevel"), gomega.ContainSubstring(`"example.com/rack"`)))
-			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
-		})
-		ginkgo.It("reports a job it cannot queue with an event that says why, and never starts it", func(ctx ginkgo.SpecContext) {
-			c := env().Client
-			job, note, err := a.CreateInvalid(ctx, c, ns, "invalid", "team")
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			gomega.Eventually(EventReasons(ctx, c, ns, job.GetName()), timeout, interval).Should(gomega.ContainElement(gomega.And(
-				gomega.ContainSubstring("InvalidJob"), gomega.ContainSubstring(note))))
-			gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
-		})
+		}
+		rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}}
+		patch(rf, `{"spec":{"topologyLevels":["example.com/rack"]}}`)
+		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		patch(cq, `{"spec":{"stopPolicy":"Hold"}}`)
+		ginkgo.By("queueing the job while its ClusterQueue holds, then asking for a level the flavor lacks")
+		job := create(ctx, c, a, ns, "bad-level")
+		gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(string(berthv1.ReasonClusterQueueStopped)))
+		patch(job, `{"metadata":{"annotations":{"`+berthv1.TopologyRequiredAnnotation+`":"example.com/block"}}}`)
+		gomega.Eventually(func(g gomega.Gomega) {
+			wls, err := WorkloadsOf(ctx, c, job)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			g.Expect(wls[0].Spec.Topology).To(gomega.Equal(&berthv1.TopologyRequest{Mode: berthv1.TopologyRequired, Level: "example.com/block"}))
+		}, timeout, interval).Should(gomega.Succeed())
+		patch(cq, `{"spec":{"stopPolicy":"None"}}`)
+		gomega.Eventually(func(g gomega.Gomega) string {
+			wls, err := WorkloadsOf(ctx, c, job)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			cond := meta.FindStatusCondition(wls[0].Status.Conditions, berthv1.ConditionQuotaReserved)
+			g.Expect(cond).NotTo(gomega.BeNil())
+			return cond.Reason + ": " + cond.Message
+		}, timeout, interval).Should(gomega.And(gomega.HavePrefix("UnknownTopologyLevel"), gomega.ContainSubstring(`"example.com/rack"`)))
+		gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
+	})
+	ginkgo.It("reports a job it cannot queue with an event that says why, and never starts it", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		job, note, err := a.CreateInvalid(ctx, c, ns, "invalid", "team")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Eventually(EventReasons(ctx, c, ns, job.GetName()), timeout, interval).Should(gomega.ContainElement(gomega.And(
+			gomega.ContainSubstring("InvalidJob"), gomega.ContainSubstring(note))))
+		gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
 	})
 }
 

@@ -30,9 +30,17 @@ const (
 	// DetailScaleUpStarted is when the scale-up was decided (RFC 3339);
 	// the nodes are created once the provisioning latency has passed.
 	DetailScaleUpStarted = "scaleUpStarted"
+	// DetailNodesCreated is "true" once the scale-up's nodes were created
+	// (those a partial failure left out never come).
+	DetailNodesCreated = "nodesCreated"
 	// DetailConsumed is "true" once as many pods as the request asks for
-	// consumed it; the booking then ends and never expires.
+	// consumed it: the stand-in stops holding capacity for it (the
+	// booking still expires at its time).
 	DetailConsumed = "consumed"
+	// DetailRetries counts the answers CapacityIsNotFound; DetailRetryAt
+	// is when the request is tried again (RFC 3339).
+	DetailRetries = "retries"
+	DetailRetryAt = "retryAt"
 )
 
 // Placement maps node → pod set index → pods booked there.
@@ -142,32 +150,35 @@ type Phase int
 
 // The phases of a request.
 const (
-	// PhaseNew: nothing decided yet, or check-capacity waiting to retry.
+	// PhaseNew: nothing decided yet, or no capacity found and waiting for
+	// the next try.
 	PhaseNew Phase = iota
-	// PhaseScalingUp: nodes are planned and booked, not all created yet.
-	PhaseScalingUp
-	// PhaseProvisioned: Provisioned=True and the booking still holds.
+	// PhaseProvisioned: Provisioned=True; the booking holds until it
+	// expires (a scale-up's nodes may still be joining).
 	PhaseProvisioned
-	// PhaseDone: Failed, BookingExpired or CapacityRevoked, or the
-	// booking was consumed: nothing more happens and nothing is booked.
+	// PhaseDone: Failed, BookingExpired or CapacityRevoked: nothing more
+	// happens and nothing is booked.
 	PhaseDone
 )
 
-// PhaseOf classifies a request from its conditions and details.
+// PhaseOf classifies a request from its conditions.
 func PhaseOf(pr *autoscalingv1.ProvisioningRequest) Phase {
 	c := pr.Status.Conditions
 	switch {
 	case apimeta.IsStatusConditionTrue(c, autoscalingv1.Failed),
 		apimeta.IsStatusConditionTrue(c, autoscalingv1.BookingExpired),
-		apimeta.IsStatusConditionTrue(c, autoscalingv1.CapacityRevoked),
-		detail(pr, DetailConsumed) == "true":
+		apimeta.IsStatusConditionTrue(c, autoscalingv1.CapacityRevoked):
 		return PhaseDone
 	case apimeta.IsStatusConditionTrue(c, autoscalingv1.Provisioned):
 		return PhaseProvisioned
-	case detail(pr, DetailScaleUpStarted) != "":
-		return PhaseScalingUp
 	}
 	return PhaseNew
+}
+
+// Creating reports whether a provisioned scale-up's nodes are still to be
+// created.
+func Creating(pr *autoscalingv1.ProvisioningRequest) bool {
+	return PhaseOf(pr) == PhaseProvisioned && detail(pr, DetailScaleUpStarted) != "" && detail(pr, DetailNodesCreated) != "true"
 }
 
 // ExpiresAt is when a provisioned request's booking expires: ttl after
@@ -180,17 +191,11 @@ func ExpiresAt(pr *autoscalingv1.ProvisioningRequest, ttl time.Duration) time.Ti
 	return c.LastTransitionTime.Add(ttl)
 }
 
-// Booked is the placement a request holds at now: a scaling-up request
-// holds its whole plan, a provisioned one what its bound consuming pods
-// have not taken yet, until the booking expires; any other holds nothing.
+// Booked is the placement a provisioned request holds at now: what its
+// bound consuming pods have not taken yet, until the booking expires or the
+// pods took all of it; any other request holds nothing.
 func Booked(pr *autoscalingv1.ProvisioningRequest, boundTo []string, now time.Time, ttl time.Duration) Placement {
-	switch PhaseOf(pr) {
-	case PhaseScalingUp:
-	case PhaseProvisioned:
-		if !now.Before(ExpiresAt(pr, ttl)) {
-			return nil
-		}
-	default:
+	if PhaseOf(pr) != PhaseProvisioned || detail(pr, DetailConsumed) == "true" || !now.Before(ExpiresAt(pr, ttl)) {
 		return nil
 	}
 	p, err := ParsePlacement(detail(pr, DetailPlacement))
@@ -260,9 +265,11 @@ func setDetail(pr *autoscalingv1.ProvisioningRequest, key, value string) {
 	pr.Status.ProvisioningClassDetails[key] = autoscalingv1.Detail(value)
 }
 
-// setCondition sets a condition at now; the transition time moves only
-// when the status changes.
+// setCondition sets a condition at now. As cluster-autoscaler does, the
+// transition time is now at every write, even when the status stays: a
+// client must not read from it since when a state lasted.
 func setCondition(pr *autoscalingv1.ProvisioningRequest, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
+	apimeta.RemoveStatusCondition(&pr.Status.Conditions, typ)
 	apimeta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: reason, Message: msg,
 		ObservedGeneration: pr.Generation, LastTransitionTime: metav1.NewTime(now),

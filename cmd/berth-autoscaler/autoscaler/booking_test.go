@@ -68,10 +68,11 @@ func TestBooked(t *testing.T) {
 		want  string
 	}{
 		{"new books nothing", req(nil, nil), PhaseNew, ""},
-		{"scaling up books its plan", req(nil, map[string]autoscalingv1.Detail{DetailPlacement: "n1:0:2", DetailScaleUpStarted: "x"}), PhaseScalingUp, "n1:0:2"},
+		{"a scale-up whose nodes are still coming books its plan", req(provisioned(now), map[string]autoscalingv1.Detail{DetailPlacement: "n1:0:2", DetailScaleUpStarted: "x"}), PhaseProvisioned, "n1:0:2"},
 		{"provisioned books until the TTL", req(provisioned(now.Add(-ttl+time.Second)), placed), PhaseProvisioned, "n1:0:2"},
 		{"expired by time books nothing", req(provisioned(now.Add(-ttl)), placed), PhaseProvisioned, ""},
-		{"consumed books nothing", req(provisioned(now), map[string]autoscalingv1.Detail{DetailPlacement: "n1:0:2", DetailConsumed: "true"}), PhaseDone, ""},
+		{"consumed books nothing and waits to expire", req(provisioned(now), map[string]autoscalingv1.Detail{DetailPlacement: "n1:0:2", DetailConsumed: "true"}), PhaseProvisioned, ""},
+		{"expired books nothing", req(append(provisioned(now), metav1.Condition{Type: autoscalingv1.BookingExpired, Status: metav1.ConditionTrue}), placed), PhaseDone, ""},
 		{"revoked books nothing", req(append(provisioned(now), metav1.Condition{Type: autoscalingv1.CapacityRevoked, Status: metav1.ConditionTrue}), placed), PhaseDone, ""},
 		{"failed books nothing", req([]metav1.Condition{{Type: autoscalingv1.Failed, Status: metav1.ConditionTrue}}, placed), PhaseDone, ""},
 	}
@@ -84,5 +85,30 @@ func TestBooked(t *testing.T) {
 				t.Errorf("Booked = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRetryBackoff(t *testing.T) {
+	o := DefaultOptions()
+	var got []time.Duration
+	for i := range 6 {
+		got = append(got, o.Backoff(i))
+	}
+	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("backoffs %v, want cluster-autoscaler's %v", got, want)
+	}
+}
+
+func TestRevocationNeedsTheFlag(t *testing.T) {
+	pr := &autoscalingv1.ProvisioningRequest{}
+	pr.Annotations = map[string]string{RevokeAnnotation: "true"}
+	if (&RequestReconciler{Options: DefaultOptions()}).revoke(pr) {
+		t.Fatalf("revoked without --allow-revocation: cluster-autoscaler never revokes")
+	}
+	o := DefaultOptions()
+	o.AllowRevocation = true
+	if !(&RequestReconciler{Options: o}).revoke(pr) {
+		t.Fatalf("not revoked with --allow-revocation")
 	}
 }

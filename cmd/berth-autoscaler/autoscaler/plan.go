@@ -46,6 +46,8 @@ type Pool struct {
 	Names []string
 	// Max is the pool's maxNodes, for messages.
 	Max int32
+	// OutOfStock: the pool's cloud has no capacity (it offers no name).
+	OutOfStock bool
 }
 
 // NewNode is a node Place decided to create.
@@ -196,6 +198,8 @@ func Shortfall(pods []Pod, plan Plan, pools []*Pool) string {
 				continue
 			}
 			switch {
+			case p.OutOfStock:
+				why = append(why, fmt.Sprintf("pool %s: out of stock", p.Name))
 			case !fits(spec[s].Requests, p.Allocatable):
 				why = append(why, fmt.Sprintf("pool %s: one node is too small for one pod", p.Name))
 			default:

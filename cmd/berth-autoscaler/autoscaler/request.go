@@ -2,7 +2,7 @@ package autoscaler
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,20 +22,24 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
-// Condition reasons the autoscaler writes. CapacityIsFound, CapacityIsNotFound,
-// CapacityIsProvisioned and CapacityReservationTimeExpired are
-// cluster-autoscaler's own.
+// Condition reasons the autoscaler writes: cluster-autoscaler's own, and
+// CapacityRevoked for the revocation fault it never produces.
 const (
 	ReasonAccepted          = "Accepted"
 	ReasonCapacityFound     = "CapacityIsFound"
 	ReasonCapacityNotFound  = "CapacityIsNotFound"
 	ReasonProvisioned       = "CapacityIsProvisioned"
-	ReasonScaleUpInProgress = "ScaleUpInProgress"
-	ReasonScaleUpImpossible = "ScaleUpImpossible"
-	ReasonScaleUpFailed     = "ScaleUpFailed"
-	ReasonTemplateNotFound  = "PodTemplateNotFound"
+	ReasonFailedToCreatePod = "FailedToCreatePods"
 	ReasonBookingExpired    = "CapacityReservationTimeExpired"
 	ReasonRevoked           = "CapacityRevoked"
+)
+
+// Messages cluster-autoscaler writes with those reasons.
+const (
+	msgAccepted         = "ProvisioningRequest is accepted by ClusterAutoscaler"
+	msgCapacityFound    = "Capacity is found in the cluster"
+	msgCapacityNotFound = "Capacity is not found, CA will try to find it later."
+	msgBookingExpired   = "Capacity reservation time is expired"
 )
 
 // RequestReconciler answers ProvisioningRequests of the supported classes.
@@ -70,59 +74,67 @@ func (r *RequestReconciler) Register(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=podtemplates;pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
 
-// Reconcile moves one request on: accept it, then decide (fit or scale
-// up), finish a scale-up once its latency passed, and keep its booking
-// until consumed, expired or revoked.
+// Reconcile moves one request on: accept it, then decide (fit, scale up,
+// or no capacity and a retry after the backoff), create a scale-up's nodes
+// once its latency passed, and end its booking when it expires or is
+// revoked.
 func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pr := &autoscalingv1.ProvisioningRequest{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, pr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	phase := PhaseOf(pr)
 	if !supported(pr.Spec.ProvisioningClassName) {
 		return reconcile.Result{}, nil
 	}
 	now := r.Options.Clock.Now()
-	if phase == PhaseDone {
-		// Capacity can be taken back after its pods started, as a cloud
-		// reclaims a node: a revoke applies to a consumed booking too.
-		if revoked(pr) {
+	switch PhaseOf(pr) {
+	case PhaseDone:
+		// A revocation takes capacity back from running pods too, as a
+		// cloud reclaiming nodes does.
+		if r.revoke(pr) && apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.BookingExpired) {
 			return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 				setCondition(p, autoscalingv1.CapacityRevoked, metav1.ConditionTrue, ReasonRevoked,
-					"capacity revoked through the "+RevokeAnnotation+" annotation after its pods started", now)
+					"capacity revoked through the "+RevokeAnnotation+" annotation after its booking ended", now)
 			})
 		}
 		return reconcile.Result{}, nil
+	case PhaseProvisioned:
+		if Creating(pr) {
+			if res, err := r.createNodes(ctx, pr, now); err != nil || Creating(pr) {
+				return res, err
+			}
+		}
+		return r.keepBooking(ctx, pr, now)
 	}
 	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Accepted) {
 		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, "the request is accepted by berth-autoscaler", now)
+			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, msgAccepted, now)
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	switch phase {
-	case PhaseProvisioned:
-		return r.keepBooking(ctx, pr, now)
-	case PhaseScalingUp:
-		return r.finishScaleUp(ctx, pr, now)
+	if at, err := time.Parse(time.RFC3339Nano, detail(pr, DetailRetryAt)); err == nil && now.Before(at) {
+		return reconcile.Result{RequeueAfter: r.wait(at.Sub(now))}, nil // backing off
 	}
 	return r.decide(ctx, pr, now)
 }
 
-// decide answers a new request from existing capacity, or plans a
-// scale-up for best-effort-atomic-scale-up.
+// decide answers a new request from existing capacity, or scales up for
+// best-effort-atomic-scale-up; without capacity it answers CapacityIsNotFound
+// and tries again after the backoff.
 func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
 	specs, missing, err := r.specs(ctx, pr, true)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if missing != "" {
-		return reconcile.Result{RequeueAfter: r.Options.RetryInterval}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonTemplateNotFound, "PodTemplate "+missing+" does not exist", now)
+		// cluster-autoscaler cannot make the pods to simulate: it fails the
+		// request for good (create the templates first).
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonFailedToCreatePod, "PodTemplate "+missing+" does not exist", now)
 		})
 	}
 	v, err := r.view(ctx, now)
@@ -139,38 +151,49 @@ func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.Provis
 	placement := PlacementOf(pods, plan)
 	switch {
 	case plan.Complete() && len(plan.NewNodes) == 0:
-		return r.provisioned(ctx, pr, placement, ReasonCapacityFound, "capacity is found on existing nodes", now)
-	case pools == nil:
-		msg := "capacity is not found: " + Shortfall(pods, plan, nil)
-		if pr.Spec.Parameters["noRetry"] == "true" {
-			return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-				setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonCapacityNotFound, msg, now)
-			})
-		}
-		return reconcile.Result{RequeueAfter: r.Options.RetryInterval}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonCapacityNotFound, msg+"; retrying", now)
-		})
-	case !plan.Complete():
-		msg := "no atomic scale-up can hold all pods: " + Shortfall(pods, plan, pools)
+		return r.provisioned(ctx, pr, placement, ReasonCapacityFound, msgCapacityFound, now)
+	case plan.Complete():
+		return r.scaleUp(ctx, pr, placement, plan, now)
+	case pools == nil && pr.Spec.Parameters["noRetry"] == "true":
 		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonScaleUpImpossible, msg, now)
+			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonCapacityNotFound, "capacity is not found: "+Shortfall(pods, plan, nil), now)
 		})
 	}
-	if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+	return r.notFound(ctx, pr, Shortfall(pods, plan, pools), now)
+}
+
+// notFound answers that no capacity is found, and tries again after the
+// backoff: RetryBackoff doubled for each earlier try, up to MaxRetryBackoff.
+func (r *RequestReconciler) notFound(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, why string, now time.Time) (reconcile.Result, error) {
+	retries, _ := strconv.Atoi(detail(pr, DetailRetries))
+	backoff := r.Options.Backoff(retries)
+	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+		setDetail(p, DetailRetries, strconv.Itoa(retries+1))
+		setDetail(p, DetailRetryAt, now.Add(backoff).UTC().Format(time.RFC3339Nano))
+		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonCapacityNotFound, msgCapacityNotFound+" ("+why+")", now)
+	})
+	return reconcile.Result{RequeueAfter: r.wait(backoff)}, err
+}
+
+// scaleUp asks for a scale-up's nodes and answers Provisioned at once, as
+// cluster-autoscaler does once the node groups are resized: the nodes join
+// after the provisioning latency, and the plan is booked meanwhile.
+func (r *RequestReconciler) scaleUp(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, placement Placement, plan Plan, now time.Time) (reconcile.Result, error) {
+	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 		setDetail(p, DetailPlacement, placement.String())
 		setDetail(p, DetailNodes, strings.Join(placement.Nodes(), ","))
 		setDetail(p, DetailNewNodes, encodeNewNodes(plan.NewNodes))
 		setDetail(p, DetailPools, strings.Join(poolsOf(plan.NewNodes), ","))
 		setDetail(p, DetailScaleUpStarted, now.UTC().Format(time.RFC3339Nano))
-		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonScaleUpInProgress,
-			fmt.Sprintf("creating %d nodes in %s", len(plan.NewNodes), strings.Join(poolsOf(plan.NewNodes), ", ")), now)
-	}); err != nil {
+		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionTrue, ReasonProvisioned, msgCapacityFound, now)
+	})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.finishScaleUp(ctx, pr, now)
+	return r.createNodes(ctx, pr, now)
 }
 
-// provisioned books placement and sets Provisioned=True.
+// provisioned books placement on existing nodes and sets Provisioned=True.
 func (r *RequestReconciler) provisioned(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, placement Placement, reason, msg string, now time.Time) (reconcile.Result, error) {
 	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 		setDetail(p, DetailPlacement, placement.String())
@@ -183,10 +206,18 @@ func (r *RequestReconciler) provisioned(ctx context.Context, pr *autoscalingv1.P
 	return reconcile.Result{RequeueAfter: r.wait(ExpiresAt(pr, r.Options.BookingTTL).Sub(now))}, nil
 }
 
-// keepBooking ends a provisioned request's booking when it is revoked,
-// consumed or expired, and otherwise looks again later.
+// revoke reports whether a revocation is asked for and allowed.
+func (r *RequestReconciler) revoke(pr *autoscalingv1.ProvisioningRequest) bool {
+	return r.Options.AllowRevocation && pr.Annotations[RevokeAnnotation] == "true" &&
+		!apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.CapacityRevoked)
+}
+
+// keepBooking ends a provisioned request's booking when it is revoked or
+// expires — BookingExpired comes BookingTTL after Provisioned whether or not
+// the pods used the capacity, as cluster-autoscaler's does — and stops
+// holding capacity once the pods consumed all of it.
 func (r *RequestReconciler) keepBooking(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
-	if pr.Annotations[RevokeAnnotation] == "true" {
+	if r.revoke(pr) {
 		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 			setCondition(p, autoscalingv1.CapacityRevoked, metav1.ConditionTrue, ReasonRevoked, "capacity revoked through the "+RevokeAnnotation+" annotation; the booking is released", now)
 		})
@@ -195,16 +226,15 @@ func (r *RequestReconciler) keepBooking(ctx context.Context, pr *autoscalingv1.P
 	if err := r.Client.List(ctx, pods, client.MatchingFields{consumerIndex: key(pr)}); err != nil {
 		return reconcile.Result{}, err
 	}
-	if int32(len(boundPods(pods.Items)[key(pr)])) >= TotalCount(pr) {
-		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setDetail(p, DetailConsumed, "true")
-		})
+	if detail(pr, DetailConsumed) != "true" && int32(len(boundPods(pods.Items)[key(pr)])) >= TotalCount(pr) {
+		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) { setDetail(p, DetailConsumed, "true") }); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	left := ExpiresAt(pr, r.Options.BookingTTL).Sub(now)
 	if left <= 0 {
 		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.BookingExpired, metav1.ConditionTrue, ReasonBookingExpired,
-				fmt.Sprintf("the booking expired %s after Provisioned before its pods consumed it; the capacity is released", r.Options.BookingTTL), now)
+			setCondition(p, autoscalingv1.BookingExpired, metav1.ConditionTrue, ReasonBookingExpired, msgBookingExpired, now)
 		})
 	}
 	return reconcile.Result{RequeueAfter: r.wait(left)}, nil
@@ -276,7 +306,7 @@ func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, err
 	v.Requests, v.Nodes, v.Pods, v.Pools = reqs.Items, nodes.Items, pods.Items, pools.Items
 	for i := range v.Requests {
 		pr := &v.Requests[i]
-		if p := PhaseOf(pr); p != PhaseScalingUp && p != PhaseProvisioned {
+		if PhaseOf(pr) != PhaseProvisioned {
 			continue
 		}
 		specs, _, err := r.specs(ctx, pr, false)
@@ -286,12 +316,4 @@ func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, err
 		v.Specs[key(pr)] = specs
 	}
 	return v, nil
-}
-
-// revoked reports whether a provisioned request whose booking ended by
-// consumption is asked to be revoked and is not yet.
-func revoked(pr *autoscalingv1.ProvisioningRequest) bool {
-	c := pr.Status.Conditions
-	return pr.Annotations[RevokeAnnotation] == "true" && detail(pr, DetailConsumed) == "true" &&
-		apimeta.IsStatusConditionTrue(c, autoscalingv1.Provisioned) && !apimeta.IsStatusConditionTrue(c, autoscalingv1.CapacityRevoked)
 }

@@ -2,26 +2,23 @@ package autoscaler
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
-// finishScaleUp creates a planned scale-up's nodes once the provisioning
-// latency of its pools has passed, then sets Provisioned=True; a stockout
-// or partial failure fails the request, leaving no node behind.
-func (r *RequestReconciler) finishScaleUp(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
+// createNodes creates a provisioned scale-up's nodes once the provisioning
+// latency of its pools has passed. A pool with PartialFailureAnnotation gets
+// only half of them: the others never join, as when a cloud fails to launch
+// instances after the node group was resized; the request stays
+// Provisioned, as cluster-autoscaler's does, and its booking expires.
+func (r *RequestReconciler) createNodes(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
 	started, err := time.Parse(time.RFC3339Nano, detail(pr, DetailScaleUpStarted))
 	if err != nil {
 		started = now
@@ -30,74 +27,63 @@ func (r *RequestReconciler) finishScaleUp(ctx context.Context, pr *autoscalingv1
 	pools := map[string]*berthv1.CapacityPool{}
 	latency := time.Duration(0)
 	for _, n := range newNodes {
-		if pools[n.Pool] != nil {
+		if _, seen := pools[n.Pool]; seen {
 			continue
 		}
 		cp := &berthv1.CapacityPool{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: n.Pool}, cp); err != nil {
-			if apierrors.IsNotFound(err) {
-				return reconcile.Result{}, r.fail(ctx, pr, fmt.Sprintf("CapacityPool %s was deleted during the scale-up", n.Pool), now)
+			if !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, err
 			}
-			return reconcile.Result{}, err
+			cp = nil // deleted during the scale-up: its nodes never come
 		}
 		pools[n.Pool] = cp
-		latency = max(latency, r.latency(ctx, cp))
+		if cp != nil {
+			latency = max(latency, r.latency(ctx, cp))
+		}
 	}
 	if left := started.Add(latency).Sub(now); left > 0 {
 		return reconcile.Result{RequeueAfter: r.wait(left)}, nil
 	}
-	for _, name := range poolsOf(newNodes) {
-		if pools[name].Annotations[StockoutAnnotation] == "true" {
-			return reconcile.Result{}, r.fail(ctx, pr, fmt.Sprintf("pool %s is out of stock: none of the %d nodes could be created", name, len(newNodes)), now)
+	created := map[string]int{}
+	for _, n := range newNodes {
+		cp := pools[n.Pool]
+		if cp == nil {
+			continue
 		}
-	}
-	partial := false
-	for _, cp := range pools {
-		partial = partial || cp.Annotations[PartialFailureAnnotation] == "true"
-	}
-	create := newNodes
-	if partial {
-		create = newNodes[:len(newNodes)/2]
-	}
-	for _, n := range create {
-		if err := r.Client.Create(ctx, NodeFor(pools[n.Pool], n.Name, key(pr))); err != nil && !apierrors.IsAlreadyExists(err) {
+		if cp.Annotations[PartialFailureAnnotation] == "true" && created[n.Pool] >= countIn(newNodes, n.Pool)/2 {
+			continue
+		}
+		if err := r.Client.Create(ctx, NodeFor(cp, n.Name, key(pr))); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, err
 		}
+		created[n.Pool]++
 	}
-	if partial {
-		return reconcile.Result{}, r.rollBack(ctx, pr, create, len(newNodes), now)
+	if total(created) < len(newNodes) {
+		log.FromContext(ctx).Info("a scale-up delivered fewer nodes than it asked for", "request", key(pr), "created", total(created), "asked", len(newNodes))
 	}
-	names := make([]string, len(newNodes))
-	for i, n := range newNodes {
-		names[i] = n.Name
+	if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) { setDetail(p, DetailNodesCreated, "true") }); err != nil {
+		return reconcile.Result{}, err
 	}
-	placement, err := ParsePlacement(detail(pr, DetailPlacement))
-	if err != nil {
-		return reconcile.Result{}, r.fail(ctx, pr, err.Error(), now)
-	}
-	return r.provisioned(ctx, pr, placement, ReasonProvisioned,
-		fmt.Sprintf("created nodes %s in %s", strings.Join(names, ", "), strings.Join(poolsOf(newNodes), ", ")), now)
+	return reconcile.Result{RequeueAfter: r.wait(ExpiresAt(pr, r.Options.BookingTTL).Sub(now))}, nil
 }
 
-// rollBack deletes the nodes a partly failed scale-up created and fails
-// the request: an atomic scale-up leaves nothing behind.
-func (r *RequestReconciler) rollBack(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, created []NewNode, wanted int, now time.Time) error {
-	for _, n := range created {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
-		if err := r.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-			return err
+func countIn(nodes []NewNode, pool string) int {
+	n := 0
+	for _, x := range nodes {
+		if x.Pool == pool {
+			n++
 		}
 	}
-	return r.fail(ctx, pr, fmt.Sprintf("only %d of %d nodes could be created (partial failure in %s); the scale-up was rolled back and the created nodes deleted",
-		len(created), wanted, strings.Join(poolsOf(NewNodesOf(pr)), ", ")), now)
+	return n
 }
 
-// fail sets Failed=True for a scale-up that could not be carried out.
-func (r *RequestReconciler) fail(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, msg string, now time.Time) error {
-	return r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonScaleUpFailed, msg, now)
-		setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonScaleUpFailed, msg, now)
-	})
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // latency is the pool's provisioning latency.

@@ -5,7 +5,10 @@
 // and best-effort-atomic-scale-up.autoscaling.x-k8s.io requests by
 // creating, all or nothing, fake nodes from berth's CapacityPools (one pool
 // is one node group), and books the capacity it found or created until the
-// request's pods consume it or the booking expires.
+// booking expires. It answers as cluster-autoscaler 1.35 does — no capacity
+// is Provisioned=False/CapacityIsNotFound, retried with a backoff and never
+// Failed; Provisioned=True as soon as the nodes are asked for, before they
+// exist — so that what works against it works against the real one.
 //
 // Decisions are pure functions (Place, Shortfall, Booked, View) of a
 // snapshot; the reconcilers read the snapshot and write the outcome. Every
@@ -29,15 +32,20 @@ import (
 // Annotations that inject faults and latency, and that the autoscaler
 // writes.
 const (
-	// StockoutAnnotation "true" on a CapacityPool makes every scale-up that
-	// needs the pool fail when its nodes would be created.
+	// StockoutAnnotation "true" on a CapacityPool says its cloud is out of
+	// stock: no scale-up uses the pool, so a request only it could serve
+	// is answered Provisioned=False/CapacityIsNotFound and retried, as
+	// cluster-autoscaler answers when a node group cannot grow.
 	StockoutAnnotation = "autoscaler.berth.dev/stockout"
-	// PartialFailureAnnotation "true" on a CapacityPool makes a scale-up
-	// that needs the pool create only part of its nodes, then roll back:
-	// the created nodes are deleted and the request fails.
+	// PartialFailureAnnotation "true" on a CapacityPool makes the cloud
+	// deliver only half the nodes of a scale-up that was already answered
+	// Provisioned: the others never join, as when instances fail to launch
+	// after a node group was resized.
 	PartialFailureAnnotation = "autoscaler.berth.dev/partial-failure"
 	// RevokeAnnotation "true" on a provisioned ProvisioningRequest revokes
-	// its capacity: CapacityRevoked=True and the booking ends.
+	// its capacity: CapacityRevoked=True and the booking ends. The OSS
+	// cluster-autoscaler never does this; the stand-in does it only with
+	// Options.AllowRevocation (--allow-revocation).
 	RevokeAnnotation = "autoscaler.berth.dev/revoke"
 	// LatencyAnnotation on a CapacityPool (a Go duration, e.g. "30s")
 	// overrides Options.ProvisioningLatency for its nodes.
@@ -57,23 +65,34 @@ type Options struct {
 	// Clock is read for every decision that depends on time: provisioning
 	// latency, booking expiry. Tests inject a fake one.
 	Clock clock.PassiveClock
-	// RetryInterval is how often a request that waits is looked at again:
-	// check-capacity without capacity, a scale-up in flight, a booking
-	// that may expire.
+	// RetryInterval is how often a request that waits for time to pass is
+	// looked at again: nodes still to be created, a booking that may
+	// expire. A clock that jumps (a test's fake one) is noticed within it.
 	RetryInterval time.Duration
-	// BookingTTL is how long a Provisioned request books its capacity
-	// unless its pods consume it.
+	// RetryBackoff is the wait before a request answered CapacityIsNotFound
+	// is tried again; it doubles after each try, up to MaxRetryBackoff
+	// (cluster-autoscaler: 1 minute and 10 minutes).
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// BookingTTL is how long after Provisioned a request books its
+	// capacity; then it gets BookingExpired=True, consumed or not
+	// (cluster-autoscaler: 10 minutes, not configurable).
 	BookingTTL time.Duration
-	// ProvisioningLatency is how long creating nodes takes, unless a pool
-	// sets LatencyAnnotation.
+	// ProvisioningLatency is how long after the scale-up the nodes join,
+	// unless a pool sets LatencyAnnotation.
 	ProvisioningLatency time.Duration
+	// AllowRevocation lets RevokeAnnotation revoke a booking: a fault the
+	// OSS cluster-autoscaler never produces.
+	AllowRevocation bool
 }
 
-// DefaultOptions are the options berth-autoscaler runs with by default.
+// DefaultOptions are the options berth-autoscaler runs with by default:
+// cluster-autoscaler's timings.
 func DefaultOptions() Options {
 	return Options{
 		Clock:               clock.RealClock{},
 		RetryInterval:       10 * time.Second,
+		RetryBackoff:        time.Minute,
+		MaxRetryBackoff:     10 * time.Minute,
 		BookingTTL:          10 * time.Minute,
 		ProvisioningLatency: 2 * time.Second,
 	}
@@ -85,8 +104,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.ProvisioningLatency < 0 {
-		return errors.New("autoscaler: RetryInterval and BookingTTL must be positive, ProvisioningLatency not negative")
+	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.RetryBackoff <= 0 || o.MaxRetryBackoff < o.RetryBackoff || o.ProvisioningLatency < 0 {
+		return errors.New("autoscaler: RetryInterval, RetryBackoff and BookingTTL must be positive, MaxRetryBackoff at least RetryBackoff, ProvisioningLatency not negative")
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, consumerIndex, func(o client.Object) []string {
 		if name := o.GetAnnotations()[autoscalingv1.ProvisioningRequestPodAnnotationKey]; name != "" {
@@ -97,14 +116,23 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Like cluster-autoscaler, the stand-in never writes CapacityPool
+	// status: berth must not need it.
 	r := &RequestReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o}
-	if err := r.Register(mgr); err != nil {
-		return err
-	}
-	return (&PoolReconciler{Client: mgr.GetClient()}).Register(mgr)
+	return r.Register(mgr)
 }
 
 // supported reports whether the autoscaler handles a provisioning class.
 func supported(class string) bool {
 	return class == autoscalingv1.ProvisioningClassCheckCapacity || class == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
+}
+
+// Backoff is the wait after the retries+1-th answer CapacityIsNotFound:
+// RetryBackoff doubled for each earlier one, up to MaxRetryBackoff.
+func (o Options) Backoff(retries int) time.Duration {
+	d := o.RetryBackoff
+	for i := 0; i < retries && d < o.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, o.MaxRetryBackoff)
 }

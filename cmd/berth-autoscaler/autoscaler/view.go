@@ -119,7 +119,8 @@ func (v *View) Bins(self string) []*Bin {
 
 // ScalablePools are the pools new nodes may come from, sorted by name, each
 // with the names still free under its maxNodes: existing nodes of the pool
-// and nodes other requests are creating in it count against it.
+// and nodes other requests are creating in it count against it. A pool
+// whose cloud is out of stock (StockoutAnnotation) offers none.
 func (v *View) ScalablePools(self string) []*Pool {
 	names := map[string]bool{}
 	existing := map[string]int32{}
@@ -132,7 +133,7 @@ func (v *View) ScalablePools(self string) []*Pool {
 	inFlight := map[string]int32{}
 	for i := range v.Requests {
 		pr := &v.Requests[i]
-		if key(pr) == self || PhaseOf(pr) != PhaseScalingUp {
+		if key(pr) == self || !Creating(pr) {
 			continue
 		}
 		for _, n := range NewNodesOf(pr) {
@@ -149,6 +150,10 @@ func (v *View) ScalablePools(self string) []*Pool {
 		p := &Pool{
 			Name: cp.Name, Labels: TemplateLabels(cp), Taints: cp.Spec.NodeTemplate.Taints,
 			Allocatable: cp.Spec.NodeTemplate.Allocatable, Max: cp.Spec.MaxNodes,
+			OutOfStock: cp.Annotations[StockoutAnnotation] == "true",
+		}
+		if p.OutOfStock {
+			room = 0
 		}
 		for n := 0; int32(len(p.Names)) < room; n++ {
 			name := fmt.Sprintf("%s-%d", cp.Name, n)

@@ -78,7 +78,7 @@ func (j *Job) Scheduling() []jobs.PodSetScheduling {
 		Name:         PodSetName,
 		NodeSelector: j.Spec.Template.Spec.NodeSelector,
 		Tolerations:  j.Spec.Template.Spec.Tolerations,
-		Placement:    j.Spec.Template.Labels[berthv1.PlacementLabel],
+		Labels:       jobs.ManagedLabels(j.Spec.Template.Labels),
 		Annotations:  jobs.ProvisioningAnnotations(j.Spec.Template.Annotations),
 	}}
 }
@@ -89,7 +89,7 @@ func (j *Job) SetScheduling(s []jobs.PodSetScheduling) {
 		if ps.Name == PodSetName {
 			j.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 			j.Spec.Template.Spec.Tolerations = ps.Tolerations
-			j.Spec.Template.Labels = jobs.SetPlacementLabel(j.Spec.Template.Labels, ps.Placement)
+			j.Spec.Template.Labels = jobs.SetLabels(j.Spec.Template.Labels, ps.Labels)
 			j.Spec.Template.Annotations = jobs.SetAnnotations(j.Spec.Template.Annotations, ps.Annotations)
 		}
 	}

@@ -107,7 +107,7 @@ func (j *JobSet) Scheduling() []jobs.PodSetScheduling {
 			Name:         rj.Name,
 			NodeSelector: rj.Template.Spec.Template.Spec.NodeSelector,
 			Tolerations:  rj.Template.Spec.Template.Spec.Tolerations,
-			Placement:    rj.Template.Spec.Template.Labels[berthv1.PlacementLabel],
+			Labels:       jobs.ManagedLabels(rj.Template.Spec.Template.Labels),
 			Annotations:  jobs.ProvisioningAnnotations(rj.Template.Spec.Template.Annotations),
 		})
 	}
@@ -122,7 +122,7 @@ func (j *JobSet) SetScheduling(s []jobs.PodSetScheduling) {
 			if rj := &j.Spec.ReplicatedJobs[i]; rj.Name == ps.Name {
 				rj.Template.Spec.Template.Spec.NodeSelector = ps.NodeSelector
 				rj.Template.Spec.Template.Spec.Tolerations = ps.Tolerations
-				rj.Template.Spec.Template.Labels = jobs.SetPlacementLabel(rj.Template.Spec.Template.Labels, ps.Placement)
+				rj.Template.Spec.Template.Labels = jobs.SetLabels(rj.Template.Spec.Template.Labels, ps.Labels)
 				rj.Template.Spec.Template.Annotations = jobs.SetAnnotations(rj.Template.Spec.Template.Annotations, ps.Annotations)
 			}
 		}

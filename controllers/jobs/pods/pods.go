@@ -122,7 +122,7 @@ func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) erro
 			p.Spec.Tolerations = append(p.Spec.Tolerations, t)
 		}
 	}
-	p.Labels = jobs.SetPlacementLabel(p.Labels, s.Placement)
+	p.Labels = jobs.SetLabels(p.Labels, s.Labels)
 	p.Annotations = jobs.SetAnnotations(p.Annotations, s.Annotations)
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(sg corev1.PodSchedulingGate) bool {
 		return sg.Name == berthv1.AdmissionGate

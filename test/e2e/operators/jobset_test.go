@@ -82,7 +82,7 @@ var _ = Describe("JobSets run by the JobSet operator", func() {
 			wls := workloadsOf(ctx, g, first)
 			g.Expect(wls).To(HaveLen(1))
 			g.Expect(wls[0].Status.Conditions).To(ContainElement(And(
-				HaveField("Type", berthv1.ConditionFinished), HaveField("Reason", berthv1.ReasonSucceeded))))
+				HaveField("Type", berthv1.ConditionFinished), HaveField("Reason", string(berthv1.ReasonSucceeded)))))
 		}, timeout, interval).Should(Succeed())
 	})
 })

@@ -60,7 +60,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 	})
 
-	It("(b) books in another rack after a stockout in the preferred one, and binds no pod before admission", func(ctx SpecContext) {
+	It("(b) books in another rack after the preferred one found no capacity for the bound, and binds no pod before admission", func(ctx SpecContext) {
 		ns := rackSetup(ctx, []string{"r1"}, map[string]int32{"r1": 2, "r2": 2})
 		pool := &berthv1.CapacityPool{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns + "-r1"}, pool)).To(Succeed())
@@ -74,18 +74,26 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			g.Expect(wl.Status.Provisioning.FailedDomains).To(ContainElement(HaveField("Values", Equal([]string{"zone-a", "r1"}))))
 		}, timeout, interval).Should(Succeed())
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0), "the stocked-out pool created nothing")
+		Eventually(func(g Gomega) []string {
+			return jobsuite.EventReasons(ctx, env.Client, ns, workloadOf(ctx, g, job).Name)(g)
+		}, timeout, interval).Should(ContainElement(And(HavePrefix("ProvisioningFailed"), ContainSubstring("found no capacity for"),
+			ContainSubstring(fmt.Sprintf("(capacityNotFoundSeconds %d)", notFoundBound)))))
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 		attempts := env.Berth().Metrics.ProvisioningAttemptsTotal
-		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "Failed"))).To(BeNumerically(">=", 1))
+		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "CapacityNotFound"))).To(BeNumerically(">=", 1))
 		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "Provisioned"))).To(BeNumerically(">=", 1))
 	})
 
 	It("(c) retries a booking that expired before the gang started, and admits it", func(ctx SpecContext) {
 		ns := rackSetup(ctx, nil, map[string]int32{"r1": 2})
+		By("asking for capacity while the autoscaler is down, then stopping berth, so the gang cannot start before the booking expires")
+		Expect(stopAutoscale()).To(Succeed())
 		job := gang(ctx, ns, "train", 3*time.Second)
-		By("stopping berth once it asked for capacity, so the gang cannot start before the booking expires")
 		Eventually(func(g Gomega) { request(ctx, g, job) }, timeout, interval).Should(Succeed())
 		Expect(env.StopBerth()).To(Succeed())
+		var err error
+		stopAutoscale, err = env.StartAutoscaler(ctx, autoscalerOptions)
+		Expect(err).NotTo(HaveOccurred())
 		restarted := false
 		DeferCleanup(func() error {
 			if restarted {
@@ -105,7 +113,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		}, held, interval).Should(BeTrue())
 
 		By("starting berth again: the expired booking is retried and the gang admitted")
-		_, err := env.StartBerth(framework.BerthOptions{})
+		_, err = env.StartBerth(framework.BerthOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		restarted = true
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
@@ -158,6 +166,27 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Expect(prs.Items).To(BeEmpty())
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0))
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+	})
+
+	It("says when no rack can ever hold a gang, and books nothing", func(ctx SpecContext) {
+		ns := rackSetup(ctx, []string{"r1"}, map[string]int32{"r1": 1, "r2": 2})
+		job := gangOf(ctx, ns, "too-big", 3, time.Minute)
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, job)
+			qr := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
+			g.Expect(qr).NotTo(BeNil())
+			g.Expect(qr.Reason).To(Equal(string(berthv1.ReasonExceedsDomainCapacity)))
+			g.Expect(qr.Message).To(ContainSubstring("can ever hold all 3 pods"))
+		}, timeout, interval).Should(Succeed())
+		Eventually(func(g Gomega) []string {
+			return jobsuite.EventReasons(ctx, env.Client, ns, workloadOf(ctx, g, job).Name)(g)
+		}, timeout, interval).Should(ContainElement(HavePrefix("Inadmissible")))
+		Consistently(func(g Gomega) []autoscalingv1.ProvisioningRequest {
+			prs := &autoscalingv1.ProvisioningRequestList{}
+			g.Expect(env.Client.List(ctx, prs, client.InNamespace(ns))).To(Succeed())
+			return prs.Items
+		}, held, interval).Should(BeEmpty())
+		Expect(poolNodes(ctx, ns+"-r1")(Default) + poolNodes(ctx, ns+"-r2")(Default)).To(Equal(0))
 	})
 
 	It("books a gang unpinned, and says so, when its flavor has no CapacityPool", func(ctx SpecContext) {

@@ -43,6 +43,10 @@ const (
 	// bookingTTL is the stand-in's booking time: long enough for kwok pods
 	// to bind on a busy machine, short enough for a spec to outwait it.
 	bookingTTL = 10 * time.Second
+	// notFoundBound is the flavors' capacityNotFoundSeconds: how long berth
+	// lets the autoscaler look for capacity in one rack before it tries
+	// another.
+	notFoundBound = 5
 	// partialGrace is how long an admitted gang may run with only part of
 	// its pods bound (pods bind one by one) before the monitor calls it a
 	// partial gang.
@@ -57,6 +61,15 @@ var (
 	env           *framework.Env
 	stopAutoscale func() error
 	mon           *monitor
+	// autoscalerOptions make the stand-in answer as cluster-autoscaler does
+	// (no capacity is CapacityIsNotFound, retried, never Failed;
+	// Provisioned before the nodes join), on shorter timings; revocation,
+	// which the real one never does, is allowed for the spec that injects
+	// it.
+	autoscalerOptions = autoscaler.Options{
+		Clock: clock.RealClock{}, RetryInterval: 500 * time.Millisecond, RetryBackoff: time.Second, MaxRetryBackoff: 4 * time.Second,
+		BookingTTL: bookingTTL, ProvisioningLatency: time.Second, AllowRevocation: true,
+	}
 )
 
 func TestProvisioning(t *testing.T) {
@@ -71,9 +84,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = env.StartBerth(framework.BerthOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	stopAutoscale, err = env.StartAutoscaler(ctx, autoscaler.Options{
-		Clock: clock.RealClock{}, RetryInterval: 500 * time.Millisecond, BookingTTL: bookingTTL, ProvisioningLatency: time.Second,
-	})
+	stopAutoscale, err = env.StartAutoscaler(ctx, autoscalerOptions)
 	Expect(err).NotTo(HaveOccurred())
 	mon = startMonitor(env.Client)
 }, NodeTimeout(10*time.Minute))
@@ -111,7 +122,8 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) stri
 		Spec: berthv1.ResourceFlavorSpec{
 			NodeLabels:     map[string]string{poolLabel: name},
 			TopologyLevels: []string{zoneLabel, rackLabel},
-			Provisioning:   &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 5, BackoffSeconds: 1},
+			Provisioning: &berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 5, BackoffSeconds: 1,
+				CapacityNotFoundSeconds: notFoundBound},
 		},
 	}
 	Expect(env.Client.Create(ctx, rf)).To(Succeed())
@@ -166,7 +178,11 @@ func deleteNodesOf(ctx context.Context, pool string) error {
 // gang submits a Job of two 8-GPU pods that must run in one rack, each
 // running for runFor once started.
 func gang(ctx context.Context, ns, name string, runFor time.Duration) *batchv1.Job {
-	const pods int32 = 2
+	return gangOf(ctx, ns, name, 2, runFor)
+}
+
+// gangOf submits a Job of pods 8-GPU pods that must run in one rack.
+func gangOf(ctx context.Context, ns, name string, pods int32, runFor time.Duration) *batchv1.Job {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{berthv1.QueueNameLabel: "team"},

@@ -1,6 +1,8 @@
 package autoscaler_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,8 +42,12 @@ var _ = Describe("check-capacity", func() {
 		noRetry := request(ctx, ns, "no-retry", checkCapacity, "four-gpus", 2, map[string]autoscalingv1.Parameter{"noRetry": "true"})
 		expectCondition(ctx, noRetry, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonCapacityNotFound)
 
-		By("a second node makes the retried request fit")
+		By("a second node makes the retried request fit at its next try, a backoff later")
 		readyNode(ctx, c+"-n1", c, 4)
+		Consistently(func(g Gomega) metav1.ConditionStatus {
+			return condition(ctx, g, retried, autoscalingv1.Provisioned).Status
+		}).WithTimeout(time.Second).WithPolling(interval).Should(Equal(metav1.ConditionFalse))
+		fakeClock.Step(retryBackoff)
 		expectCondition(ctx, retried, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonCapacityFound)
 	})
 

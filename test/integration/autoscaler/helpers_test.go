@@ -2,7 +2,6 @@ package autoscaler_test
 
 import (
 	"context"
-	"fmt"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/test/controlplane"
 )
 
@@ -177,12 +177,17 @@ func consumer(ctx context.Context, ns, req, node string, n int64) {
 	Expect(env.Client.Create(ctx, p)).To(Succeed())
 }
 
-// poolStatus waits until the pool's status counts nodes and provisioning.
-func poolStatus(ctx context.Context, name string, nodes, provisioning int32) {
-	Eventually(func(g Gomega) {
-		cp := &berthv1.CapacityPool{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, cp)).To(Succeed())
-		g.Expect(fmt.Sprintf("nodes=%d provisioning=%d", cp.Status.Nodes, cp.Status.Provisioning)).
-			To(Equal(fmt.Sprintf("nodes=%d provisioning=%d", nodes, provisioning)))
-	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+// expectNoPoolStatus checks that nothing wrote the pool's status: like
+// cluster-autoscaler, the stand-in leaves it alone.
+func expectNoPoolStatus(ctx context.Context, name string) {
+	cp := &berthv1.CapacityPool{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, cp)).To(Succeed())
+	Expect(cp.Status).To(Equal(berthv1.CapacityPoolStatus{}))
+}
+
+// retries is the number of times the request was answered
+// CapacityIsNotFound.
+func retries(ctx context.Context, g Gomega, pr *autoscalingv1.ProvisioningRequest) string {
+	condition(ctx, g, pr, autoscalingv1.Provisioned)
+	return string(pr.Status.ProvisioningClassDetails[autoscaler.DetailRetries])
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
@@ -28,8 +29,9 @@ var _ = Describe("best-effort-atomic-scale-up", func() {
 		Expect(pr.Status.Conditions).To(ContainElement(And(HaveField("Type", autoscalingv1.Accepted), HaveField("Status", metav1.ConditionTrue))))
 		Expect(pr.Status.ProvisioningClassDetails).To(HaveKeyWithValue(autoscaler.DetailPools, autoscalingv1.Detail(rackA.Name)))
 
-		nodes := poolNodes(ctx, rackA.Name)
-		Expect(nodeNames(nodes)).To(ConsistOf(rackA.Name+"-0", rackA.Name+"-1", rackA.Name+"-2"))
+		var nodes []corev1.Node
+		Eventually(func() []string { nodes = poolNodes(ctx, rackA.Name); return nodeNames(nodes) }).WithTimeout(timeout).WithPolling(interval).
+			Should(ConsistOf(rackA.Name+"-0", rackA.Name+"-1", rackA.Name+"-2"))
 		Expect(poolNodes(ctx, rackB.Name)).To(BeEmpty())
 		n := nodes[0]
 		Expect(n.Labels).To(HaveKeyWithValue(berthv1.CapacityPoolLabel, rackA.Name))
@@ -38,37 +40,56 @@ var _ = Describe("best-effort-atomic-scale-up", func() {
 		Expect(n.Annotations).To(HaveKeyWithValue(controlplane.FakeNodeAnnotation, controlplane.FakeNodeAnnotationValue))
 		gpu := n.Status.Allocatable[controlplane.GPUResource]
 		Expect(gpu.Value()).To(Equal(int64(8)))
-
-		poolStatus(ctx, rackA.Name, 3, 0)
-		poolStatus(ctx, rackB.Name, 0, 0)
+		expectNoPoolStatus(ctx, rackA.Name)
 	})
 
-	It("counts nodes in flight in the pool status until the provisioning latency has passed", func(ctx SpecContext) {
+	It("answers Provisioned before the nodes join, and counts the nodes still coming against the pool", func(ctx SpecContext) {
 		ns, c := newNamespace(ctx), newCase()
-		slow := pool(ctx, c+"-slow", c, 4, nil, map[string]string{autoscaler.LatencyAnnotation: "1h"})
+		slow := pool(ctx, c+"-slow", c, 3, nil, map[string]string{autoscaler.LatencyAnnotation: "1h"})
 		template(ctx, ns, "gang", c, 8, nil)
 
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 2, nil)
-		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonScaleUpInProgress)
-		poolStatus(ctx, slow.Name, 0, 2)
-		Expect(poolNodes(ctx, slow.Name)).To(BeEmpty())
+		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonProvisioned)
+		Expect(poolNodes(ctx, slow.Name)).To(BeEmpty(), "the nodes join after the latency")
+
+		By("a second request finds the pool's room taken by the nodes still coming")
+		second := request(ctx, ns, "second", atomicScaleUp, "gang", 2, nil)
+		expectCondition(ctx, second, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
 
 		fakeClock.Step(time.Hour)
-		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonProvisioned)
-		poolStatus(ctx, slow.Name, 2, 0)
+		Eventually(func() []string { return nodeNames(poolNodes(ctx, slow.Name)) }).WithTimeout(timeout).WithPolling(interval).
+			Should(ConsistOf(slow.Name+"-0", slow.Name+"-1"))
+		Expect(condition(ctx, Default, second, autoscalingv1.Failed)).To(BeNil())
 	})
 
-	It("fails without creating nodes when maxNodes cannot hold the request", func(ctx SpecContext) {
+	It("answers CapacityIsNotFound when maxNodes cannot hold the request, retries with a doubling backoff, and never fails it", func(ctx SpecContext) {
 		ns, c := newNamespace(ctx), newCase()
 		small := pool(ctx, c+"-small", c, 2, nil, nil)
 		template(ctx, ns, "gang", c, 8, nil)
 
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 3, nil)
-		cond := expectCondition(ctx, pr, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonScaleUpImpossible)
-		Expect(cond.Message).To(ContainSubstring("pod set 0: 1 of 3 pods do not fit"))
-		Expect(cond.Message).To(ContainSubstring("pool " + small.Name + ": 0 more nodes allowed (maxNodes 2"))
+		first := expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
+		Expect(first.Message).To(And(ContainSubstring("CA will try to find it later"), ContainSubstring("pod set 0: 1 of 3 pods do not fit"),
+			ContainSubstring("pool "+small.Name+": 0 more nodes allowed (maxNodes 2")))
 		Expect(poolNodes(ctx, small.Name)).To(BeEmpty())
-		poolStatus(ctx, small.Name, 0, 0)
+		Eventually(func(g Gomega) string { return retries(ctx, g, pr) }).WithTimeout(timeout).WithPolling(interval).Should(Equal("1"))
+
+		By("tried again after one minute, then after two more: each answer moves the condition's time")
+		fakeClock.Step(retryBackoff)
+		Eventually(func(g Gomega) string { return retries(ctx, g, pr) }).WithTimeout(timeout).WithPolling(interval).Should(Equal("2"))
+		second := condition(ctx, Default, pr, autoscalingv1.Provisioned)
+		Expect(second.LastTransitionTime.Time).To(BeTemporally(">", first.LastTransitionTime.Time))
+		fakeClock.Step(retryBackoff)
+		Consistently(func(g Gomega) string { return retries(ctx, g, pr) }).WithTimeout(time.Second).WithPolling(interval).Should(Equal("2"))
+		fakeClock.Step(retryBackoff)
+		Eventually(func(g Gomega) string { return retries(ctx, g, pr) }).WithTimeout(timeout).WithPolling(interval).Should(Equal("3"))
+		Expect(condition(ctx, Default, pr, autoscalingv1.Failed)).To(BeNil())
+
+		By("once the node group may grow, the next try provisions it")
+		Expect(env.Client.Patch(ctx, small, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"maxNodes":3}}`)))).To(Succeed())
+		fakeClock.Step(4 * retryBackoff)
+		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonProvisioned)
+		Eventually(func() []corev1.Node { return poolNodes(ctx, small.Name) }).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(3))
 	})
 
 	It("uses free capacity on existing nodes before creating any", func(ctx SpecContext) {
@@ -83,28 +104,42 @@ var _ = Describe("best-effort-atomic-scale-up", func() {
 		Expect(poolNodes(ctx, cp.Name)).To(BeEmpty())
 	})
 
-	It("fails a scale-up from a pool that is out of stock", func(ctx SpecContext) {
+	It("answers CapacityIsNotFound while the pool's cloud is out of stock, and provisions once it is back", func(ctx SpecContext) {
 		ns, c := newNamespace(ctx), newCase()
 		cp := pool(ctx, c+"-empty", c, 4, nil, map[string]string{autoscaler.StockoutAnnotation: "true"})
 		template(ctx, ns, "gang", c, 8, nil)
 
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 2, nil)
-		cond := expectCondition(ctx, pr, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonScaleUpFailed)
-		Expect(cond.Message).To(ContainSubstring("pool " + cp.Name + " is out of stock"))
+		cond := expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
+		Expect(cond.Message).To(ContainSubstring("pool " + cp.Name + ": out of stock"))
+		Expect(condition(ctx, Default, pr, autoscalingv1.Failed)).To(BeNil())
 		Expect(poolNodes(ctx, cp.Name)).To(BeEmpty())
-		poolStatus(ctx, cp.Name, 0, 0)
+
+		Expect(env.Client.Patch(ctx, cp, client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"annotations":{"`+autoscaler.StockoutAnnotation+`":null}}}`)))).To(Succeed())
+		fakeClock.Step(retryBackoff)
+		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonProvisioned)
 	})
 
-	It("rolls a partly failed scale-up back: the created nodes are deleted", func(ctx SpecContext) {
+	It("delivers only half the nodes on a partial failure, stays Provisioned, and expires its booking", func(ctx SpecContext) {
 		ns, c := newNamespace(ctx), newCase()
 		cp := pool(ctx, c+"-flaky", c, 4, nil, map[string]string{autoscaler.PartialFailureAnnotation: "true"})
 		template(ctx, ns, "gang", c, 8, nil)
 
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 4, nil)
-		cond := expectCondition(ctx, pr, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonScaleUpFailed)
-		Expect(cond.Message).To(ContainSubstring("only 2 of 4 nodes could be created"))
-		Expect(poolNodes(ctx, cp.Name)).To(BeEmpty())
-		poolStatus(ctx, cp.Name, 0, 0)
-		Expect(condition(ctx, Default, pr, autoscalingv1.Provisioned).Status).To(Equal(metav1.ConditionFalse))
+		expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionTrue, autoscaler.ReasonProvisioned)
+		Eventually(func() []corev1.Node { return poolNodes(ctx, cp.Name) }).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(2))
+		Consistently(func() []corev1.Node { return poolNodes(ctx, cp.Name) }).WithTimeout(time.Second).WithPolling(interval).Should(HaveLen(2))
+		fakeClock.Step(bookingTTL)
+		expectCondition(ctx, pr, autoscalingv1.BookingExpired, metav1.ConditionTrue, autoscaler.ReasonBookingExpired)
+		Expect(condition(ctx, Default, pr, autoscalingv1.Failed)).To(BeNil())
+	})
+
+	It("fails a request whose PodTemplate does not exist, as cluster-autoscaler does", func(ctx SpecContext) {
+		ns, c := newNamespace(ctx), newCase()
+		pool(ctx, c+"-pool", c, 4, nil, nil)
+		pr := request(ctx, ns, "orphan", atomicScaleUp, "missing", 1, nil)
+		cond := expectCondition(ctx, pr, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonFailedToCreatePod)
+		Expect(cond.Message).To(ContainSubstring(ns + "/missing"))
 	})
 })

@@ -27,6 +27,11 @@ const (
 	interval = 100 * time.Millisecond
 	// bookingTTL is the autoscaler's --booking-ttl in this suite.
 	bookingTTL = 10 * time.Minute
+	// retryBackoff and maxRetryBackoff are cluster-autoscaler's defaults:
+	// a request without capacity is tried again 1, 2, 4, 8, 10, 10...
+	// minutes after each answer.
+	retryBackoff    = time.Minute
+	maxRetryBackoff = 10 * time.Minute
 )
 
 var (
@@ -49,8 +54,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	stopAutoscaler, err = env.StartAutoscaler(ctx, autoscaler.Options{
 		Clock:               fakeClock,
 		RetryInterval:       200 * time.Millisecond,
+		RetryBackoff:        retryBackoff,
+		MaxRetryBackoff:     maxRetryBackoff,
 		BookingTTL:          bookingTTL,
 		ProvisioningLatency: 0,
+		// The revocation specs need the fault cluster-autoscaler never
+		// produces.
+		AllowRevocation: true,
 	})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))

@@ -108,7 +108,7 @@ var _ = Describe("cohorts", func() {
 			ev := condition(wl, berthv1.ConditionEvicted)
 			g.Expect(ev).NotTo(BeNil())
 			g.Expect(ev.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(ev.Reason).To(Equal(berthv1.ReasonRequeued))
+			g.Expect(ev.Reason).To(Equal(string(berthv1.ReasonRequeued)))
 			g.Expect(eventReasons(ctx, ns, wl.Name)(g)).To(ContainElement(ContainSubstring("Preempted: preempted to admit")))
 		}, timeout, interval).Should(Succeed())
 		Consistently(suspended(ctx, borrower), "1s", interval).Should(BeTrue(), "only 4 GPUs are left for it")

@@ -87,7 +87,7 @@ var _ = Describe("batch Job admission", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			c := condition(wl, berthv1.ConditionQuotaReserved)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(berthv1.ReasonLocalQueueNotFound))
+			g.Expect(c.Reason).To(Equal(string(berthv1.ReasonLocalQueueNotFound)))
 			g.Expect(c.Message).To(ContainSubstring(`LocalQueue "missing" does not exist`))
 		}, timeout, interval).Should(Succeed())
 		Eventually(eventReasons(ctx, ns, job.Name), timeout, interval).Should(ContainElement(ContainSubstring("Unqueueable")))

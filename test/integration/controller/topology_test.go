@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -118,7 +119,7 @@ var _ = Describe("topology", func() {
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(a), fresh)).To(Succeed())
 		wl, err := workloadOf(ctx, a)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(fresh.Spec.Template.Labels).To(HaveKeyWithValue(berthv1.PlacementLabel, wl.Name))
+		Expect(fresh.Spec.Template.Labels).To(And(HaveKeyWithValue(berthv1.PlacementLabel, string(wl.UID)), HaveKeyWithValue(berthv1.WorkloadLabel, string(wl.UID))))
 		Expect(wl.Status.Admission.Topology).NotTo(BeNil())
 		Expect(wl.Status.Admission.Topology.Values).To(Equal([]string{"a", ns + "-r1"}))
 
@@ -188,7 +189,7 @@ var _ = Describe("capacity bookings", func() {
 			admitted := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
 			g.Expect(admitted).NotTo(BeNil())
 			g.Expect(admitted.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(admitted.Reason).To(Equal(berthv1.ReasonWaitingForCapacity))
+			g.Expect(admitted.Reason).To(Equal(string(berthv1.ReasonWaitingForCapacity)))
 			g.Expect(wl.Status.Provisioning).NotTo(BeNil())
 			g.Expect(wl.Status.Provisioning.Attempt).To(Equal(int32(1)))
 			g.Expect(wl.Status.Provisioning.RequestName).To(Equal(wl.Name + "-1"))
@@ -203,12 +204,11 @@ var _ = Describe("capacity bookings", func() {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh); err != nil {
 				return err
 			}
-			fresh.Status.Admission = nil
-			meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: berthv1.ConditionQuotaReserved,
-				Status: metav1.ConditionFalse, Reason: berthv1.ReasonProvisioningFailed, Message: "stockout in r1"})
-			fresh.Status.Provisioning.State = berthv1.ProvisioningFailed
-			fresh.Status.Provisioning.RetryAfter = &retry
-			fresh.Status.Provisioning.FailedDomains = []berthv1.TopologyAssignment{*fresh.Status.Provisioning.Topology}
+			// What the scheduler writes when the engine fails the booking.
+			Expect(lifecycle.Apply(fresh, lifecycle.FailBooking{Failure: lifecycle.BookingFailure{
+				Attempt: 1, State: berthv1.ProvisioningFailed, Failures: 1, MaxAttempts: 3, RetryAfter: &retry,
+				FailedDomains: []berthv1.TopologyAssignment{*fresh.Status.Provisioning.Topology}, Detail: "failed: stockout in r1",
+			}}, metav1.Now())).To(Succeed())
 			return env.Client.Status().Update(ctx, fresh)
 		}, timeout, interval).Should(Succeed())
 		Eventually(func(g Gomega) {
@@ -236,10 +236,7 @@ var _ = Describe("capacity bookings", func() {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh); err != nil {
 				return err
 			}
-			fresh.Status.Admission.Provisioning = nil
-			fresh.Status.Provisioning.State = berthv1.ProvisioningProvisioned
-			meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: berthv1.ConditionAdmitted,
-				Status: metav1.ConditionTrue, Reason: berthv1.ReasonAdmitted, Message: "provisioned"})
+			Expect(lifecycle.Apply(fresh, lifecycle.Provision{Attempt: 2, Detail: "provisioned"}, metav1.Now())).To(Succeed())
 			return env.Client.Status().Update(ctx, fresh)
 		}, timeout, interval).Should(Succeed())
 		Eventually(templateSelector(ctx, job), timeout, interval).Should(HaveKeyWithValue(rackLabel, ns+"-r2"))

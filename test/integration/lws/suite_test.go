@@ -99,15 +99,30 @@ func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (b
 }
 
 // Finish scales the LeaderWorkerSet to zero: a serving set never finishes,
-// it is scaled down.
+// it is scaled down. Its StatefulSets then delete the pods, which this
+// suite (no controller-manager) does itself: berth releases a replica's
+// quota only once its pods are gone.
 func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
-	return scale(ctx, c, obj, 0)
+	if err := scale(ctx, c, obj, 0); err != nil {
+		return err
+	}
+	return deletePods(ctx, c, obj)
 }
 
 func (adapter) Finishes() bool { return false }
 
+// Delete deletes the LeaderWorkerSet, and its pods as the garbage
+// collector would.
 func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
-	return c.Delete(ctx, obj)
+	if err := c.Delete(ctx, obj); err != nil {
+		return err
+	}
+	return deletePods(ctx, c, obj)
+}
+
+// deletePods deletes the LeaderWorkerSet's pods.
+func deletePods(ctx context.Context, c client.Client, obj client.Object) error {
+	return c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{lwsv1.SetNameLabelKey: obj.GetName()})
 }
 
 func (adapter) Requeues() bool { return true }

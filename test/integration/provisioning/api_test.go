@@ -40,7 +40,7 @@ var _ = Describe("the ProvisioningRequest API", func() {
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			a := condition(got, berthv1.ConditionAdmitted)
-			g.Expect(a.Reason).To(Equal(berthv1.ReasonWaitingForCapacity))
+			g.Expect(a.Reason).To(Equal(string(berthv1.ReasonWaitingForCapacity)))
 			g.Expect(a.Message).To(Equal(provisioning.APIMissingMessage))
 			g.Expect(got.Status.Admission).NotTo(BeNil())
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())

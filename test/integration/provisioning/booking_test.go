@@ -16,6 +16,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/provisioning"
 )
 
@@ -31,12 +32,22 @@ func startOnBooking(ctx context.Context, tc *testCase) (*batchv1.Job, *berthv1.W
 		got := workload(ctx, g, wl)
 		g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionTrue), "%v", got.Status)
 		g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningProvisioned))
-		g.Expect(got.Status.Admission.Provisioning).To(BeNil())
+		g.Expect(lifecycle.PhaseOf(got)).To(Equal(lifecycle.Admitted))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 	expectJob(ctx, job, func(g Gomega, j *batchv1.Job) {
 		g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 	})
 	return job, wl, p
+}
+
+// expectNotFoundNoted waits until berth recorded that the autoscaler found
+// no capacity for the workload's current booking.
+func expectNotFoundNoted(ctx context.Context, wl *berthv1.Workload) {
+	Eventually(func(g Gomega) {
+		got := workload(ctx, g, wl)
+		g.Expect(got.Status.Provisioning.CapacityNotFoundSince).NotTo(BeNil())
+		g.Expect(condition(got, berthv1.ConditionAdmitted).Message).To(ContainSubstring("found no capacity"))
+	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
 var _ = Describe("capacity bookings", func() {
@@ -62,7 +73,7 @@ var _ = Describe("capacity bookings", func() {
 			Expect(env.Client.Create(ctx, o)).To(Succeed())
 		}
 		updateStatus(ctx, wl, func(w *berthv1.Workload) {
-			w.Status.Provisioning = &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningFailed}
+			w.Status.Provisioning = &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningFailed, Failures: 1}
 		})
 
 		By("the scheduler reserves quota for rack r1 and asks for a booking")
@@ -76,6 +87,7 @@ var _ = Describe("capacity bookings", func() {
 		tmpl := &corev1.PodTemplate{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: p.RequestName + "-main"}, tmpl)).To(Succeed())
 		Expect(metav1.IsControlledBy(tmpl, wl)).To(BeTrue())
+		Expect(tmpl.CreationTimestamp.Time).NotTo(BeTemporally(">", pr.CreationTimestamp.Time), "the template exists before the request")
 		spec := tmpl.Template.Spec
 		Expect(spec.NodeSelector).To(Equal(map[string]string{caseLabel: tc.id, rackLabel: "r1"}))
 		Expect(spec.Tolerations).To(Equal(tc.flavor.Spec.Tolerations))
@@ -87,43 +99,53 @@ var _ = Describe("capacity bookings", func() {
 		expectGone(ctx, old)
 		expectGone(ctx, oldTemplate)
 
-		By("the autoscaler creates the nodes; the Workload is admitted and the Job starts in r1")
+		By("the autoscaler provisions; the engine admits the Workload and the Job starts in r1")
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(condition(got, berthv1.ConditionAdmitted).Reason).To(Equal(berthv1.ReasonAdmitted))
+			g.Expect(condition(got, berthv1.ConditionAdmitted).Reason).To(Equal(string(berthv1.ReasonAdmitted)))
 			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningProvisioned))
-			g.Expect(got.Status.Admission.Provisioning).To(BeNil())
+			g.Expect(got.Status.Provisioning.Failures).To(BeZero(), "a provisioned booking resets the failures")
+			g.Expect(got.Status.Admission.Provisioning).NotTo(BeNil(), "what was booked stays on record")
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-		nodes := &corev1.NodeList{}
-		Expect(env.Client.List(ctx, nodes, client.MatchingLabels{caseLabel: tc.id, rackLabel: "r1"})).To(Succeed())
-		Expect(nodes.Items).To(HaveLen(2))
+		Eventually(func(g Gomega) []corev1.Node {
+			nodes := &corev1.NodeList{}
+			g.Expect(env.Client.List(ctx, nodes, client.MatchingLabels{caseLabel: tc.id, rackLabel: "r1"})).To(Succeed())
+			return nodes.Items
+		}).WithTimeout(timeout).WithPolling(interval).Should(HaveLen(2))
 		expectJob(ctx, job, func(g Gomega, j *batchv1.Job) {
 			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse())
 			g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue(autoscalingv1.ProvisioningRequestPodAnnotationKey, p.RequestName))
 			g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue(autoscalingv1.ProvisioningClassPodAnnotationKey, scaleUp))
 			g.Expect(j.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue(rackLabel, "r1"))
+			g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue(berthv1.WorkloadLabel, string(wl.UID)))
 		})
+		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, tc.ns, wl.Name) }).WithTimeout(timeout).WithPolling(interval).
+			Should(ContainElements(lifecycle.EventRequestCreated, lifecycle.EventProvisioned))
 	})
 
-	It("releases the quota after a stockout, retries after a backoff, and gives up after maxAttempts", func(ctx SpecContext) {
-		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 2, BackoffSeconds: 5})
+	It("fails an attempt whose rack has no capacity for capacityNotFoundSeconds, and gives up after maxAttempts", func(ctx SpecContext) {
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 2, BackoffSeconds: 5, CapacityNotFoundSeconds: 60})
 		tc.pool(ctx, "r1", 2, map[string]string{autoscaler.StockoutAnnotation: "true"})
 		_, wl := tc.job(ctx)
 
-		By("attempt 1 fails on a stockout")
+		By("attempt 1: the autoscaler finds no capacity and keeps retrying; berth waits the bound")
 		p := tc.reserve(ctx, wl, tc.rack("r1"))
+		expectNotFoundNoted(ctx, wl)
+		Consistently(func(g Gomega) *berthv1.Admission { return workload(ctx, g, wl).Status.Admission }).
+			WithTimeout(time.Second).WithPolling(interval).ShouldNot(BeNil())
+		step(ctx, wl, 61*time.Second)
 		failedAt := berthClock.Now()
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			g.Expect(got.Status.Admission).To(BeNil())
 			qr := condition(got, berthv1.ConditionQuotaReserved)
 			g.Expect(qr.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(qr.Reason).To(Equal(berthv1.ReasonProvisioningFailed))
-			g.Expect(qr.Message).To(And(ContainSubstring("rack=r1"), ContainSubstring("attempt 1 of 2"), ContainSubstring("next attempt")))
-			g.Expect(condition(got, berthv1.ConditionAdmitted).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(qr.Reason).To(Equal(string(berthv1.ReasonProvisioningFailed)))
+			g.Expect(qr.Message).To(And(ContainSubstring("rack=r1"), ContainSubstring("found no capacity for 1m"),
+				ContainSubstring("1 of 2 attempts failed"), ContainSubstring("next attempt not before")))
 			st := got.Status.Provisioning
-			g.Expect(st.State).To(Equal(berthv1.ProvisioningFailed))
+			g.Expect(st.State).To(Equal(berthv1.ProvisioningCapacityNotFound))
 			g.Expect(st.FailedDomains).To(Equal([]berthv1.TopologyAssignment{*tc.rack("r1")}))
 			g.Expect(st.GaveUp).To(BeFalse())
 			g.Expect(st.RetryAfter).NotTo(BeNil())
@@ -132,28 +154,66 @@ var _ = Describe("capacity bookings", func() {
 		expectGone(ctx, &autoscalingv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName}})
 		expectGone(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName + "-main"}})
 
-		By("attempt 2 fails too: no attempt left")
+		By("attempt 2 finds none either: no attempt left")
 		p = tc.reserve(ctx, wl, tc.rack("r1"))
 		Expect(p.Attempt).To(Equal(int32(2)))
+		Expect(p.Failures).To(Equal(int32(1)))
+		expectNotFoundNoted(ctx, wl)
+		step(ctx, wl, 61*time.Second)
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			g.Expect(got.Status.Admission).To(BeNil())
+			g.Expect(lifecycle.PhaseOf(got)).To(Equal(lifecycle.GaveUp))
 			st := got.Status.Provisioning
 			g.Expect(st.GaveUp).To(BeTrue())
 			g.Expect(st.RetryAfter).To(BeNil())
 			g.Expect(st.Message).To(ContainSubstring("delete Workload " + wl.Name))
-			g.Expect(condition(got, berthv1.ConditionQuotaReserved).Reason).To(Equal(berthv1.ReasonProvisioningFailed))
+			g.Expect(condition(got, berthv1.ConditionQuotaReserved).Reason).To(Equal(string(berthv1.ReasonProvisioningGaveUp)))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, tc.ns, wl.Name) }).WithTimeout(timeout).WithPolling(interval).
+			Should(ContainElements(lifecycle.EventRequestCreated, lifecycle.EventProvisioningFailed, lifecycle.EventProvisioningGaveUp))
+	})
+
+	It("fails an attempt the autoscaler never answers within answerTimeoutSeconds", func(ctx SpecContext) {
+		// The bound counts from the request's creation, which the API server
+		// stamps: berth's clock starts from it here.
+		berthClock.SetTime(time.Now())
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 3, BackoffSeconds: 5, AnswerTimeoutSeconds: 120})
+		tc.pool(ctx, "r1", 2, nil)
+		_, wl := tc.job(ctx)
+		// A class no autoscaler here serves: the request is never answered.
+		p := tc.reserveClass(ctx, wl, tc.rack("r1"), "queued-provisioning.gke.io")
+		request(ctx, tc.ns, p.RequestName)
+		step(ctx, wl, 60*time.Second)
+		Consistently(func(g Gomega) *berthv1.Admission { return workload(ctx, g, wl).Status.Admission }).
+			WithTimeout(time.Second).WithPolling(interval).ShouldNot(BeNil())
+		step(ctx, wl, 61*time.Second)
 		Eventually(func(g Gomega) {
-			evs := &corev1.EventList{}
-			g.Expect(env.Client.List(ctx, evs, client.InNamespace(tc.ns))).To(Succeed())
-			var reasons []string
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Name == wl.Name {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-			g.Expect(reasons).To(ContainElements(provisioning.EventRequestCreated, provisioning.EventFailed, provisioning.EventGaveUp))
+			got := workload(ctx, g, wl)
+			g.Expect(got.Status.Admission).To(BeNil())
+			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningNoAnswer))
+			g.Expect(condition(got, berthv1.ConditionQuotaReserved).Message).To(ContainSubstring("no answer from the autoscaler within 2m0s"))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+	})
+
+	It("releases a gang waiting for capacity at once when its queue is drained, and deletes its request", func(ctx SpecContext) {
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 3, BackoffSeconds: 5})
+		tc.pool(ctx, "r1", 2, map[string]string{autoscaler.StockoutAnnotation: "true"})
+		job, wl := tc.job(ctx)
+		p := tc.reserve(ctx, wl, tc.rack("r1"))
+		request(ctx, tc.ns, p.RequestName)
+
+		cq := &berthv1.ClusterQueue{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: tc.cq}, cq)).To(Succeed())
+		cq.Spec.StopPolicy = berthv1.StopPolicyHoldAndDrain
+		Expect(env.Client.Update(ctx, cq)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(got.Status.Admission).To(BeNil(), "no pod ran: nothing to wait for")
+			g.Expect(condition(got, berthv1.ConditionEvicted).Reason).To(Equal(string(berthv1.ReasonClusterQueueStopped)))
+			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningCancelled))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		expectGone(ctx, &autoscalingv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName}})
+		expectJob(ctx, job, func(g Gomega, j *batchv1.Job) { g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue()) })
 	})
 })

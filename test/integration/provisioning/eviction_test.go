@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/utils/ptr"
@@ -13,7 +14,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
-	"github.com/berth-dev/berth/controllers/provisioning"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // expectStoppedAndRequeued waits until the Job is suspended without the
@@ -27,7 +28,7 @@ func expectStoppedAndRequeued(ctx SpecContext, job *batchv1.Job, wl *berthv1.Wor
 	Eventually(func(g Gomega) {
 		got := workload(ctx, g, wl)
 		g.Expect(got.Status.Admission).To(BeNil())
-		g.Expect(condition(got, berthv1.ConditionEvicted).Reason).To(Equal(berthv1.ReasonRequeued))
+		g.Expect(condition(got, berthv1.ConditionEvicted).Reason).To(Equal(string(berthv1.ReasonRequeued)))
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
@@ -65,6 +66,25 @@ var _ = Describe("bookings of started gangs", func() {
 		expectGone(ctx, &autoscalingv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName}})
 	})
 
+	It("keeps a started gang whose booking expired after its pods used it", func(ctx SpecContext) {
+		tc := newCase(ctx, policy)
+		job, wl, p := startOnBooking(ctx, tc)
+		gangPod(ctx, tc.ns, p.RequestName, true)
+		gangPod(ctx, tc.ns, p.RequestName, true)
+		autoscalerClock.Step(bookingTTL + time.Minute)
+		pr := request(ctx, tc.ns, p.RequestName)
+		Eventually(func(g Gomega) bool {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pr), pr)).To(Succeed())
+			return meta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.BookingExpired)
+		}).WithTimeout(timeout).WithPolling(interval).Should(BeTrue())
+		Consistently(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(lifecycle.PhaseOf(got)).To(Equal(lifecycle.Admitted))
+		}).WithTimeout(2 * time.Second).WithPolling(interval).Should(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		Expect(ptr.Deref(job.Spec.Suspend, true)).To(BeFalse())
+	})
+
 	It("evicts a gang whose pods are not all Ready in time", func(ctx SpecContext) {
 		pol := policy
 		pol.PodsReadySeconds = 60
@@ -77,8 +97,10 @@ var _ = Describe("bookings of started gangs", func() {
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			ev := condition(got, berthv1.ConditionEvicted)
-			g.Expect(ev.Reason).To(BeElementOf(berthv1.ReasonPodsNotReady, berthv1.ReasonRequeued))
-			g.Expect(condition(got, provisioning.ConditionPodsReady).Message).To(ContainSubstring("1 of 2 pods"))
+			g.Expect(ev.Reason).To(BeElementOf(string(berthv1.ReasonPodsNotReady), string(berthv1.ReasonRequeued)))
+			g.Expect(condition(got, berthv1.ConditionPodsReady).Message).To(ContainSubstring("1 of 2 pods"))
+			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningPodsNotReady))
+			g.Expect(got.Status.Provisioning.FailedDomains).To(Equal([]berthv1.TopologyAssignment{*tc.rack("r1")}))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		expectJob(ctx, job, func(g Gomega, j *batchv1.Job) { g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue()) })
 	})
@@ -94,7 +116,8 @@ var _ = Describe("bookings of started gangs", func() {
 		poke(ctx, wl)
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
-			g.Expect(condition(got, provisioning.ConditionPodsReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(got, berthv1.ConditionPodsReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(lifecycle.PhaseOf(got)).To(Equal(lifecycle.Running))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			got := workload(ctx, g, wl)

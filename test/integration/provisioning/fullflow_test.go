@@ -21,9 +21,7 @@ var _ = Describe("the whole flow with the admission engine", func() {
 	BeforeEach(func(ctx SpecContext) { installAPI(ctx) })
 
 	It("books a rack-bound Job's rack, moves to the other rack after a stockout, and starts it there", func(ctx SpecContext) {
-		// The engine compares retry times with the real clock.
-		berthClock.SetTime(time.Now())
-		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 3, BackoffSeconds: 1})
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded, MaxAttempts: 3, BackoffSeconds: 1, CapacityNotFoundSeconds: 30})
 		cq := builders.ClusterQueue("open-"+tc.id).Quota(tc.flavor.Name, gpu, "16", "").Obj()
 		Expect(env.Client.Create(ctx, cq)).To(Succeed())
 		Expect(env.Client.Create(ctx, builders.LocalQueue(tc.ns, "open", cq.Name))).To(Succeed())
@@ -41,14 +39,23 @@ var _ = Describe("the whole flow with the admission engine", func() {
 			*wl = wls.Items[0]
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
-		By("the first attempt, pinned to r1 (the first of two equal racks), fails on the stockout")
+		By("the first attempt, pinned to r1 (the first of two equal racks), finds no capacity there")
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)
 			g.Expect(got.Status.Provisioning).NotTo(BeNil())
+			g.Expect(got.Status.Provisioning.Topology).To(Equal(tc.rack("r1")))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		expectNotFoundNoted(ctx, wl)
+
+		By("after capacityNotFoundSeconds the attempt fails in r1")
+		step(ctx, wl, 31*time.Second)
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
 			g.Expect(got.Status.Provisioning.FailedDomains).To(ContainElement(*tc.rack("r1")))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 
 		By("after the backoff the next attempt books r2; the stand-in creates its node")
+		step(ctx, wl, 2*time.Second)
 		var p *berthv1.ProvisioningStatus
 		Eventually(func(g Gomega) {
 			got := workload(ctx, g, wl)

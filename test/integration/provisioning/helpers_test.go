@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 )
 
@@ -118,29 +119,26 @@ func (tc *testCase) rack(name string) *berthv1.TopologyAssignment {
 
 // reserve writes what the scheduler writes when the engine admits a
 // workload whose capacity must be booked by a scale-up, in one status
-// patch.
+// patch: the lifecycle's Reserve transition, for the next attempt.
 func (tc *testCase) reserve(ctx context.Context, wl *berthv1.Workload, topology *berthv1.TopologyAssignment) *berthv1.ProvisioningStatus {
-	const class = scaleUp
-	var next *berthv1.ProvisioningStatus
+	return tc.reserveClass(ctx, wl, topology, scaleUp)
+}
+
+// reserveClass is reserve with a ProvisioningRequest class.
+func (tc *testCase) reserveClass(ctx context.Context, wl *berthv1.Workload, topology *berthv1.TopologyAssignment, class string) *berthv1.ProvisioningStatus {
 	updateStatus(ctx, wl, func(w *berthv1.Workload) {
 		a := &berthv1.Admission{ClusterQueue: tc.cq, Topology: topology.DeepCopy(), Provisioning: &berthv1.AdmissionProvisioning{ClassName: class}}
 		for _, ps := range w.Spec.PodSets {
 			a.PodSetAssignments = append(a.PodSetAssignments, berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count, Flavors: map[corev1.ResourceName]string{gpu: tc.flavor.Name}})
 		}
-		w.Status.Admission = a
-		next = &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningPending, ClassName: class, Topology: topology.DeepCopy()}
+		attempt := int32(1)
 		if prev := w.Status.Provisioning; prev != nil {
-			next.Attempt, next.FailedDomains = prev.Attempt+1, prev.FailedDomains
+			attempt = prev.Attempt + 1
 		}
-		next.RequestName = fmt.Sprintf("%s-%d", w.Name, next.Attempt)
-		w.Status.Provisioning = next
-		apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: berthv1.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: berthv1.ReasonQuotaReserved, Message: "reserved"})
-		apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: berthv1.ConditionAdmitted, Status: metav1.ConditionFalse, Reason: berthv1.ReasonWaitingForCapacity, Message: "booking"})
-		if apimeta.FindStatusCondition(w.Status.Conditions, berthv1.ConditionEvicted) != nil {
-			apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: berthv1.ConditionEvicted, Status: metav1.ConditionFalse, Reason: berthv1.ReasonWaitingForCapacity, Message: "again"})
-		}
+		Expect(lifecycle.Apply(w, lifecycle.Reserve{Admission: a, Generation: w.Generation, Attempt: attempt, Flavor: tc.flavor.Name,
+			MaxAttempts: tc.flavor.Spec.Provisioning.MaxAttempts, Message: "reserved by the spec"}, metav1.NewTime(berthClock.Now()))).To(Succeed())
 	})
-	return next
+	return wl.Status.Provisioning.DeepCopy()
 }
 
 // updateStatus changes a workload's status on a fresh read, retrying on
@@ -220,4 +218,24 @@ func gangPod(ctx context.Context, ns, request string, ready bool) {
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
 	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+}
+
+// step moves berth's clock on and makes berth look at the workload: a fake
+// clock fires no requeue by itself.
+func step(ctx context.Context, wl *berthv1.Workload, d time.Duration) {
+	berthClock.Step(d)
+	poke(ctx, wl)
+}
+
+// eventReasons lists the reasons of the events about the workload.
+func eventReasons(ctx context.Context, g Gomega, ns, name string) []string {
+	evs := &corev1.EventList{}
+	g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
+	var reasons []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == name {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }

@@ -62,7 +62,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	autoscalerClock = clocktesting.NewFakeClock(time.Now())
 	var err error
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
-		Provisioning: provisioning.Options{Clock: berthClock},
+		// Every decision and status write of berth's follows this clock;
+		// the specs step it.
+		Clock: berthClock,
 		// The specs' held queues never write their reason.
 		PendingStatusDelay: time.Hour,
 	}})
@@ -89,9 +91,14 @@ func installAPI(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	autoscalerOnce.Do(func() {
 		stopAutoscaler, err = env.StartAutoscaler(ctx, autoscaler.Options{
-			Clock:         autoscalerClock,
-			RetryInterval: 200 * time.Millisecond,
-			BookingTTL:    bookingTTL,
+			Clock:           autoscalerClock,
+			RetryInterval:   200 * time.Millisecond,
+			RetryBackoff:    time.Minute,
+			MaxRetryBackoff: 10 * time.Minute,
+			BookingTTL:      bookingTTL,
+			// The revocation specs need the fault cluster-autoscaler never
+			// produces.
+			AllowRevocation: true,
 		})
 		Expect(err).NotTo(HaveOccurred())
 	})

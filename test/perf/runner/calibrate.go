@@ -11,9 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // Calibration is the API server's write throughput on this machine, with
@@ -86,14 +87,10 @@ func writeOne(ctx context.Context, cl *cluster, ns string, i int) error {
 	adm := &berthv1.Admission{ClusterQueue: ns, PodSetAssignments: []berthv1.PodSetAssignment{{
 		Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "default"},
 	}}}
-	if _, err := workloadstatus.Patch(ctx, cl.client, cl.client, wl, func(w *berthv1.Workload) bool {
-		workloadstatus.Admit(w, adm, "admitted by ClusterQueue calibration: cpu in default")
-		return true
-	}); err != nil {
+	w := lifecycle.Writer{Client: cl.client, Reader: cl.client, Clock: clock.RealClock{}}
+	if _, err := w.Write(ctx, wl, lifecycle.Admit{Admission: adm, Generation: wl.Generation, Message: "admitted by ClusterQueue calibration: cpu in default"}); err != nil {
 		return err
 	}
-	_, err := workloadstatus.Patch(ctx, cl.client, cl.client, wl, func(w *berthv1.Workload) bool {
-		return workloadstatus.SetCondition(w, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded, "ran for 1s")
-	})
+	_, err := w.Write(ctx, wl, lifecycle.Finish{Succeeded: true, Message: "ran for 1s"})
 	return err
 }

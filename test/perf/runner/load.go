@@ -10,11 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -189,25 +190,17 @@ func (t *tracker) do(ctx context.Context, c client.Client, reader client.Reader,
 	if err := reader.Get(ctx, key, wl); err != nil {
 		return fmt.Errorf("reading workload %s: %w", key, err)
 	}
+	writer := lifecycle.Writer{Client: c, Reader: c, Clock: clock.RealClock{}}
 	if a.kind == actionRequeue {
-		_, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
-			if !workloadstatus.IsEvicting(w) {
-				return false
-			}
-			workloadstatus.Requeue(w, "stopped by the perf runner after eviction")
-			return true
-		})
+		_, err := writer.Write(ctx, wl, lifecycle.Requeue{Message: "stopped by the perf runner after eviction"})
 		return err
+	}
+	if !lifecycle.MayRun(lifecycle.PhaseOf(wl)) {
+		return nil // evicted meanwhile: the eviction requeues it
 	}
 	runtime := t.s.Classes[w.Class].Runtime.Duration
 	// The watch sees the finish (see tracker.observe).
-	written, err := workloadstatus.Patch(ctx, c, c, wl, func(w *berthv1.Workload) bool {
-		if !workloadstatus.IsAdmitted(w) {
-			return false // evicted meanwhile: the eviction requeues it
-		}
-		return workloadstatus.SetCondition(w, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded,
-			fmt.Sprintf("ran for %s", runtime))
-	})
+	written, err := writer.Write(ctx, wl, lifecycle.Finish{Succeeded: true, Message: fmt.Sprintf("ran for %s", runtime)})
 	if written {
 		t.finishWritten(a.wl, time.Now())
 	}

@@ -14,7 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -180,7 +180,7 @@ func (t *tracker) observe(obj any) {
 	if !r.finished.IsZero() {
 		return
 	}
-	if workloadstatus.IsFinished(wl) {
+	if lifecycle.IsFinished(wl) {
 		t.finishedLocked(i, now, t.revision(wl))
 		return
 	}
@@ -189,15 +189,15 @@ func (t *tracker) observe(obj any) {
 		r.reason = c.Reason
 		// "Pending" is what a requeue after eviction writes, not berth's
 		// pending reason.
-		if c.Reason != berthv1.ReasonPending {
+		if c.Reason != string(berthv1.ReasonPending) {
 			r.reasonChanges++
 		}
 	}
 	switch {
-	case workloadstatus.IsAdmitted(wl) && !r.running:
+	case lifecycle.MayRun(lifecycle.PhaseOf(wl)) && !r.running:
 		t.admittedLocked(i, now, t.revision(wl))
 		t.tracef(i, "admitted rv %s", wl.ResourceVersion)
-	case workloadstatus.IsEvicting(wl) && r.running:
+	case lifecycle.PhaseOf(wl) == lifecycle.Evicting && r.running:
 		r.running = false
 		r.evictions++
 		if r.timer != nil {

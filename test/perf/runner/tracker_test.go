@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/workloadstatus"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -25,29 +25,39 @@ workloadClasses:
 // state is a Workload state the tracker may see.
 type state func(wl *berthv1.Workload)
 
+// apply carries out lifecycle transitions on wl; the fixtures are built
+// only from allowed ones.
+func apply(wl *berthv1.Workload, ts ...lifecycle.Transition) {
+	for _, t := range ts {
+		if err := lifecycle.Apply(wl, t, metav1.Now()); err != nil {
+			panic(err)
+		}
+	}
+}
+
 func pending(reason string) state {
 	return func(wl *berthv1.Workload) {
-		workloadstatus.SetCondition(wl, berthv1.ConditionQuotaReserved, metav1.ConditionFalse, reason, "waits")
+		apply(wl, lifecycle.Queue{Reason: berthv1.WorkloadReason(reason), Message: "waits"})
 	}
 }
 
 func admitted(wl *berthv1.Workload) {
-	workloadstatus.Admit(wl, &berthv1.Admission{ClusterQueue: "c-0-q0"}, "admitted")
+	apply(wl, lifecycle.Admit{Admission: &berthv1.Admission{ClusterQueue: "c-0-q0"}, Generation: wl.Generation, Message: "admitted"})
 }
 
 func evicting(wl *berthv1.Workload) {
 	admitted(wl)
-	workloadstatus.SetCondition(wl, berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonPreempted, "preempted")
+	apply(wl, lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: "preempted"})
 }
 
 func requeued(wl *berthv1.Workload) {
 	evicting(wl)
-	workloadstatus.Requeue(wl, "requeued")
+	apply(wl, lifecycle.Requeue{Message: "requeued"})
 }
 
 func finished(wl *berthv1.Workload) {
 	admitted(wl)
-	workloadstatus.SetCondition(wl, berthv1.ConditionFinished, metav1.ConditionTrue, berthv1.ReasonSucceeded, "done")
+	apply(wl, lifecycle.Finish{Succeeded: true, Message: "done"})
 }
 
 // step shows the tracker workload name in a state, written at revision rv
@@ -91,7 +101,7 @@ func TestTracker(t *testing.T) {
 		{
 			name: "pending reasons count once per change; a requeue's Pending is not berth's",
 			steps: []step{{"small-0", pending("InsufficientQuota"), 0}, {"small-0", pending("InsufficientQuota"), 0},
-				{"small-0", pending("ReservedForHead"), 0}, {"small-0", pending(berthv1.ReasonPending), 0}},
+				{"small-0", pending("ReservedForHead"), 0}, {"small-0", pending(string(berthv1.ReasonPending)), 0}},
 			reasonChanges: 2,
 		},
 		{

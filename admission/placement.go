@@ -1,0 +1,461 @@
+package admission
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// topologyFlavor returns the flavor, among those chosen for w's resource groups,
+// whose levels include level, with the level's index.
+func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string, *topoFlavor, int) {
+	for gi, fi := range flavors {
+		if fi < 0 {
+			continue
+		}
+		name := c.groups[gi].flavors[fi].name
+		if tf, ok := e.flavorTopo[name]; ok {
+			if li := slices.Index(tf.levels, level); li >= 0 {
+				return name, tf, li
+			}
+		}
+	}
+	return "", nil, -1
+}
+
+// placeIn plans w's pods (see TopologyMode, and provision.go for flavors that
+// book capacity). It returns the plan — nil when w needs none — or the reason it
+// cannot be placed and a message, and the flavor it placed in, or tried to.
+// Domains whose bookings failed for w are avoided while another domain can
+// take the gang; when none can, they are tried again rather than waited out.
+func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {
+	p, reason, msg, flavor := e.placeAvoiding(c, w, flavors, w.avoid)
+	if reason == TopologyUnavailable && len(w.avoid) > 0 {
+		return e.placeAvoiding(c, w, flavors, nil)
+	}
+	return p, reason, msg, flavor
+}
+
+// placeAvoiding is placeIn that skips the domains in avoid.
+func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []TopologyAssignment) (*placement, PendingReason, string, string) {
+	var name string
+	var tf *topoFlavor
+	li := -1
+	if w.topo != nil {
+		name, tf, li = e.topologyFlavor(c, flavors, w.topo.Level)
+		if tf == nil {
+			return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level), name
+		}
+	} else if name, tf = e.provisioningFlavor(c, flavors); tf == nil {
+		return nil, "", "", name
+	}
+	// Levels to try, finest first; -1 is the whole flavor, unpinned.
+	levels := []int{-1}
+	switch {
+	case w.topo == nil:
+	case w.topo.Mode == TopologyRequired:
+		levels = []int{li}
+	default:
+		levels = levels[:0]
+		for l := li; l >= -1; l-- {
+			levels = append(levels, l)
+		}
+	}
+	for _, l := range levels {
+		p := e.search(tf, name, w, l, false, avoid)
+		if p == nil {
+			continue
+		}
+		if l < 0 {
+			// Unpinned: the pods may land anywhere, so the engine reserves nothing
+			// on nodes (the pods are counted once they are bound).
+			p.shares = nil
+		}
+		if tf.policy.Mode == ProvisionAlways {
+			p.provision, p.flavor = true, name
+		} else if l < 0 {
+			// Fits somewhere on existing capacity without pinning: nothing to book
+			// or reserve (the pods are counted once they are bound).
+			return &placement{}, "", "", name
+		}
+		p.assign.Flavor = name
+		return p, "", "", name
+	}
+	if !tf.policy.books() {
+		if w.topo != nil && w.topo.Mode == TopologyPreferred {
+			return &placement{}, "", "", name // anywhere: no pinning, no reservation
+		}
+		return e.noDomain(tf, w, name, li, levels, false)
+	}
+	if len(tf.pools) == 0 {
+		if w.topo != nil && w.topo.Mode == TopologyRequired {
+			return e.noDomain(tf, w, name, li, levels, false)
+		}
+		// Without CapacityPools berth cannot tell where capacity can be
+		// created: an unpinned request lets the autoscaler choose.
+		return &placement{provision: true, scaleUp: true, flavor: name}, "", "", name
+	}
+	for _, l := range levels {
+		if p := e.search(tf, name, w, l, true, avoid); p != nil {
+			if l < 0 {
+				p.shares = nil
+			}
+			p.provision, p.scaleUp, p.flavor = true, len(p.newNodes) > 0, name
+			p.assign.Flavor = name
+			return p, "", "", name
+		}
+	}
+	return e.noDomain(tf, w, name, li, levels, true)
+}
+
+// noDomain is the outcome of a gang no domain can take now: ExceedsDomainCapacity
+// when none ever could as the cluster is built — every node empty, every pool at
+// its maximum — so someone must change the gang or the cluster; otherwise
+// TopologyUnavailable, to wait for capacity.
+func (e *Engine) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels []int, withPools bool) (*placement, PendingReason, string, string) {
+	suffix := ""
+	switch {
+	case withPools:
+		suffix = ", even with the nodes its CapacityPools can still create"
+	case tf.policy.books():
+		suffix = "; the flavor has no CapacityPool, so berth cannot ask for capacity in one domain"
+	}
+	domains := 0
+	for _, l := range levels {
+		for _, key := range domainsOf(tf, l, withPools) {
+			domains++
+			if e.fitsEver(tf, w, key, withPools) {
+				return nil, TopologyUnavailable, e.msgNoDomain(tf, w, flavor, li, suffix), flavor
+			}
+		}
+	}
+	if domains == 0 {
+		// No node or pool in any domain yet: they may come.
+		return nil, TopologyUnavailable, e.msgNoDomain(tf, w, flavor, li, suffix), flavor
+	}
+	return nil, ExceedsDomainCapacity, e.msgNeverFits(tf, w, flavor, li, withPools), flavor
+}
+
+// fitsEver reports whether the gang would fit the domain with all its nodes empty
+// and its pools grown to their maximum.
+func (e *Engine) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
+	for _, n := range tf.nodes {
+		if n.alloc == nil && inDomain(tf, n.labels, key) {
+			return true // its capacity is unknown: it might
+		}
+	}
+	_, remaining, _ := e.packNodes(tf, w, key, w.req[0].res, true)
+	if remaining == nil {
+		return true
+	}
+	if !withPools {
+		return false
+	}
+	_, _, ok := packPools(tf, w, key, remaining, true)
+	return ok
+}
+
+// search tries every domain of level l (-1: all the flavor's capacity as one,
+// unpinned) and returns the best placement: one on existing free capacity if any
+// domain has it — the tightest, leaving the least of the gang's largest resource
+// free, so large free domains stay whole — else, withPools, the one needing the
+// fewest new nodes (then the tightest). Ties go to the domain that sorts first.
+// Domains the workload's bookings failed in are skipped.
+func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools bool, avoid []TopologyAssignment) *placement {
+	var best *placement
+	var bestNew int32
+	var bestLeft int64
+	dom := w.dominant()
+	for _, key := range domainsOf(tf, l, withPools) {
+		if avoided(avoid, flavor, key) {
+			continue
+		}
+		shares, remaining, left := e.packNodes(tf, w, key, dom, false)
+		var newNodes map[string]int32
+		var total int32
+		if remaining != nil {
+			if !withPools {
+				continue
+			}
+			var ok bool
+			if newNodes, total, ok = packPools(tf, w, key, remaining, false); !ok {
+				continue
+			}
+		}
+		if best == nil || total < bestNew || (total == bestNew && left < bestLeft) {
+			best = &placement{shares: shares, newNodes: newNodes}
+			if l >= 0 {
+				best.assign = TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}
+			}
+			bestNew, bestLeft = total, left
+		}
+	}
+	return best
+}
+
+// avoided reports whether the domain key of flavor is among the failed domains.
+func avoided(avoid []TopologyAssignment, flavor string, key []string) bool {
+	return slices.ContainsFunc(avoid, func(a TopologyAssignment) bool {
+		return a.Flavor == flavor && slices.Equal(a.Domain, key)
+	})
+}
+
+// dominant is the gang's dominant resource: its largest total request.
+func (w *wl) dominant() int32 {
+	dom := w.req[0].res
+	for _, r := range w.req {
+		if r.amt > w.reqAmt(dom) {
+			dom = r.res
+		}
+	}
+	return dom
+}
+
+// reqAmt returns w's total request of resource r.
+func (w *wl) reqAmt(r int32) int64 {
+	for _, x := range w.req {
+		if x.res == r {
+			return x.amt
+		}
+	}
+	return 0
+}
+
+// packNodes places w's pods on the domain's nodes, pod set by pod set, filling
+// each node (in name order) before the next. It returns the planned shares, the
+// pods per pod set that found no node (nil: all placed), and what is left of
+// resource dom on the domain's nodes afterwards. With ever, every node counts
+// as empty (its allocatable, nothing reserved).
+func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever bool) ([]nodeShare, []int32, int64) {
+	planned := map[string]map[int32]int64{}
+	var left int64
+	remaining := make([]int32, len(w.podSets))
+	for i, ps := range w.podSets {
+		remaining[i] = ps.count
+	}
+	for _, n := range tf.nodes {
+		if !inDomain(tf, n.labels, key) {
+			continue
+		}
+		free, reserved := n.free, n.reserved
+		if ever {
+			free, reserved = n.alloc, nil
+		}
+		extra := planned[n.name]
+		for i, ps := range w.podSets {
+			k := podsThatFit(free, reserved, ps.req, extra, remaining[i])
+			if k == 0 {
+				continue
+			}
+			if extra == nil {
+				extra = map[int32]int64{}
+				planned[n.name] = extra
+			}
+			for _, r := range ps.req {
+				extra[r.res] += r.amt * int64(k)
+			}
+			remaining[i] -= k
+		}
+		left += max(0, free[dom]-reserved[dom]-extra[dom])
+	}
+	shares := sharesOf(planned)
+	for _, r := range remaining {
+		if r > 0 {
+			return shares, remaining, left
+		}
+	}
+	return shares, nil, left
+}
+
+// sharesOf turns planned amounts per node into sorted shares.
+func sharesOf(planned map[string]map[int32]int64) []nodeShare {
+	shares := make([]nodeShare, 0, len(planned))
+	for name, m := range planned {
+		s := nodeShare{node: name}
+		for r, a := range m {
+			s.amt = append(s.amt, resAmt{res: r, amt: a})
+		}
+		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
+		shares = append(shares, s)
+	}
+	slices.SortFunc(shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
+	return shares
+}
+
+// podsThatFit is how many pods requesting req (at most limit) fit in free minus
+// reserved minus extra.
+func podsThatFit(free, reserved map[int32]int64, req []resAmt, extra map[int32]int64, limit int32) int32 {
+	k := int64(limit)
+	for _, r := range req {
+		if r.amt == 0 {
+			continue
+		}
+		k = min(k, max(0, free[r.res]-reserved[r.res]-extra[r.res])/r.amt)
+	}
+	return int32(k)
+}
+
+// planOnNodes is the reservation of an admitted workload on the capacity known
+// now: its pods spread over its domain's nodes as they fit and, while the new
+// nodes it booked are still to come (keepsNewNodes), those nodes in their pools —
+// always while the booking is in flight, once provisioned only while the
+// domain's nodes cannot hold the gang yet. Pods that fit nowhere and have no new
+// node coming are charged to the domain's first node, so that the domain's total
+// is right even when the cluster is over-committed. Used when the engine learns
+// of an admission it did not plan (a restart, a different admission), and when a
+// provisioned gang's nodes may have arrived.
+func (e *Engine) planOnNodes(w *wl) *placement {
+	keep := e.keepsNewNodes(w)
+	inFlight := keep && (w.bk == nil || w.bk.State == BookingPending)
+	var p *placement
+	missing := true // whether the nodes that exist cannot hold the gang
+	if a := w.adm.Topology; a != nil && len(a.Domain) > 0 {
+		if tf, ok := e.flavorTopo[a.Flavor]; ok && len(a.Domain) <= len(tf.levels) {
+			var shares []nodeShare
+			shares, missing = replanShares(tf, w, a.Domain, !keep)
+			p = &placement{assign: *a, shares: shares}
+		}
+	}
+	if b := w.adm.Provisioning; b != nil && len(b.NewNodes) > 0 && keep && (inFlight || missing) {
+		if p == nil {
+			p = &placement{}
+		}
+		p.newNodes = maps.Clone(b.NewNodes)
+	}
+	return p
+}
+
+// replanShares spreads w's pods over the domain's nodes as they fit; with
+// charge, the pods that fit nowhere go to the domain's first node. It also
+// reports whether some pods fit nowhere.
+func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare, bool) {
+	planned := map[string]map[int32]int64{}
+	var first *topoNode
+	missing := false
+	for i, ps := range w.podSets {
+		left := ps.count
+		for _, n := range tf.nodes {
+			if !inDomain(tf, n.labels, key) {
+				continue
+			}
+			if first == nil {
+				first = n
+			}
+			k := podsThatFit(n.free, n.reserved, ps.req, planned[n.name], left)
+			if k > 0 {
+				addPlanned(planned, n.name, ps.req, k)
+				left -= k
+			}
+		}
+		if left > 0 {
+			missing = true
+			if charge && first != nil {
+				addPlanned(planned, first.name, w.podSets[i].req, left)
+			}
+		}
+	}
+	return sharesOf(planned), missing
+}
+
+func addPlanned(planned map[string]map[int32]int64, node string, req []resAmt, k int32) {
+	m := planned[node]
+	if m == nil {
+		m = map[int32]int64{}
+		planned[node] = m
+	}
+	for _, r := range req {
+		m[r.res] += r.amt * int64(k)
+	}
+}
+
+func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string {
+	var parts []string
+	for gi, fi := range flavors {
+		if fi < 0 {
+			continue
+		}
+		name := c.groups[gi].flavors[fi].name
+		var levels []string
+		if tf, ok := e.flavorTopo[name]; ok {
+			levels = tf.levels
+		}
+		parts = append(parts, fmt.Sprintf("%s %q", name, levels))
+	}
+	return fmt.Sprintf("topology level %q is not a level of the workload's flavor (%s): use one of the flavor's topologyLevels, or add it",
+		level, strings.Join(parts, ", "))
+}
+
+func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix string) string {
+	dom := w.dominant()
+	if l < 0 {
+		return fmt.Sprintf("the free capacity of flavor %s does not hold all %d pods%s", flavor, w.podCount(), suffix)
+	}
+	var bestKey []string
+	var bestFree int64 = -1
+	for _, key := range domainsOf(tf, l, false) {
+		var free int64
+		for _, n := range tf.nodes {
+			if inDomain(tf, n.labels, key) {
+				free += max(0, n.left(dom, nil))
+			}
+		}
+		if free > bestFree {
+			bestKey, bestFree = key, free
+		}
+	}
+	if bestKey == nil {
+		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in%s", flavor, tf.levels[l], suffix)
+	}
+	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods; most free: %s %s in %s=%s%s",
+		tf.levels[l], flavor, w.podCount(), fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l], suffix)
+}
+
+// msgNeverFits says that no domain could ever hold the gang, and what the
+// largest one offers.
+func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withPools bool) string {
+	dom := w.dominant()
+	what := "its nodes"
+	if withPools {
+		what = "its nodes and CapacityPools at their maximum"
+	}
+	level := "flavor"
+	if l >= 0 {
+		level = tf.levels[l] + " domain of flavor"
+	}
+	var bestKey []string
+	var most int64 = -1
+	for _, key := range domainsOf(tf, max(l, -1), withPools) {
+		var total int64
+		for _, n := range tf.nodes {
+			if inDomain(tf, n.labels, key) {
+				total += n.alloc[dom]
+			}
+		}
+		if withPools {
+			for _, p := range tf.pools {
+				if inDomain(tf, p.labels, key) {
+					total += p.node[dom] * int64(p.avail)
+				}
+			}
+		}
+		if total > most {
+			bestKey, most = key, total
+		}
+	}
+	msg := fmt.Sprintf("no %s %s can ever hold all %d pods (%s %s), even with %s", level, flavor, w.podCount(),
+		fmtAmount(w.reqAmt(dom)), e.resources[dom], what)
+	if l >= 0 && bestKey != nil {
+		msg += fmt.Sprintf("; the largest, %s=%s, has %s", tf.levels[l], bestKey[l], fmtAmount(max(most, 0)))
+	}
+	return msg + ": ask for a coarser level, split the gang, or add capacity"
+}
+
+// podCount is the number of pods of the gang.
+func (w *wl) podCount() int64 {
+	var n int64
+	for _, ps := range w.podSets {
+		n += int64(ps.count)
+	}
+	return n
+}
