@@ -33,8 +33,10 @@ type Metrics struct {
 	// on capacity that was there) or provisioned (admitted once booked
 	// capacity was provisioned).
 	AdmissionWait *prometheus.HistogramVec
-	// ProvisioningAttemptsTotal counts ProvisioningRequests by class and
-	// outcome: Provisioned, Failed, BookingExpired, CapacityRevoked.
+	// ProvisioningAttemptsTotal counts the engine's decisions about
+	// bookings by class and outcome: Provisioned, or how the attempt failed
+	// (Failed, CapacityNotFound, NoAnswer, BookingExpired, CapacityRevoked,
+	// PodsNotReady).
 	ProvisioningAttemptsTotal *prometheus.CounterVec
 	// IdleWhileWaitingTotal accumulates, per flavor and resource, the free
 	// capacity (in units of the resource: GPUs for nvidia.com/gpu) times
@@ -76,7 +78,7 @@ func New() *Metrics {
 		}, []string{"cluster_queue", "path"}),
 		ProvisioningAttemptsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_provisioning_attempts_total",
-			Help: "ProvisioningRequests berth made, by class and outcome (Provisioned, Failed, BookingExpired, CapacityRevoked).",
+			Help: "Outcomes of berth's capacity bookings, by ProvisioningRequest class and outcome (Provisioned, Failed, CapacityNotFound, NoAnswer, BookingExpired, CapacityRevoked, PodsNotReady).",
 		}, []string{"class", "outcome"}),
 		IdleWhileWaitingTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_idle_capacity_while_waiting_seconds_total",
