@@ -396,7 +396,9 @@ func (e *Engine) trackBooking(w *wl) {
 	} else {
 		delete(e.booking, w)
 	}
-	e.bookingDirty = true
+	if w.bk != nil || inFlight {
+		e.bookingDirty = true // a record to act on, maybe
+	}
 	if !inFlight && w.placed != nil && len(w.placed.newNodes) > 0 {
 		e.awaiting[w] = struct{}{}
 		e.settleBooked(w)

@@ -53,17 +53,13 @@ type CapacityPoolSpec struct {
 	MaxNodes int32 `json:"maxNodes"`
 }
 
-// CapacityPoolStatus is the observed state of a CapacityPool.
+// CapacityPoolStatus is the observed state of a CapacityPool, written by
+// berth (no cluster-autoscaler writes it).
 type CapacityPoolStatus struct {
 	// nodes is the number of nodes of the pool that exist (labelled
-	// berth.dev/capacity-pool with the pool's name).
+	// berth.dev/capacity-pool with the pool's name), as berth counted them.
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
-
-	// provisioning is the number of nodes being created for accepted
-	// ProvisioningRequests.
-	// +optional
-	Provisioning int32 `json:"provisioning,omitempty"`
 
 	// conditions describe the state of the pool.
 	// +optional
@@ -84,7 +80,6 @@ type CapacityPoolStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Flavor",type=string,JSONPath=`.spec.flavor`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
-// +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxNodes`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CapacityPool struct {

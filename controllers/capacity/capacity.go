@@ -101,6 +101,7 @@ func stripContainers(cs []corev1.Container) []corev1.Container {
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=capacitypools/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Name names the controller.
@@ -214,7 +215,19 @@ func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.sink.UpsertPool(PoolToEngine(p, n))
+	if err := r.sink.UpsertPool(PoolToEngine(p, n)); err != nil {
+		return reconcile.Result{}, err
+	}
+	if p.Status.Nodes == n {
+		return reconcile.Result{}, nil
+	}
+	// Written only when the count changes: nodes join and leave rarely.
+	base := p.DeepCopy()
+	p.Status.Nodes = n
+	if err := r.client.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing the node count of CapacityPool %s: %w", p.Name, err)
+	}
+	return reconcile.Result{}, nil
 }
 
 // poolNodes counts the nodes labelled as the pool's. berth counts them

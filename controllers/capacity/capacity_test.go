@@ -45,15 +45,15 @@ func TestToEngine(t *testing.T) {
 			Labels:      map[string]string{"rack": "r1"},
 			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
 		}},
-		Status: berthv1.CapacityPoolStatus{Nodes: 1, Provisioning: 2},
+		Status: berthv1.CapacityPoolStatus{Nodes: 1},
 	}
 	tests := []struct {
 		name  string
 		nodes int32
 		want  int32
 	}{
-		// The status is no autoscaler's to write (cluster-autoscaler never
-		// does): only the nodes berth counts are subtracted.
+		// The status may be stale (berth writes it after counting): only
+		// the nodes counted now are subtracted.
 		{"labelled nodes are not available; the status is ignored", 3, 5},
 		{"never negative", 9, 0},
 	}

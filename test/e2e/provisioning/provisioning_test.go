@@ -57,6 +57,11 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(1))
 		Expect(poolNodes(ctx, ns+"-r2")(Default)).To(Equal(0))
+		Eventually(func(g Gomega) int32 {
+			pool := &berthv1.CapacityPool{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns + "-r1"}, pool)).To(Succeed())
+			return pool.Status.Nodes
+		}, timeout, interval).Should(Equal(int32(1)), "berth counts the pool's nodes; no autoscaler writes the status")
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 	})
 
