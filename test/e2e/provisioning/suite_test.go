@@ -183,7 +183,14 @@ func gang(ctx context.Context, ns, name string, runFor time.Duration) *batchv1.J
 
 // gangOf submits a Job of pods 8-GPU pods that must run in one rack.
 func gangOf(ctx context.Context, ns, name string, pods int32, runFor time.Duration) *batchv1.Job {
-	job := &batchv1.Job{
+	job := gangJob(ns, name, pods, runFor)
+	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	return job
+}
+
+// gangJob is the Job gangOf submits, not yet created.
+func gangJob(ns, name string, pods int32, runFor time.Duration) *batchv1.Job {
+	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{berthv1.QueueNameLabel: "team"},
 			Annotations: map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel}},
@@ -200,8 +207,6 @@ func gangOf(ctx context.Context, ns, name string, pods int32, runFor time.Durati
 			},
 		},
 	}
-	Expect(env.Client.Create(ctx, job)).To(Succeed())
-	return job
 }
 
 // racksOf returns the racks of the nodes the job's two pods are bound to,
