@@ -419,8 +419,7 @@ func (r *fuzzRun) converge() int {
 			r.upsert(r.object(name))
 			r.m.phase[name] = phaseAdmitted
 			if adm.Provisioning != nil {
-				// The autoscaler provisions every booking at once.
-				r.answer(name, BookingReport{Attempt: adm.Provisioning.Attempt, Answer: AnswerProvisioned})
+				r.answer(name, r.convergeAnswer(adm.Provisioning.Attempt))
 			}
 		}
 		for _, p := range res.Preemptions {
@@ -431,6 +430,22 @@ func (r *fuzzRun) converge() int {
 		}
 		r.checkModel()
 	}
+}
+
+// convergeAnswer is the autoscaler's answer to a new booking while the
+// harness converges: mostly provisioned at once, else failed or out of
+// stock for up to ten minutes, so failovers, backoffs and giving up must
+// converge too.
+func (r *fuzzRun) convergeAnswer(attempt int32) BookingReport {
+	rep := BookingReport{Attempt: attempt, Answer: AnswerProvisioned, Message: "from the fuzzer"}
+	switch r.s.n(4) {
+	case 0:
+		rep.Answer = AnswerFailed
+	case 1:
+		rep.Answer = AnswerCapacityNotFound
+		rep.Since = r.now.Add(-time.Duration(r.s.n(11)) * time.Minute).UnixNano()
+	}
+	return rep
 }
 
 // reservedSnapshot copies every node's reserved capacity.
