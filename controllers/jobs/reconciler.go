@@ -303,25 +303,28 @@ func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workl
 		}
 		return nil
 	}
-	return r.syncSpec(ctx, job, wl)
+	_, err := r.syncSpec(ctx, job, wl)
+	return err
 }
 
-// syncSpec updates the workload's pod sets and priority to the job's.
-func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+// syncSpec updates the workload's pod sets and priority to the job's, or
+// dequeues the workload of a job that cannot be queued as it is now, and
+// reports whether it did that.
+func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	spec, err := r.spec(ctx, job)
 	if err != nil {
-		return r.invalid(job, wl, err)
+		return true, r.dequeue(ctx, job, wl, err)
 	}
 	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) && spec.priority == wl.Spec.Priority &&
 		spec.priorityClassName == wl.Spec.PriorityClassName && equality.Semantic.DeepEqual(spec.topology, wl.Spec.Topology) {
-		return nil
+		return false, nil
 	}
 	wl.Spec.PodSets, wl.Spec.Priority, wl.Spec.PriorityClassName = spec.podSets, spec.priority, spec.priorityClassName
 	wl.Spec.Topology = spec.topology
 	if err := r.client.Update(ctx, wl); err != nil {
-		return fmt.Errorf("updating pod sets of workload %s: %w", wl.Name, err)
+		return false, fmt.Errorf("updating pod sets of workload %s: %w", wl.Name, err)
 	}
-	return nil
+	return false, nil
 }
 
 // start runs an admitted job on the flavors of its admission. A job that
@@ -329,10 +332,18 @@ func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.W
 // it is queued again as it is now.
 func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
 	if !job.IsSuspended() {
-		return reconcile.Result{}, r.resize(ctx, job, wl)
+		_, err := r.resize(ctx, job, wl)
+		return reconcile.Result{}, err
 	}
 	obj := job.Object()
-	if changed, err := r.changedSince(ctx, job, wl); err != nil || changed {
+	if job.IsActive() {
+		// A started gang of pods with a new gated member (a replacement):
+		// the new pod is released on the running admission unless the gang
+		// grew.
+		if stopped, err := r.resize(ctx, job, wl); err != nil || stopped {
+			return reconcile.Result{}, err
+		}
+	} else if changed, err := r.changedSince(ctx, job, wl); err != nil || changed {
 		return reconcile.Result{}, err
 	}
 	scheduling, missing, err := r.admittedScheduling(ctx, job, wl)
@@ -375,7 +386,7 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	}
 	// A job that grew is queued again at its new size: the pod sets change
 	// before the quota is released, so it is never admitted at the old one.
-	if err := r.syncSpec(ctx, job, wl); err != nil {
+	if dequeued, err := r.syncSpec(ctx, job, wl); err != nil || dequeued {
 		return err
 	}
 	_, err := r.writer.Write(ctx, wl, lifecycle.Requeue{Message: "evicted and stopped; waiting for admission again"})

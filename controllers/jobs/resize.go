@@ -14,17 +14,18 @@ import (
 // EventResized is the reason of events about a job whose size changed.
 const EventResized = "Resized"
 
-// resize keeps the workload of a running job in step with the job. A job
-// that shrank keeps running and its workload is shrunk, which releases the
-// quota of the pods it no longer runs. A job that grew — more pods, or pods
-// that request more, as a LeaderWorkerSet rolling update to larger GPUs
-// does — is a larger gang: quota for all of it must be admitted together,
-// so its workload is evicted (the job is stopped and queued again at its new
-// size), never run half on the old admission.
-func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+// resize keeps the workload of a running job in step with the job, and
+// reports whether it stopped the job. A job that shrank keeps running and
+// its workload is shrunk, which releases the quota of the pods it no longer
+// runs. A job that grew — more pods, or pods that request more, as a
+// LeaderWorkerSet rolling update to larger GPUs does, or a pod group whose
+// replacement member asks for more — is a larger gang: quota for all of it
+// must be admitted together, so its workload is evicted (the job is stopped
+// and queued again at its new size), never run half on the old admission.
+func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	spec, err := r.spec(ctx, job)
 	if err != nil || len(spec.podSets) != len(wl.Spec.PodSets) {
-		return nil //nolint:nilerr // an invalid running job keeps its quota until it ends
+		return false, nil //nolint:nilerr // an invalid running job keeps its quota until it ends
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	obj := job.Object()
@@ -33,14 +34,14 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
 			Message: "the job grew (" + grew + "): it is stopped and queued again for its new size"})
 		if err != nil || !written {
-			return err
+			return true, err
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "grew (%s): stopped and queued again for all of its pods", grew)
-		return nil
+		return true, nil
 	case shrank:
-		return r.shrink(ctx, job, wl, spec.podSets)
+		return false, r.shrink(ctx, job, wl, spec.podSets)
 	}
-	return nil
+	return false, nil
 }
 
 // compareSize says how pod sets changed: a description of the first growth
@@ -69,11 +70,12 @@ func compareSize(old, now []berthv1.PodSet) (string, bool) {
 // changedSince evicts an admitted job that has not started and no longer
 // matches its Workload — its size or requests changed after the Workload was
 // last updated — so that it is queued again as it is, and reports whether it
-// did.
+// did. A job that cannot be read as it is now is never started: its
+// Workload is dequeued.
 func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	spec, err := r.spec(ctx, job)
 	if err != nil {
-		return false, r.invalid(job, wl, err)
+		return true, r.dequeue(ctx, job, wl, err)
 	}
 	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) {
 		return false, nil

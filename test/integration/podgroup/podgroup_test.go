@@ -1,9 +1,13 @@
 package podgroup_test
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,4 +75,89 @@ var _ = Describe("pod group specifics", func() {
 			return true
 		}, timeout, interval).Should(BeTrue())
 	})
+	It("evicts a running group whose replacement pod asks for more GPUs, and admits it whole at the new size", func(ctx SpecContext) {
+		ps := groupPods(ns, "grow", "team", "2", "2")
+		for _, p := range ps {
+			p.Spec.Containers[0].Resources.Requests[builders.GPU] = resource.MustParse("2")
+			p.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("2")
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, ps...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+
+		By("replacing a member with a pod of 4 GPUs: the group now needs 8 of the queue's 8")
+		Expect(env.Client.Delete(ctx, ps[1])).To(Succeed())
+		bigger := groupPods(ns, "grow", "team", "2", "2")
+		for _, p := range bigger {
+			p.Name += "-b"
+		}
+		Expect(env.Client.Create(ctx, bigger[1])).To(Succeed())
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, ps[0].Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("Resized:"), ContainSubstring("4 nvidia.com/gpu per pod, admitted for 2"))))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(ps[0]), &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue(), "the member of the old size is stopped")
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, bigger[1].Name), timeout, interval).Should(ContainElement(
+			HavePrefix("Dequeued:")), "a group of one of its two pods cannot be queued: its Workload goes")
+		Consistently(func(g Gomega) bool {
+			p := &corev1.Pod{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bigger[1]), p)).To(Succeed())
+			return gated(p)
+		}, "1s", interval).Should(BeTrue(), "the larger pod never runs on the admission for 2 GPUs a pod")
+
+		By("completing the group at the new size: it is admitted whole for 4 GPUs a pod")
+		Expect(env.Client.Create(ctx, bigger[0])).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, bigger...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		wls := &berthv1.WorkloadList{}
+		Expect(env.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1.JobKeyLabel: "grow"})).To(Succeed())
+		Expect(wls.Items).To(HaveLen(1))
+		Expect(wls.Items[0].Spec.PodSets[0].Requests.Name(builders.GPU, "").String()).To(Equal("4"))
+		Expect(meta.IsStatusConditionTrue(wls.Items[0].Status.Conditions, berthv1.ConditionAdmitted)).To(BeTrue())
+	})
+	It("dequeues a queued group that lost a member, and never starts the rest of it", func(ctx SpecContext) {
+		blocker := groupPods(ns, "blocker", "team", "2", "2")
+		for _, p := range blocker {
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, blocker...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		waiting := groupPods(ns, "waiting", "team", "2", "2")
+		for _, p := range waiting {
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, waiting[0].Name), timeout, interval).Should(ContainElement(HavePrefix("CreatedWorkload:")))
+
+		By("deleting a member of the queued group, then freeing the quota it waited for")
+		Expect(env.Client.Delete(ctx, waiting[1])).To(Succeed())
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, waiting[0].Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("Dequeued:"), ContainSubstring("queued again once it can be"))))
+		Eventually(func(g Gomega) []berthv1.Workload {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1.JobKeyLabel: "waiting"})).To(Succeed())
+			return wls.Items
+		}, timeout, interval).Should(BeEmpty())
+		for _, p := range blocker {
+			Expect(env.Client.Delete(ctx, p)).To(Succeed())
+		}
+		Consistently(func(g Gomega) bool {
+			p := &corev1.Pod{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(waiting[0]), p)).To(Succeed())
+			return gated(p)
+		}, "2s", interval).Should(BeTrue(), "half a group never starts")
+
+		By("recreating the member: the whole group is queued and starts")
+		again := groupPods(ns, "waiting", "team", "2", "2")
+		Expect(env.Client.Create(ctx, again[1])).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, waiting[0], again[1])).To(BeTrue()) }, timeout, interval).Should(Succeed())
+	})
 })
+
+// ungated reports whether every one of the pods exists and was released.
+func ungated(ctx context.Context, g Gomega, ps ...*corev1.Pod) bool {
+	for _, want := range ps {
+		p := &corev1.Pod{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(want), p)).To(Succeed())
+		if gated(p) {
+			return false
+		}
+	}
+	return true
+}
