@@ -46,11 +46,7 @@ var _ = Describe("pod group specifics", func() {
 		lone.Spec.Containers[0].Resources.Requests[builders.GPU] = resource.MustParse("8")
 		lone.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("8")
 		Expect(env.Client.Create(ctx, lone)).To(Succeed())
-		Eventually(func(g Gomega) bool {
-			p := &corev1.Pod{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lone), p)).To(Succeed())
-			return gated(p)
-		}, timeout, interval).Should(BeFalse())
+		Eventually(stillGated(ctx, lone), timeout, interval).Should(BeFalse())
 	})
 
 	It("reports a group that has fewer pods than its count, and admits it once the rest exist", func(ctx SpecContext) {
@@ -58,23 +54,11 @@ var _ = Describe("pod group specifics", func() {
 		Expect(env.Client.Create(ctx, ps[0])).To(Succeed())
 		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, ps[0].Name), timeout, interval).Should(ContainElement(And(
 			ContainSubstring("GroupIncomplete"), ContainSubstring("has 1 of its 2 pods"))))
-		Consistently(func(g Gomega) bool {
-			p := &corev1.Pod{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ps[0]), p)).To(Succeed())
-			return gated(p)
-		}, "2s", interval).Should(BeTrue())
+		Consistently(stillGated(ctx, ps[0]), "2s", interval).Should(BeTrue())
 		Expect(env.Client.Create(ctx, ps[1])).To(Succeed())
-		Eventually(func(g Gomega) bool {
-			for _, want := range ps {
-				p := &corev1.Pod{}
-				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(want), p)).To(Succeed())
-				if gated(p) {
-					return false
-				}
-			}
-			return true
-		}, timeout, interval).Should(BeTrue())
+		Eventually(released(ctx, ps...), timeout, interval).Should(BeTrue())
 	})
+
 	It("evicts a running group whose replacement pod asks for more GPUs, and admits it whole at the new size", func(ctx SpecContext) {
 		ps := groupPods(ns, "grow", "team", "2", "2")
 		for _, p := range ps {
@@ -82,7 +66,7 @@ var _ = Describe("pod group specifics", func() {
 			p.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("2")
 			Expect(env.Client.Create(ctx, p)).To(Succeed())
 		}
-		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, ps...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		Eventually(released(ctx, ps...), timeout, interval).Should(BeTrue())
 
 		By("replacing a member with a pod of 4 GPUs: the group now needs 8 of the queue's 8")
 		Expect(env.Client.Delete(ctx, ps[1])).To(Succeed())
@@ -98,15 +82,11 @@ var _ = Describe("pod group specifics", func() {
 		}, timeout, interval).Should(BeTrue(), "the member of the old size is stopped")
 		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, bigger[1].Name), timeout, interval).Should(ContainElement(
 			HavePrefix("Dequeued:")), "a group of one of its two pods cannot be queued: its Workload goes")
-		Consistently(func(g Gomega) bool {
-			p := &corev1.Pod{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(bigger[1]), p)).To(Succeed())
-			return gated(p)
-		}, "1s", interval).Should(BeTrue(), "the larger pod never runs on the admission for 2 GPUs a pod")
+		Consistently(stillGated(ctx, bigger[1]), "1s", interval).Should(BeTrue(), "the larger pod never runs on the admission for 2 GPUs a pod")
 
 		By("completing the group at the new size: it is admitted whole for 4 GPUs a pod")
 		Expect(env.Client.Create(ctx, bigger[0])).To(Succeed())
-		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, bigger...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		Eventually(released(ctx, bigger...), timeout, interval).Should(BeTrue())
 		wls := &berthv1.WorkloadList{}
 		Expect(env.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1.JobKeyLabel: "grow"})).To(Succeed())
 		Expect(wls.Items).To(HaveLen(1))
@@ -118,7 +98,7 @@ var _ = Describe("pod group specifics", func() {
 		for _, p := range blocker {
 			Expect(env.Client.Create(ctx, p)).To(Succeed())
 		}
-		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, blocker...)).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		Eventually(released(ctx, blocker...), timeout, interval).Should(BeTrue())
 		waiting := groupPods(ns, "waiting", "team", "2", "2")
 		for _, p := range waiting {
 			Expect(env.Client.Create(ctx, p)).To(Succeed())
@@ -137,27 +117,32 @@ var _ = Describe("pod group specifics", func() {
 		for _, p := range blocker {
 			Expect(env.Client.Delete(ctx, p)).To(Succeed())
 		}
-		Consistently(func(g Gomega) bool {
-			p := &corev1.Pod{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(waiting[0]), p)).To(Succeed())
-			return gated(p)
-		}, "2s", interval).Should(BeTrue(), "half a group never starts")
+		Consistently(stillGated(ctx, waiting[0]), "2s", interval).Should(BeTrue(), "half a group never starts")
 
 		By("recreating the member: the whole group is queued and starts")
 		again := groupPods(ns, "waiting", "team", "2", "2")
 		Expect(env.Client.Create(ctx, again[1])).To(Succeed())
-		Eventually(func(g Gomega) { g.Expect(ungated(ctx, g, waiting[0], again[1])).To(BeTrue()) }, timeout, interval).Should(Succeed())
+		Eventually(released(ctx, waiting[0], again[1]), timeout, interval).Should(BeTrue())
 	})
 })
 
-// ungated reports whether every one of the pods exists and was released.
-func ungated(ctx context.Context, g Gomega, ps ...*corev1.Pod) bool {
-	for _, want := range ps {
+// stillGated reports whether the pod exists and still waits for berth.
+func stillGated(ctx context.Context, pod *corev1.Pod) func(Gomega) bool {
+	return func(g Gomega) bool {
 		p := &corev1.Pod{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(want), p)).To(Succeed())
-		if gated(p) {
-			return false
-		}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), p)).To(Succeed())
+		return gated(p)
 	}
-	return true
+}
+
+// released reports whether every one of the pods exists and was released.
+func released(ctx context.Context, ps ...*corev1.Pod) func(Gomega) bool {
+	return func(g Gomega) bool {
+		for _, pod := range ps {
+			if stillGated(ctx, pod)(g) {
+				return false
+			}
+		}
+		return true
+	}
 }
