@@ -417,7 +417,7 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 	dom := w.dominant()
 	what := "its nodes"
 	if withPools {
-		what = "its nodes and CapacityPools at their maximum"
+		what = "its nodes and its largest CapacityPool at its maximum (a scale-up grows one node group)"
 	}
 	level := "flavor"
 	if l >= 0 {
@@ -433,11 +433,13 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 			}
 		}
 		if withPools {
+			var largest int64
 			for _, p := range tf.pools {
 				if inDomain(tf, p.labels, key) {
-					total += p.node[dom] * int64(p.avail)
+					largest = max(largest, p.node[dom]*int64(p.avail))
 				}
 			}
+			total += largest
 		}
 		if total > most {
 			bestKey, most = key, total

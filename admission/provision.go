@@ -143,47 +143,59 @@ func (e *Engine) provisioningFlavor(c *cqState, flavors []int) (string, *topoFla
 	return "", nil
 }
 
-// packPools places the remaining pods of w on new nodes of the domain's pools,
-// in pool name order, each new node filled before the next. It returns the nodes
-// per pool, their total, and whether every pod found a node within the pools'
-// available nodes — with ever, counting the nodes reserved for other gangs as
-// available too.
+// packPools places the remaining pods of w on new nodes of one of the domain's
+// pools — the one needing the fewest, then the first by name — as
+// cluster-autoscaler's best-effort-atomic class serves a request from one node
+// group: a plan spread over two pools would be answered CapacityIsNotFound. It
+// returns the nodes per pool, their total, and whether one pool holds every pod
+// within its available nodes — with ever, counting the nodes reserved for other
+// gangs as available too.
 func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32, ever bool) (map[string]int32, int32, bool) {
-	remaining = slices.Clone(remaining)
-	out := map[string]int32{}
-	var total int32
+	var best *topoPool
+	var fewest int32
 	for _, p := range tf.pools {
 		if !inDomain(tf, p.labels, key) {
 			continue
 		}
-		n := p.avail - p.reserved
+		limit := p.avail - p.reserved
 		if ever {
-			n = p.avail
+			limit = p.avail
 		}
-		for ; n > 0 && slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }); n-- {
-			used := map[int32]int64{}
-			placed := int32(0)
-			for i, ps := range w.podSets {
-				k := podsThatFit(p.node, nil, ps.req, used, remaining[i])
-				for _, r := range ps.req {
-					used[r.res] += r.amt * int64(k)
-				}
-				remaining[i] -= k
-				placed += k
-			}
-			if placed == 0 {
-				break // the pool's nodes cannot take any pod that is left
-			}
-			out[p.name]++
-			total++
+		if n, ok := newNodesFor(p, w, remaining, limit); ok && (best == nil || n < fewest) {
+			best, fewest = p, n
 		}
 	}
-	for _, r := range remaining {
-		if r > 0 {
-			return nil, 0, false
-		}
+	if best == nil {
+		return nil, 0, false
 	}
-	return out, total, true
+	return map[string]int32{best.name: fewest}, fewest, true
+}
+
+// newNodesFor returns how many new nodes of pool p hold the remaining pods of
+// w, each node filled before the next, and false if more than limit would.
+func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, bool) {
+	remaining = slices.Clone(remaining)
+	var n int32
+	for slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
+		if n == limit {
+			return 0, false
+		}
+		used := map[int32]int64{}
+		placed := int32(0)
+		for i, ps := range w.podSets {
+			k := podsThatFit(p.node, nil, ps.req, used, remaining[i])
+			for _, r := range ps.req {
+				used[r.res] += r.amt * int64(k)
+			}
+			remaining[i] -= k
+			placed += k
+		}
+		if placed == 0 {
+			return 0, false // the pool's nodes cannot take a pod that is left
+		}
+		n++
+	}
+	return n, true
 }
 
 // planOf returns the provisioning plan of a placement, or nil.

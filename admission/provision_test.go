@@ -26,6 +26,12 @@ func rackPool(name, rack string) Pool {
 		Labels: map[string]string{zoneKey: "a", rackKey: rack}}
 }
 
+// withAvail is p with n more nodes available.
+func withAvail(p Pool, n int32) Pool {
+	p.Available = n
+	return p
+}
+
 // provEngine is topoEngine with flavor h200 booking capacity in mode, and the
 // nodes and pools given.
 func provEngine(t *testing.T, mode ProvisioningMode, nodes []Node, pools ...Pool) *Engine {
@@ -86,7 +92,28 @@ func TestProvisioningPlacement(t *testing.T) {
 		{
 			name: "a gang no rack can ever hold says so", mode: ProvisionIfNeeded, nodes: sizedNode, pools: pools,
 			w: gang("g", 6, 8, TopologyRequired, rackKey), wantReason: ExceedsDomainCapacity,
-			wantMsg: "no example.com/rack domain of flavor h200 can ever hold all 6 pods (48 nvidia.com/gpu), even with its nodes and CapacityPools at their maximum; the largest, example.com/rack=r1, has 40",
+			wantMsg: "no example.com/rack domain of flavor h200 can ever hold all 6 pods (48 nvidia.com/gpu), even with its nodes and its largest CapacityPool at its maximum (a scale-up grows one node group); the largest, example.com/rack=r1, has 40",
+		},
+		{
+			// cluster-autoscaler's best-effort-atomic class grows one node
+			// group per request.
+			name: "a scale-up is planned in one pool: the one that alone holds the rest", mode: ProvisionIfNeeded, nodes: oneNode,
+			pools: []Pool{withAvail(rackPool("pool-r1a", "r1"), 1), rackPool("pool-r1b", "r1")},
+			w:     gang("g", 3, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1b": 2}, Flavor: "h200", Attempt: 1},
+		},
+		{
+			name: "of two pools that each hold the rest, the one needing the fewest nodes", mode: ProvisionIfNeeded, nodes: oneNode,
+			pools: []Pool{rackPool("pool-r1a", "r1"), {Name: "pool-r1b", Flavor: "h200", Available: 4, NodeCapacity: Resources{gpu: 16000},
+				Labels: map[string]string{zoneKey: "a", rackKey: "r1"}}},
+			w: gang("g", 3, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
+			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1b": 1}, Flavor: "h200", Attempt: 1},
+		},
+		{
+			name: "two pools that only together hold the gang never do", mode: ProvisionIfNeeded, nodes: sizedNode,
+			pools: []Pool{withAvail(rackPool("pool-r1a", "r1"), 1), withAvail(rackPool("pool-r1b", "r1"), 1)},
+			w:     gang("g", 3, 8, TopologyRequired, rackKey), wantReason: ExceedsDomainCapacity,
+			wantMsg: "the largest, example.com/rack=r1, has 16",
 		},
 		{
 			name: "a rack-bound gang that fits no node of a flavor that never books says so", mode: ProvisionNever, nodes: sizedNode,

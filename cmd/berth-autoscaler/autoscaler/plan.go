@@ -73,39 +73,73 @@ type Plan struct {
 func (p Plan) Complete() bool { return len(p.Unplaced) == 0 }
 
 // Place puts pods first fit decreasing: the largest pod first, each on the
-// first existing bin (in the order given) that admits it and has room, else
-// on the first node already opened from a pool, else on a new node from the
-// first pool (in the order given) that admits it, has a name left and whose
-// empty node has room. With no pools it answers from existing capacity
-// only. It consumes the bins' Free and the pools' Names; it never fails:
-// pods that fit nowhere are listed in Unplaced.
+// first existing bin (in the order given) that admits it and has room. The
+// pods left go to new nodes of one pool, as cluster-autoscaler's
+// best-effort-atomic class grows one node group per request: each on the
+// first node already opened, else on a new node of that pool. The pool is
+// the one that holds all of them with the fewest new nodes (then the first
+// given); if none can, no node is opened and they are Unplaced. With no
+// pools it answers from existing capacity only. It consumes the bins' Free
+// and the chosen pool's Names; it never fails.
 func Place(pods []Pod, bins []*Bin, pools []*Pool) Plan {
 	plan := Plan{Assigned: make([]string, len(pods))}
-	var opened []*Bin
+	var left []int
 	for _, i := range largestFirst(pods) {
-		pod := &pods[i]
-		if b := firstFit(pod, bins); b != nil {
-			take(b.Free, pod.Requests)
+		if b := firstFit(&pods[i], bins); b != nil {
+			take(b.Free, pods[i].Requests)
 			plan.Assigned[i] = b.Name
 			continue
 		}
-		if b := firstFit(pod, opened); b != nil {
-			take(b.Free, pod.Requests)
-			plan.Assigned[i] = b.Name
-			continue
-		}
-		b, pool := open(pod, pools)
-		if b == nil {
-			plan.Unplaced = append(plan.Unplaced, i)
-			continue
-		}
-		opened = append(opened, b)
-		plan.NewNodes = append(plan.NewNodes, NewNode{Name: b.Name, Pool: pool})
-		take(b.Free, pod.Requests)
-		plan.Assigned[i] = b.Name
+		left = append(left, i)
 	}
-	slices.Sort(plan.Unplaced)
+	if len(left) == 0 {
+		return plan
+	}
+	var best *Pool
+	var bestNodes []NewNode
+	var bestAssigned map[int]string
+	for _, pool := range pools {
+		assigned, nodes, ok := scaleIn(pods, left, pool)
+		if ok && (best == nil || len(nodes) < len(bestNodes)) {
+			best, bestNodes, bestAssigned = pool, nodes, assigned
+		}
+	}
+	if best == nil {
+		plan.Unplaced = left
+		slices.Sort(plan.Unplaced)
+		return plan
+	}
+	best.Names = best.Names[len(bestNodes):]
+	plan.NewNodes = bestNodes
+	for i, name := range bestAssigned {
+		plan.Assigned[i] = name
+	}
 	return plan
+}
+
+// scaleIn places the pods (indexes, in order) on new nodes of pool alone,
+// each on the first node it opened that has room, else on a new one; it
+// reports false if one does not fit or the pool runs out of names (an
+// out-of-stock pool has none). The pool is not changed.
+func scaleIn(pods []Pod, idx []int, pool *Pool) (map[int]string, []NewNode, bool) {
+	assigned := make(map[int]string, len(idx))
+	var opened []*Bin
+	var nodes []NewNode
+	for _, i := range idx {
+		pod := &pods[i]
+		b := firstFit(pod, opened)
+		if b == nil {
+			if len(nodes) == len(pool.Names) || !Admits(pod.Spec, "", pool.Labels, pool.Taints) || !fits(pod.Requests, pool.Allocatable) {
+				return nil, nil, false
+			}
+			b = &Bin{Name: pool.Names[len(nodes)], Labels: pool.Labels, Taints: pool.Taints, Free: pool.Allocatable.DeepCopy()}
+			opened = append(opened, b)
+			nodes = append(nodes, NewNode{Name: b.Name, Pool: pool.Name})
+		}
+		take(b.Free, pod.Requests)
+		assigned[i] = b.Name
+	}
+	return assigned, nodes, true
 }
 
 // firstFit is the first bin that admits the pod and has room for it.
@@ -116,20 +150,6 @@ func firstFit(pod *Pod, bins []*Bin) *Bin {
 		}
 	}
 	return nil
-}
-
-// open takes a name from the first pool that can hold the pod and returns
-// the new, empty node and its pool's name.
-func open(pod *Pod, pools []*Pool) (*Bin, string) {
-	for _, p := range pools {
-		if len(p.Names) == 0 || !Admits(pod.Spec, "", p.Labels, p.Taints) || !fits(pod.Requests, p.Allocatable) {
-			continue
-		}
-		b := &Bin{Name: p.Names[0], Labels: p.Labels, Taints: p.Taints, Free: p.Allocatable.DeepCopy()}
-		p.Names = p.Names[1:]
-		return b, p.Name
-	}
-	return nil, ""
 }
 
 // largestFirst orders pod indexes by decreasing requests: extended

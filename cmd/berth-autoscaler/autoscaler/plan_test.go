@@ -78,12 +78,28 @@ func TestPlace(t *testing.T) {
 			newNodes: []NewNode{{Name: "a-0", Pool: "a"}},
 		},
 		{
-			name:     "maxNodes: no names left",
+			name:     "maxNodes: a pool that cannot hold all of the rest opens nothing",
 			pods:     gpuPods(0, 3, "8", nil),
 			pools:    []*Pool{pool("a", nil, "a-0", "a-1")},
-			assigned: []string{"a-0", "a-1", ""},
-			newNodes: []NewNode{{Name: "a-0", Pool: "a"}, {Name: "a-1", Pool: "a"}},
-			unplaced: []int{2},
+			assigned: []string{"", "", ""},
+			unplaced: []int{0, 1, 2},
+		},
+		{
+			// cluster-autoscaler's best-effort-atomic class grows one node
+			// group per request.
+			name:     "one node group: two pools that only together hold the pods open nothing",
+			pods:     gpuPods(0, 2, "8", nil),
+			pools:    []*Pool{pool("a", nil, "a-0"), pool("b", nil, "b-0")},
+			assigned: []string{"", ""},
+			unplaced: []int{0, 1},
+		},
+		{
+			name: "one node group: the pool that holds the rest with the fewest nodes",
+			pods: gpuPods(0, 2, "8", nil),
+			pools: []*Pool{pool("a", nil, "a-0", "a-1"),
+				{Name: "b", Allocatable: rl("nvidia.com/gpu", "16", "cpu", "64"), Names: []string{"b-0", "b-1"}, Max: 2}},
+			assigned: []string{"b-0", "b-0"},
+			newNodes: []NewNode{{Name: "b-0", Pool: "b"}},
 		},
 		{
 			name:     "a pod larger than a pool's node",
@@ -123,7 +139,7 @@ func TestShortfall(t *testing.T) {
 	pools := []*Pool{pool("a", map[string]string{"rack": "a"}, "a-0", "a-1"), pool("b", map[string]string{"rack": "b"}, "b-0")}
 	plan := Place(pods, nil, pools)
 	got := Shortfall(pods, plan, pools)
-	for _, want := range []string{"pod set 0: 1 of 3 pods do not fit", "pool a: 0 more nodes allowed (maxNodes 2"} {
+	for _, want := range []string{"pod set 0: 3 of 3 pods do not fit", "pool a: 2 more nodes allowed (maxNodes 2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q does not contain %q", got, want)
 		}

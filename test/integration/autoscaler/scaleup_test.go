@@ -62,6 +62,19 @@ var _ = Describe("best-effort-atomic-scale-up", func() {
 		Expect(condition(ctx, Default, second, autoscalingv1.Failed)).To(BeNil())
 	})
 
+	It("grows one node group per request: two pools that only together hold it create nothing", func(ctx SpecContext) {
+		ns, c := newNamespace(ctx), newCase()
+		a := pool(ctx, c+"-a", c, 1, nil, nil)
+		b := pool(ctx, c+"-b", c, 1, nil, nil)
+		template(ctx, ns, "gang", c, 8, nil)
+		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 2, nil)
+		cond := expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
+		Expect(cond.Message).To(And(ContainSubstring("pod set 0: 2 of 2 pods do not fit"),
+			ContainSubstring("pool "+a.Name+": 1 more nodes allowed"), ContainSubstring("pool "+b.Name+": 1 more nodes allowed")))
+		Expect(poolNodes(ctx, a.Name)).To(BeEmpty())
+		Expect(poolNodes(ctx, b.Name)).To(BeEmpty())
+	})
+
 	It("answers CapacityIsNotFound when maxNodes cannot hold the request, retries with a doubling backoff, and never fails it", func(ctx SpecContext) {
 		ns, c := newNamespace(ctx), newCase()
 		small := pool(ctx, c+"-small", c, 2, nil, nil)
@@ -69,8 +82,8 @@ var _ = Describe("best-effort-atomic-scale-up", func() {
 
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 3, nil)
 		first := expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
-		Expect(first.Message).To(And(ContainSubstring("CA will try to find it later"), ContainSubstring("pod set 0: 1 of 3 pods do not fit"),
-			ContainSubstring("pool "+small.Name+": 0 more nodes allowed (maxNodes 2")))
+		Expect(first.Message).To(And(ContainSubstring("CA will try to find it later"), ContainSubstring("pod set 0: 3 of 3 pods do not fit"),
+			ContainSubstring("pool "+small.Name+": 2 more nodes allowed (maxNodes 2")))
 		Expect(poolNodes(ctx, small.Name)).To(BeEmpty())
 		Eventually(func(g Gomega) string { return retries(ctx, g, pr) }).WithTimeout(timeout).WithPolling(interval).Should(Equal("1"))
 
