@@ -48,6 +48,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.DurationVar(&c.opts.MaxRetryBackoff, "max-retry-backoff", c.opts.MaxRetryBackoff, "the longest wait between tries of a request without capacity (cluster-autoscaler: 10m)")
 	fs.DurationVar(&c.opts.BookingTTL, "booking-ttl", c.opts.BookingTTL, "how long after Provisioned a request books its capacity before BookingExpired, consumed or not (cluster-autoscaler: 10m)")
 	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long after a scale-up its nodes join; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
+	fs.DurationVar(&c.opts.ScanInterval, "scan-interval", c.opts.ScanInterval, "the loop: at most one request is answered or tried again per interval (cluster-autoscaler: one ProvisioningRequest per --scan-interval, 10s); 0 answers all at once")
 	fs.BoolVar(&c.opts.AllowRevocation, "allow-revocation", false, "let the "+autoscaler.RevokeAnnotation+" annotation revoke a booking: a fault cluster-autoscaler never produces, for tests")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -59,8 +60,8 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	if c.opts.MaxRetryBackoff < c.opts.RetryBackoff {
 		return c, errors.New("--max-retry-backoff must be at least --retry-backoff")
 	}
-	if c.opts.ProvisioningLatency < 0 {
-		return c, errors.New("--provisioning-latency must not be negative")
+	if c.opts.ProvisioningLatency < 0 || c.opts.ScanInterval < 0 {
+		return c, errors.New("--provisioning-latency and --scan-interval must not be negative")
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,13 @@ type RequestReconciler struct {
 	Reader client.Reader
 	// Options are the autoscaler's options.
 	Options Options
+
+	// loop is when the last request was answered or tried again: one per
+	// Options.ScanInterval.
+	loop struct {
+		sync.Mutex
+		last time.Time
+	}
 }
 
 // Register adds the reconciler to mgr: it watches ProvisioningRequests and
@@ -109,6 +117,13 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 		return r.keepBooking(ctx, pr, now)
 	}
+	if at, err := time.Parse(time.RFC3339Nano, detail(pr, DetailRetryAt)); err == nil && now.Before(at) {
+		return reconcile.Result{RequeueAfter: r.wait(at.Sub(now))}, nil // backing off
+	}
+	if next := r.nextLoop(now); next > 0 {
+		return reconcile.Result{RequeueAfter: r.wait(next)}, nil // another request had this loop
+	}
+	// Accepted when a loop picks the request, as cluster-autoscaler marks it.
 	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Accepted) {
 		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, msgAccepted, now)
@@ -116,10 +131,21 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request
 			return reconcile.Result{}, err
 		}
 	}
-	if at, err := time.Parse(time.RFC3339Nano, detail(pr, DetailRetryAt)); err == nil && now.Before(at) {
-		return reconcile.Result{RequeueAfter: r.wait(at.Sub(now))}, nil // backing off
-	}
 	return r.decide(ctx, pr, now)
+}
+
+// nextLoop takes the current loop for a request and returns 0, or returns
+// how long until the next loop when a request already had this one:
+// cluster-autoscaler answers one ProvisioningRequest per --scan-interval,
+// so many requests queue. A ScanInterval of 0 answers them all at once.
+func (r *RequestReconciler) nextLoop(now time.Time) time.Duration {
+	r.loop.Lock()
+	defer r.loop.Unlock()
+	if next := r.loop.last.Add(r.Options.ScanInterval); !r.loop.last.IsZero() && now.Before(next) {
+		return next.Sub(now)
+	}
+	r.loop.last = now
+	return 0
 }
 
 // decide answers a new request from existing capacity, or scales up for

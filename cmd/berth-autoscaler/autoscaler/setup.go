@@ -80,6 +80,12 @@ type Options struct {
 	// ProvisioningLatency is how long after the scale-up the nodes join,
 	// unless a pool sets LatencyAnnotation.
 	ProvisioningLatency time.Duration
+	// ScanInterval is the autoscaler's loop: at most one request is answered
+	// or tried again per interval, as cluster-autoscaler handles one
+	// ProvisioningRequest per --scan-interval (10 s), so many requests
+	// queue. 0 answers every request as soon as it is seen (tests on a fake
+	// clock).
+	ScanInterval time.Duration
 	// AllowRevocation lets RevokeAnnotation revoke a booking: a fault the
 	// OSS cluster-autoscaler never produces.
 	AllowRevocation bool
@@ -95,6 +101,7 @@ func DefaultOptions() Options {
 		MaxRetryBackoff:     10 * time.Minute,
 		BookingTTL:          10 * time.Minute,
 		ProvisioningLatency: 2 * time.Second,
+		ScanInterval:        10 * time.Second,
 	}
 }
 
@@ -104,8 +111,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.RetryBackoff <= 0 || o.MaxRetryBackoff < o.RetryBackoff || o.ProvisioningLatency < 0 {
-		return errors.New("autoscaler: RetryInterval, RetryBackoff and BookingTTL must be positive, MaxRetryBackoff at least RetryBackoff, ProvisioningLatency not negative")
+	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.RetryBackoff <= 0 || o.MaxRetryBackoff < o.RetryBackoff || o.ProvisioningLatency < 0 || o.ScanInterval < 0 {
+		return errors.New("autoscaler: RetryInterval, RetryBackoff and BookingTTL must be positive, MaxRetryBackoff at least RetryBackoff, ProvisioningLatency and ScanInterval not negative")
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, consumerIndex, func(o client.Object) []string {
 		if name := o.GetAnnotations()[autoscalingv1.ProvisioningRequestPodAnnotationKey]; name != "" {

@@ -63,12 +63,13 @@ var (
 	mon           *monitor
 	// autoscalerOptions make the stand-in answer as cluster-autoscaler does
 	// (no capacity is CapacityIsNotFound, retried, never Failed;
-	// Provisioned before the nodes join), on shorter timings; revocation,
+	// Provisioned before the nodes join; one node group per scale-up; one
+	// request per loop), on shorter timings; revocation,
 	// which the real one never does, is allowed for the spec that injects
 	// it.
 	autoscalerOptions = autoscaler.Options{
 		Clock: clock.RealClock{}, RetryInterval: 500 * time.Millisecond, RetryBackoff: time.Second, MaxRetryBackoff: 4 * time.Second,
-		BookingTTL: bookingTTL, ProvisioningLatency: time.Second, AllowRevocation: true,
+		BookingTTL: bookingTTL, ProvisioningLatency: time.Second, ScanInterval: 500 * time.Millisecond, AllowRevocation: true,
 	}
 )
 
