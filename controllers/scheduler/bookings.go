@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,19 +72,8 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 	if p := wl.Status.Provisioning; p != nil {
 		class = p.ClassName
 	}
-	written, err := s.write(ctx, wl, bookingTransition(d), done)
-	switch {
-	case errors.Is(err, errUnresolved):
-		s.park(ctx, d.Key, done, func(fresh *berthv1.Workload) { s.booked(d, fresh, class) }, func() { s.undo(d.Key) })
-	case err != nil:
-		s.undo(d.Key)
-		logWriteError(ctx, err, "writing booking decision", d.Key)
-	case !written:
-		s.undo(d.Key)
-		_ = s.Sync(ctx, wl)
-	default:
-		s.booked(d, wl, class)
-	}
+	s.commit(ctx, wl, decision{key: d.Key, transition: bookingTransition(d), done: done, what: "booking decision",
+		onWritten: func(fresh *berthv1.Workload) { s.booked(d, fresh, class) }, undo: func() { s.undo(d.Key) }})
 }
 
 // booked records what a written booking decision did: its event, and the

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -39,21 +38,8 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 	done := func(fresh *berthv1.Workload) bool {
 		return equality.Semantic.DeepEqual(fresh.Status.Admission, apiAdmission)
 	}
-	written, err := s.write(ctx, wl, t, done)
-	switch {
-	case errors.Is(err, errUnresolved):
-		s.park(ctx, a.Key, done, func(fresh *berthv1.Workload) { s.admitted(a, fresh) }, func() { s.rollback(a.Key) })
-	case err != nil:
-		s.rollback(a.Key)
-		logWriteError(ctx, err, "writing admission", a.Key)
-	case !written:
-		// The workload moved on (admitted, finished, deleted or changed since
-		// the decision): let the engine see its real state.
-		s.rollback(a.Key)
-		_ = s.Sync(ctx, wl)
-	default:
-		s.admitted(a, wl)
-	}
+	s.commit(ctx, wl, decision{key: a.Key, transition: t, done: done, what: "admission",
+		onWritten: func(fresh *berthv1.Workload) { s.admitted(a, fresh) }, undo: func() { s.rollback(a.Key) }})
 }
 
 // admitted records that admission a is in the API server, as wl.
@@ -108,21 +94,10 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 		c := lifecycle.Condition(fresh, berthv1.ConditionEvicted)
 		return c != nil && c.Status == "True" && c.Reason == string(berthv1.ReasonPreempted) && c.Message == msg
 	}
-	written, err := s.write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}, done)
-	switch {
-	case errors.Is(err, errUnresolved):
-		s.park(ctx, p.Victim, done, func(*berthv1.Workload) { s.preempted(p, wl, msg) }, func() { s.undo(p.Victim) })
-	case err != nil:
-		// The engine holds the victim's quota for the preemptor until the
-		// victim is gone; since it is not going, give it back.
-		s.undo(p.Victim)
-		logWriteError(ctx, err, "writing preemption", p.Victim)
-	case !written:
-		s.undo(p.Victim)
-		_ = s.Sync(ctx, wl)
-	default:
-		s.preempted(p, wl, msg)
-	}
+	// Undone, the engine stops holding the victim's quota for the
+	// preemptor: the victim is not going.
+	s.commit(ctx, wl, decision{key: p.Victim, transition: lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}, done: done,
+		what: "preemption", onWritten: func(fresh *berthv1.Workload) { s.preempted(p, fresh, msg) }, undo: func() { s.undo(p.Victim) }})
 }
 
 func (s *Scheduler) preempted(p admission.Preemption, wl *berthv1.Workload, msg string) {

@@ -71,6 +71,41 @@ func (s *Scheduler) write(ctx context.Context, wl *berthv1.Workload, t lifecycle
 	return false, err
 }
 
+// decision is one engine decision about one workload, as it is written.
+type decision struct {
+	key        admission.WorkloadKey
+	transition lifecycle.Transition
+	done       committed
+	// what names the decision in logs.
+	what string
+	// onWritten records a decision the API server took, on the workload
+	// as written.
+	onWritten func(*berthv1.Workload)
+	// undo gives the decision back to the engine, to be decided again.
+	undo func()
+}
+
+// commit writes a decision and settles it the one way every decision is
+// settled: written, it is recorded; failed or refused, it goes back to the
+// engine; of unknown outcome, it is parked until a read says which.
+func (s *Scheduler) commit(ctx context.Context, wl *berthv1.Workload, d decision) {
+	written, err := s.write(ctx, wl, d.transition, d.done)
+	switch {
+	case errors.Is(err, errUnresolved):
+		s.park(ctx, d.key, d.done, d.onWritten, d.undo)
+	case err != nil:
+		d.undo()
+		logWriteError(ctx, err, "writing "+d.what, d.key)
+	case !written:
+		// The workload moved on (admitted, finished, deleted or changed since
+		// the decision): let the engine see its real state.
+		d.undo()
+		_ = s.Sync(ctx, wl)
+	default:
+		d.onWritten(wl)
+	}
+}
+
 // readBack reads a workload from the API server, retrying for a while.
 func (s *Scheduler) readBack(ctx context.Context, key client.ObjectKey) (*berthv1.Workload, error) {
 	fresh := &berthv1.Workload{}

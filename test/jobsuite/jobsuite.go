@@ -98,10 +98,7 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 	ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
 		ns := *nsp
 		c := env().Client
-		first := create(ctx, c, a, ns, "first")
-		gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
-		second := create(ctx, c, a, ns, "second")
-		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+		first, second := runAndHold(ctx, c, a, ns)
 		// Finish reads and writes the object berth also writes; retry
 		// on a conflict as its controller would.
 		gomega.Eventually(func() error { return a.Finish(ctx, c, first) }, timeout, interval).Should(gomega.Succeed())
@@ -115,10 +112,7 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 	ginkgo.It("releases quota when a job is deleted", func(ctx ginkgo.SpecContext) {
 		ns := *nsp
 		c := env().Client
-		first := create(ctx, c, a, ns, "first")
-		gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
-		second := create(ctx, c, a, ns, "second")
-		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+		first, second := runAndHold(ctx, c, a, ns)
 		gomega.Expect(a.Delete(ctx, c, first)).To(gomega.Succeed())
 		gomega.Eventually(started(ctx, c, a, second), timeout, interval).Should(gomega.BeTrue())
 	})
@@ -197,6 +191,16 @@ func queueingSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) {
 			gomega.ContainSubstring("InvalidJob"), gomega.ContainSubstring(note))))
 		gomega.Consistently(started(ctx, c, a, job), held, interval).Should(gomega.BeFalse())
 	})
+}
+
+// runAndHold creates a job that takes the whole quota and waits until it
+// started, then a second one and checks that it is held.
+func runAndHold(ctx context.Context, c client.Client, a Adapter, ns string) (first, second client.Object) {
+	first = create(ctx, c, a, ns, "first")
+	gomega.Eventually(started(ctx, c, a, first), timeout, interval).Should(gomega.BeTrue())
+	second = create(ctx, c, a, ns, "second")
+	gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+	return first, second
 }
 
 func create(ctx context.Context, c client.Client, a Adapter, ns, name string) client.Object {

@@ -11,14 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
 )
 
 var _ = Describe("batch Job admission", func() {
@@ -109,41 +106,16 @@ var _ = Describe("batch Job admission", func() {
 
 var _ = Describe("admission writes", Ordered, func() {
 	It("rolls the engine back when an admission cannot be written, and admits exactly once later", func(ctx SpecContext) {
-		Expect(env.StopBerth()).To(Succeed())
-		DeferCleanup(func() error {
-			if err := env.StopBerth(); err != nil {
-				return err
-			}
-			_, err := env.StartBerth(framework.BerthOptions{})
-			return err
-		})
 		var failures atomic.Int32
 		failures.Store(2)
-		berth, err := env.StartBerth(framework.BerthOptions{NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
-			c, err := client.NewWithWatch(cfg, o)
-			if err != nil {
-				return nil, err
+		berth := admissionHook(func(_ context.Context, write func() error, _ *berthv1.Workload) error {
+			if failures.Load() > 0 {
+				failures.Add(-1)
+				return errInjected
 			}
-			return interceptor.NewClient(c, interceptor.Funcs{
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-					if wl, ok := obj.(*berthv1.Workload); ok && sub == "status" && failures.Load() > 0 {
-						// Fail only admission writes: a pending-reason write
-						// must not use up the injected faults.
-						if meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
-							failures.Add(-1)
-							return errInjected
-						}
-					}
-					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-				},
-			}), nil
-		}})
-		Expect(err).NotTo(HaveOccurred())
-
-		ns := newNamespace(ctx)
-		Expect(env.Client.Create(ctx, builders.Flavor(ns, nil))).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.ClusterQueue(ns).Quota(ns, builders.GPU, "8", "").Obj())).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
+			return write()
+		})
+		ns := queueSetup(ctx, "8")
 		job := builders.Job(ns, "retried", "team").Request(builders.GPU, "8").Obj()
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 

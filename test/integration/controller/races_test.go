@@ -24,10 +24,14 @@ import (
 	"github.com/berth-dev/berth/test/framework"
 )
 
-// admissionHook restarts berth with a client whose first admission write
-// runs hook around the real write, and returns the new berth. It restores
-// a plain berth after the spec.
-func admissionHook(hook func(ctx context.Context, write func() error, wl *berthv1.Workload) error) *setup.Berth {
+// writeHook runs around the real write of an admission (a status patch of
+// an Admitted Workload): it may call write, fail, or both.
+type writeHook func(ctx context.Context, write func() error, wl *berthv1.Workload) error
+
+// admissionHook restarts berth with a client whose admission writes run
+// hook around the real write, and returns the new berth. It restores a
+// plain berth after the spec.
+func admissionHook(hook writeHook) *setup.Berth {
 	Expect(env.StopBerth()).To(Succeed())
 	DeferCleanup(func() error {
 		if err := env.StopBerth(); err != nil {
@@ -36,8 +40,6 @@ func admissionHook(hook func(ctx context.Context, write func() error, wl *berthv
 		_, err := env.StartBerth(framework.BerthOptions{})
 		return err
 	})
-	var armed atomic.Bool
-	armed.Store(true)
 	berth, err := env.StartBerth(framework.BerthOptions{NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
 		c, err := client.NewWithWatch(cfg, o)
 		if err != nil {
@@ -46,9 +48,9 @@ func admissionHook(hook func(ctx context.Context, write func() error, wl *berthv
 		return interceptor.NewClient(c, interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				write := func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) }
-				wl, ok := obj.(*berthv1.Workload)
-				if ok && sub == "status" && wl.Status.Admission != nil && meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) &&
-					armed.CompareAndSwap(true, false) {
+				// Only admission writes: a pending-reason write must not
+				// use up the hook.
+				if wl, ok := obj.(*berthv1.Workload); ok && sub == "status" && meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) {
 					return hook(ctx, write, wl)
 				}
 				return write()
@@ -57,6 +59,18 @@ func admissionHook(hook func(ctx context.Context, write func() error, wl *berthv
 	}})
 	Expect(err).NotTo(HaveOccurred())
 	return berth
+}
+
+// firstOnly runs hook around the first admission write only.
+func firstOnly(hook writeHook) writeHook {
+	var armed atomic.Bool
+	armed.Store(true)
+	return func(ctx context.Context, write func() error, wl *berthv1.Workload) error {
+		if armed.CompareAndSwap(true, false) {
+			return hook(ctx, write, wl)
+		}
+		return write()
+	}
 }
 
 // queueSetup creates a namespace with a ClusterQueue of gpus GPUs and a
@@ -71,12 +85,12 @@ func queueSetup(ctx context.Context, gpus string) string {
 
 var _ = Describe("admission writes that race", Ordered, func() {
 	It("counts an admission whose write timed out after it was committed once, and gives its quota to no one else", func(ctx SpecContext) {
-		berth := admissionHook(func(_ context.Context, write func() error, _ *berthv1.Workload) error {
+		berth := admissionHook(firstOnly(func(_ context.Context, write func() error, _ *berthv1.Workload) error {
 			if err := write(); err != nil {
 				return err
 			}
 			return apierrors.NewTimeoutError("injected: the response was lost after the write", 1)
-		})
+		}))
 		ns := queueSetup(ctx, "8")
 		first := builders.Job(ns, "first", "team").Request(builders.GPU, "8").Obj()
 		Expect(env.Client.Create(ctx, first)).To(Succeed())
@@ -102,7 +116,7 @@ var _ = Describe("admission writes that race", Ordered, func() {
 		job := builders.Job(ns, "grows", "team").Pods(2).Request(builders.GPU, "8").Obj()
 		job.Spec.Parallelism = ptr.To[int32](1) // one pod at a time, until it grows
 		var raced atomic.Bool
-		admissionHook(func(ctx context.Context, write func() error, wl *berthv1.Workload) error {
+		admissionHook(firstOnly(func(ctx context.Context, write func() error, wl *berthv1.Workload) error {
 			defer raced.Store(true)
 			// The job grows while the admission for one pod is on its way;
 			// its Workload's spec follows before the write lands.
@@ -120,7 +134,7 @@ var _ = Describe("admission writes that race", Ordered, func() {
 				return fresh.Generation
 			}, timeout, interval).Should(BeNumerically(">", wl.Generation))
 			return write()
-		})
+		}))
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		Eventually(raced.Load, timeout, interval).Should(BeTrue(), "the admission for one pod was written after the job grew")
 		Consistently(func(g Gomega) *berthv1.Admission {

@@ -1,6 +1,7 @@
 package lws_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -22,23 +23,29 @@ const (
 	interval = 100 * time.Millisecond
 )
 
+// startedLWS creates a namespace whose queue "team" has gpus GPUs of quota
+// and a LeaderWorkerSet "serve" in it, and waits until its replica started.
+func startedLWS(ctx context.Context, gpus string) (string, *lwsv1.LeaderWorkerSet) {
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
+	Expect(env.Client.Create(ctx, nsObj)).To(Succeed())
+	ns := nsObj.Name
+	f := builders.Flavor(ns, map[string]string{"nvidia.com/gpu.product": ns})
+	Expect(env.Client.Create(ctx, f)).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.ClusterQueue(ns).Quota(f.Name, builders.GPU, gpus, "").Obj())).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
+	set := newLWS(ns, "serve", "team")
+	Expect(env.Client.Create(ctx, set)).To(Succeed())
+	Eventually(func(g Gomega) bool {
+		started, _, err := adapter{}.State(ctx, env.Client, set)
+		g.Expect(err).NotTo(HaveOccurred())
+		return started
+	}, timeout, interval).Should(BeTrue())
+	return ns, set
+}
+
 var _ = Describe("LeaderWorkerSet replicas", func() {
 	It("queues a new replica as its own gang when scaled up, and releases it when scaled down", func(ctx SpecContext) {
-		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
-		Expect(env.Client.Create(ctx, nsObj)).To(Succeed())
-		ns := nsObj.Name
-		f := builders.Flavor(ns, map[string]string{"nvidia.com/gpu.product": ns})
-		Expect(env.Client.Create(ctx, f)).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.ClusterQueue(ns).Quota(f.Name, builders.GPU, "8", "").Obj())).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
-
-		set := newLWS(ns, "serve", "team")
-		Expect(env.Client.Create(ctx, set)).To(Succeed())
-		Eventually(func(g Gomega) bool {
-			started, _, err := adapter{}.State(ctx, env.Client, set)
-			g.Expect(err).NotTo(HaveOccurred())
-			return started
-		}, timeout, interval).Should(BeTrue())
+		ns, set := startedLWS(ctx, "8")
 
 		By("scaling up: the second replica is a gang of its own, held while the first holds the quota")
 		Expect(scale(ctx, env.Client, set, 2)).To(Succeed())
@@ -74,21 +81,7 @@ var _ = Describe("LeaderWorkerSet replicas", func() {
 
 var _ = Describe("LeaderWorkerSet rolling updates", func() {
 	It("evicts and requeues whole a replica whose pods ask for more GPUs after an update", func(ctx SpecContext) {
-		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
-		Expect(env.Client.Create(ctx, nsObj)).To(Succeed())
-		ns := nsObj.Name
-		f := builders.Flavor(ns, map[string]string{"nvidia.com/gpu.product": ns})
-		Expect(env.Client.Create(ctx, f)).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.ClusterQueue(ns).Quota(f.Name, builders.GPU, "16", "").Obj())).To(Succeed())
-		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
-
-		set := newLWS(ns, "serve", "team")
-		Expect(env.Client.Create(ctx, set)).To(Succeed())
-		Eventually(func(g Gomega) bool {
-			started, _, err := adapter{}.State(ctx, env.Client, set)
-			g.Expect(err).NotTo(HaveOccurred())
-			return started
-		}, timeout, interval).Should(BeTrue())
+		ns, set := startedLWS(ctx, "16")
 
 		By("raising each pod's GPUs from 4 to 8 in the template")
 		Eventually(func() error {
