@@ -177,7 +177,7 @@ func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, boo
 	remaining = slices.Clone(remaining)
 	var n int32
 	for slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
-		if n == limit {
+		if n >= limit { // limit is negative when nodes joined that were reserved
 			return 0, false
 		}
 		used := map[int32]int64{}
