@@ -50,6 +50,13 @@ type ProvisioningPolicy struct {
 	CapacityNotFoundTimeout time.Duration
 	// AnswerTimeout bounds how long a created request may stay unanswered.
 	AnswerTimeout time.Duration
+	// ChecksPodsReady: the controller checks that a started gang's pods all
+	// become Ready in time, and reports when they do not. Then only pods
+	// Ready in time prove a booking good and reset the failures in a row;
+	// a provisioned booking does not, or a gang whose pods never become
+	// Ready would be booked again forever at the first backoff. Without
+	// the check, a provisioned booking resets them.
+	ChecksPodsReady bool
 }
 
 func (p ProvisioningPolicy) books() bool {
@@ -279,8 +286,12 @@ func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision,
 		}
 		switch r.Answer {
 		case AnswerProvisioned:
+			var failures int32 // the booking is good: see ChecksPodsReady
+			if pol.ChecksPodsReady {
+				failures = w.bk.Failures
+			}
 			return BookingDecision{Key: w.key, Action: BookingStart, Attempt: w.bk.Attempt, State: BookingProvisioned,
-				MaxAttempts: pol.maxAttempts(), Detail: r.Message}, true
+				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message}, true
 		case AnswerFailed:
 			return e.fail(w, pol, BookingRetry, BookingFailed, "failed: "+orNone(r.Message)), true
 		case AnswerExpired:
@@ -312,6 +323,9 @@ func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision,
 	case AnswerRevoked:
 		return e.fail(w, pol, BookingEvict, BookingRevoked, "was revoked after the gang started: "+orNone(r.Message)), true
 	case AnswerPodsNotReady:
+		if w.bk.PodsReady {
+			return BookingDecision{}, false // a late report: the pods were Ready in time after all
+		}
 		return e.fail(w, pol, BookingEvict, BookingPodsNotReady, "started, but "+r.Message), true
 	case AnswerExpired:
 		if !r.Consumed {

@@ -301,3 +301,64 @@ func TestReservedGangIsPreempted(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestFailuresAfterStart: where the controller checks that a started gang's
+// pods become Ready, only that proves a booking good; a gang whose pods never
+// do fails again and again with a growing backoff until the engine gives up.
+// Without the check a provisioned booking resets the count.
+func TestFailuresAfterStart(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		checks      bool
+		wantOnStart int32
+	}{
+		{"pods-ready checked: the count is kept", true, 1},
+		{"no pods-ready check: a provisioned booking resets it", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := topoEngine(t)
+			pol := bookingPolicy
+			pol.ChecksPodsReady = tc.checks
+			if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey, hostKey}, Provisioning: pol}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.UpsertPool(rackPool("pool-r1", "r1")); err != nil {
+				t.Fatal(err)
+			}
+			w := gang("g", 2, 8, TopologyRequired, rackKey)
+			w.Booking = &Booking{Attempt: 1, Failures: 1, State: BookingFailed, Flavor: "h200"}
+			specs := specMap(w)
+			mustWL(t, e, w)
+			res := e.Cycle(t0)
+			confirm(t, e, specs, res)
+			e.ReportBooking(key("g"), BookingReport{Attempt: 2, Answer: AnswerProvisioned})
+			d := onlyBooking(t, e.Cycle(t0))
+			if d.Action != BookingStart || d.Failures != tc.wantOnStart {
+				t.Fatalf("decided %+v, want a start with %d failures", d, tc.wantOnStart)
+			}
+			w = specs["g"]
+			w.Booking.State, w.Booking.Failures = BookingProvisioned, d.Failures
+			mustWL(t, e, w)
+			e.ReportBooking(key("g"), BookingReport{Attempt: 2, Answer: AnswerPodsNotReady, Message: "1 of 2 pods were Ready"})
+			if d := onlyBooking(t, e.Cycle(t0.Add(time.Minute))); d.Action != BookingEvict || d.Failures != tc.wantOnStart+1 {
+				t.Fatalf("decided %+v, want an eviction with %d failures", d, tc.wantOnStart+1)
+			}
+		})
+	}
+}
+
+// TestLatePodsNotReady: a report that the pods were not Ready, arriving after
+// the gang's PodsReady was recorded, evicts nothing.
+func TestLatePodsNotReady(t *testing.T) {
+	e := bookingEngine(t)
+	specs, _ := reserveGang(t, e, t0)
+	e.ReportBooking(key("g"), BookingReport{Attempt: 1, Answer: AnswerProvisioned})
+	onlyBooking(t, e.Cycle(t0))
+	w := specs["g"]
+	w.Booking.State, w.Booking.PodsReady = BookingProvisioned, true
+	mustWL(t, e, w)
+	e.ReportBooking(key("g"), BookingReport{Attempt: 1, Answer: AnswerPodsNotReady, Message: "1 of 2 pods were Ready"})
+	if res := e.Cycle(t0.Add(time.Minute)); len(res.Bookings) != 0 || len(res.Preemptions) != 0 {
+		t.Fatalf("decided %+v after PodsReady, want nothing", res.Bookings)
+	}
+}

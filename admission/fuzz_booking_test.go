@@ -92,7 +92,7 @@ func (r *fuzzRun) confirmBooking(d BookingDecision) {
 	next.State = d.State
 	switch d.Action {
 	case BookingStart:
-		next.Failures, next.CapacityNotFoundSince, next.RetryAfter = 0, 0, 0
+		next.Failures, next.CapacityNotFoundSince, next.RetryAfter = d.Failures, 0, 0
 	default:
 		next.Failures, next.FailedDomains, next.RetryAfter, next.GaveUp = d.Failures, d.FailedDomains, d.RetryAfter, d.GaveUp
 	}

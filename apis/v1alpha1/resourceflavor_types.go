@@ -70,7 +70,9 @@ type ProvisioningPolicy struct {
 
 	// maxAttempts is how many bookings in a row may fail (across domains
 	// and classes) before berth gives up on the workload and reports it
-	// with ProvisioningGaveUp. A provisioned booking resets the count.
+	// with ProvisioningGaveUp. A booking proved good resets the count: its
+	// gang's pods all Ready within podsReadySeconds or, with that check
+	// off, the booking provisioned.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1

@@ -176,6 +176,7 @@ func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
 			Backoff:                 seconds(p.BackoffSeconds),
 			CapacityNotFoundTimeout: seconds(p.CapacityNotFoundSeconds),
 			AnswerTimeout:           seconds(p.AnswerTimeoutSeconds),
+			ChecksPodsReady:         p.PodsReadySeconds > 0,
 		}
 		if p.Mode == "" {
 			f.Provisioning.Mode = admission.ProvisionIfNeeded

@@ -144,6 +144,9 @@ func (t NoteBooking) apply(wl *berthv1.Workload, now metav1.Time) error {
 type Provision struct {
 	// Attempt that was provisioned.
 	Attempt int32
+	// Failures in a row from now on, as the engine decided: 0, unless only
+	// pods Ready in time prove the booking good (PodsReady resets them).
+	Failures int32
 	// Detail is the autoscaler's words.
 	Detail string
 }
@@ -157,7 +160,7 @@ func (t Provision) apply(wl *berthv1.Workload, now metav1.Time) error {
 		return refuse(t, wl, "provisioned attempt %d, the booking is attempt %d", t.Attempt, p.Attempt)
 	}
 	msg := fmt.Sprintf("capacity provisioned by %s (%s) in %s: %s", p.RequestName, p.ClassName, DomainString(p.Topology), orNone(t.Detail))
-	p.State, p.Message, p.Failures = berthv1.ProvisioningProvisioned, truncate(msg), 0
+	p.State, p.Message, p.Failures = berthv1.ProvisioningProvisioned, truncate(msg), t.Failures
 	p.RetryAfter, p.CapacityNotFoundSince = nil, nil
 	clearEviction(wl, berthv1.ReasonAdmitted, "admitted again after eviction", now)
 	derive(wl, why{berthv1.ReasonAdmitted, msg}, now)
@@ -237,7 +240,8 @@ func (t FailBooking) apply(wl *berthv1.Workload, now metav1.Time) error {
 }
 
 // PodsReady records that every pod of a gang admitted on booked capacity
-// was Ready in time; the gang is not checked again for this admission.
+// was Ready in time; the gang is not checked again for this admission, and
+// its booking proved good: the failures in a row start again from 0.
 type PodsReady struct {
 	// Total pods of the gang.
 	Total int32
@@ -248,6 +252,9 @@ func (PodsReady) Name() string  { return "PodsReady" }
 func (PodsReady) from() []Phase { return []Phase{Admitted} }
 func (t PodsReady) apply(wl *berthv1.Workload, now metav1.Time) error {
 	set(wl, berthv1.ConditionPodsReady, metav1.ConditionTrue, berthv1.ReasonPodsReady, fmt.Sprintf("all %d pods were Ready in time", t.Total), now)
+	if p := wl.Status.Provisioning; p != nil {
+		p.Failures = 0
+	}
 	return nil
 }
 

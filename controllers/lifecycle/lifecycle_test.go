@@ -230,9 +230,15 @@ func TestBookingRecord(t *testing.T) {
 	if err := Apply(wl, Provision{Attempt: 1}, t1); err == nil {
 		t.Fatalf("provisioned a superseded attempt")
 	}
-	By(Provision{Attempt: 2, Detail: "Capacity is found in the cluster"})
-	if p := wl.Status.Provisioning; p.State != berthv1.ProvisioningProvisioned || p.Failures != 0 || wl.Status.Admission.Provisioning == nil {
+	// The engine keeps the failures in a row where only pods Ready in time
+	// prove the booking good.
+	By(Provision{Attempt: 2, Failures: 1, Detail: "Capacity is found in the cluster"})
+	if p := wl.Status.Provisioning; p.State != berthv1.ProvisioningProvisioned || p.Failures != 1 || wl.Status.Admission.Provisioning == nil {
 		t.Fatalf("provisioned %+v, admission %+v", p, wl.Status.Admission)
+	}
+	By(PodsReady{Total: 2})
+	if p := wl.Status.Provisioning; p.Failures != 0 {
+		t.Fatalf("pods Ready in time left %d failures in a row", p.Failures)
 	}
 }
 

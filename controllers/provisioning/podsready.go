@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,14 +17,15 @@ import (
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// gangPods lists the pods that consume the workload's request. berth
-// caches only queue-labelled pods, so they are read from the API server;
-// this happens once per admission (at the deadline) and for an expired
-// booking.
+// gangPods lists the pods of the workload's gang that consume its request:
+// those berth started for the workload (labelled with its UID) carrying the
+// request's consume annotation. berth caches only queue-labelled pods, so
+// they are read from the API server; this happens once per admission (at
+// the deadline) and for an expired booking.
 func (r *Reconciler) gangPods(ctx context.Context, wl *berthv1.Workload) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := r.reader.List(ctx, pods, client.InNamespace(wl.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing pods in %s: %w", wl.Namespace, err)
+	if err := r.reader.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1.WorkloadLabel: string(wl.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of workload %s: %w", wl.Name, err)
 	}
 	var out []corev1.Pod
 	for _, p := range pods.Items {
@@ -34,11 +36,16 @@ func (r *Reconciler) gangPods(ctx context.Context, wl *berthv1.Workload) ([]core
 	return out, nil
 }
 
-// consumed reports whether a pod of the gang carries the consume
-// annotation of the workload's request.
+// consumed reports whether a pod of the gang was bound on the booking, as
+// the autoscaler counts consumption: a pod that carries the consume
+// annotation but never got a node (the nodes of a partial delivery that
+// never joined) used nothing.
 func (r *Reconciler) consumed(ctx context.Context, wl *berthv1.Workload) (bool, error) {
 	pods, err := r.gangPods(ctx, wl)
-	return len(pods) > 0, err
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }), nil
 }
 
 // CountReady counts the pods that are Ready, or that already succeeded, and

@@ -37,7 +37,7 @@ func evictReason(state admission.BookingState) berthv1.WorkloadReason {
 // bookingTransition is the transition that writes a booking decision.
 func bookingTransition(d admission.BookingDecision) lifecycle.Transition {
 	if d.Action == admission.BookingStart {
-		return lifecycle.Provision{Attempt: d.Attempt, Detail: d.Detail}
+		return lifecycle.Provision{Attempt: d.Attempt, Failures: d.Failures, Detail: d.Detail}
 	}
 	f := lifecycle.BookingFailure{Attempt: d.Attempt, State: berthv1.ProvisioningState(d.State), Failures: d.Failures,
 		MaxAttempts: d.MaxAttempts, GaveUp: d.GaveUp, Detail: d.Detail}

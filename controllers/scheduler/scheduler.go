@@ -161,6 +161,12 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 		}
 		delete(s.assumed, key)
 	}
+	if wl.Status.Admission != nil {
+		// Admitted, by this scheduler or another owner: a pending reason on
+		// record no longer describes the status, and if the workload returns
+		// to the queue its reason must be written again.
+		s.pending.forget(key)
+	}
 	ew := WorkloadToEngine(wl, q)
 	wasBooking := s.engine.Booking(key)
 	if err := s.engine.UpsertWorkload(ew); err != nil {

@@ -66,11 +66,24 @@ var _ = Describe("bookings of started gangs", func() {
 		expectGone(ctx, &autoscalingv1.ProvisioningRequest{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: p.RequestName}})
 	})
 
+	It("stops a started gang whose pods carry the booking but were never bound when it expired", func(ctx SpecContext) {
+		tc := newCase(ctx, policy)
+		job, wl, p := startOnBooking(ctx, tc)
+		gangPod(ctx, wl, p.RequestName, "", false)
+		gangPod(ctx, wl, p.RequestName, "", false)
+		autoscalerClock.Step(bookingTTL + time.Minute)
+		Eventually(func(g Gomega) {
+			got := workload(ctx, g, wl)
+			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningBookingExpired))
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		expectStoppedAndRequeued(ctx, job, wl)
+	})
+
 	It("keeps a started gang whose booking expired after its pods used it", func(ctx SpecContext) {
 		tc := newCase(ctx, policy)
 		job, wl, p := startOnBooking(ctx, tc)
-		gangPod(ctx, tc.ns, p.RequestName, true)
-		gangPod(ctx, tc.ns, p.RequestName, true)
+		gangPod(ctx, wl, p.RequestName, "n1", true)
+		gangPod(ctx, wl, p.RequestName, "n1", true)
 		autoscalerClock.Step(bookingTTL + time.Minute)
 		pr := request(ctx, tc.ns, p.RequestName)
 		Eventually(func(g Gomega) bool {
@@ -90,8 +103,8 @@ var _ = Describe("bookings of started gangs", func() {
 		pol.PodsReadySeconds = 60
 		tc := newCase(ctx, pol)
 		job, wl, p := startOnBooking(ctx, tc)
-		gangPod(ctx, tc.ns, p.RequestName, true)
-		gangPod(ctx, tc.ns, p.RequestName, false)
+		gangPod(ctx, wl, p.RequestName, "n1", true)
+		gangPod(ctx, wl, p.RequestName, "n1", false)
 		berthClock.Step(61 * time.Second)
 		poke(ctx, wl)
 		Eventually(func(g Gomega) {
@@ -110,8 +123,8 @@ var _ = Describe("bookings of started gangs", func() {
 		pol.PodsReadySeconds = 60
 		tc := newCase(ctx, pol)
 		job, wl, p := startOnBooking(ctx, tc)
-		gangPod(ctx, tc.ns, p.RequestName, true)
-		gangPod(ctx, tc.ns, p.RequestName, true)
+		gangPod(ctx, wl, p.RequestName, "n1", true)
+		gangPod(ctx, wl, p.RequestName, "n1", true)
 		berthClock.Step(61 * time.Second)
 		poke(ctx, wl)
 		Eventually(func(g Gomega) {

@@ -201,21 +201,28 @@ func expectJob(ctx context.Context, job *batchv1.Job, check func(g Gomega, j *ba
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
 }
 
-// gangPod creates a pod of the gang that consumes request, Ready or not.
-func gangPod(ctx context.Context, ns, request string, ready bool) {
+// gangPod creates a pod of the workload's gang that consumes request, as
+// berth starts it (labelled with the Workload's UID), bound to node ("":
+// not bound) and Ready or not.
+func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, ready bool) {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "train-", Annotations: map[string]string{
-			autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
-			autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
-		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, GenerateName: "train-",
+			Labels: map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
+			Annotations: map[string]string{
+				autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
+				autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
+			}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}}},
 	}
 	Expect(env.Client.Create(ctx, p)).To(Succeed())
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	p.Status.Phase = corev1.PodRunning
+	p.Status.Phase = corev1.PodPending
+	if node != "" {
+		p.Status.Phase = corev1.PodRunning
+	}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
 	Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
 }
