@@ -185,6 +185,11 @@ type podSetSpec struct {
 	name  string
 	count int32
 	req   []resAmt
+	// nodes narrows the nodes the pods may use (nil: any of the flavor's).
+	nodes NodeFilter
+	// apart are the pod sets (indices, itself included for one pod per
+	// node) whose pods these must not share a node with; sorted.
+	apart []int
 }
 
 type wlPhase uint8

@@ -87,6 +87,14 @@ func fuzzWorkload(s *bytesource, name string, created int64) Workload {
 		}
 		w.PodSets = append(w.PodSets, ps)
 	}
+	// The pods' own constraints, also from the creation time: nodes of zone
+	// z only (flavor f1's nodes and its near pool), or one pod per node.
+	switch created % 7 {
+	case 3:
+		w.PodSets[0].Nodes = labelFilter{key: "zone", want: "z"}
+	case 5:
+		w.PodSets[0].Apart = []string{w.PodSets[0].Name}
+	}
 	return w
 }
 
@@ -469,6 +477,7 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64,
 			r.t.Fatalf("%s requires a %s domain, admitted with %+v", a.Key, w.Topology.Level, t)
 		}
 	}
+	r.checkConstraints(res)
 	// The cycle's admissions reserve only what is free. (A provisioned gang the
 	// cycle re-planned onto existing nodes may be charged beyond: the engine
 	// counts pods that fit nowhere on the domain's first node.)
@@ -507,4 +516,39 @@ func (e *Engine) poolSnapshot() map[string]int32 {
 		out[name] = p.reserved
 	}
 	return out
+}
+
+// checkConstraints: the cycle's placements put pods only on nodes their pod
+// sets admit, and one pod per node where the gang asks for it.
+func (r *fuzzRun) checkConstraints(res Result) {
+	for _, a := range res.Admitted {
+		w := r.e.workloads[a.Key]
+		if w.placed == nil {
+			continue
+		}
+		for _, sh := range w.placed.shares {
+			n := r.e.nodes[sh.node]
+			if n == nil || !w.admitsAny(n) {
+				r.t.Fatalf("%s: planned on node %s, which none of its pod sets admits", a.Key, sh.node)
+			}
+			ps := w.podSets[0]
+			if len(w.podSets) == 1 && slices.Contains(ps.apart, 0) {
+				for _, x := range sh.amt {
+					if x.amt > ps.reqAmt(x.res) {
+						r.t.Fatalf("%s: one pod per node, planned %d of resource %d on node %s", a.Key, x.amt, x.res, sh.node)
+					}
+				}
+			}
+		}
+	}
+}
+
+// reqAmt is one pod's request of resource r.
+func (ps *podSetSpec) reqAmt(r int32) int64 {
+	for _, x := range ps.req {
+		if x.res == r {
+			return x.amt
+		}
+	}
+	return 0
 }

@@ -141,57 +141,74 @@ func (e *Engine) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels [
 // and its pools grown to their maximum.
 func (e *Engine) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
 	for _, n := range tf.nodes {
-		if n.alloc == nil && inDomain(tf, n.labels, key) {
+		if n.alloc == nil && inDomain(tf, n.labels, key) && w.admitsAny(n) {
 			return true // its capacity is unknown: it might
 		}
 	}
-	_, remaining, _ := e.packNodes(tf, w, key, w.req[0].res, true)
-	if remaining == nil {
+	pk := e.packNodes(tf, w, key, w.req[0].res, true)
+	if pk.remaining == nil {
 		return true
 	}
 	if !withPools {
 		return false
 	}
-	_, _, ok := packPools(tf, w, key, remaining, true)
+	_, _, ok := packPools(tf, w, key, pk.remaining, true)
 	return ok
 }
 
 // search tries every domain of level l (-1: all the flavor's capacity as one,
 // unpinned) and returns the best placement: one on existing free capacity if any
-// domain has it — the tightest, leaving the least of the gang's largest resource
-// free, so large free domains stay whole — else, withPools, the one needing the
-// fewest new nodes (then the tightest). Ties go to the domain that sorts first.
-// Domains the workload's bookings failed in are skipped.
+// domain has it, else, withPools, the one needing the fewest new nodes. Among
+// those, the pods' preferred node affinity ranks first, then the tightest
+// domain, leaving the least of the gang's largest resource free, so large free
+// domains stay whole. Ties go to the domain that sorts first. Domains the
+// workload's bookings failed in are skipped.
 func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools bool, avoid []TopologyAssignment) *placement {
 	var best *placement
 	var bestNew int32
-	var bestLeft int64
+	var bestLeft, bestScore int64
 	dom := w.dominant()
 	for _, key := range domainsOf(tf, l, withPools) {
 		if avoided(avoid, flavor, key) {
 			continue
 		}
-		shares, remaining, left := e.packNodes(tf, w, key, dom, false)
+		pk := e.packNodes(tf, w, key, dom, false)
 		var newNodes map[string]int32
 		var total int32
-		if remaining != nil {
+		if pk.remaining != nil {
 			if !withPools {
 				continue
 			}
 			var ok bool
-			if newNodes, total, ok = packPools(tf, w, key, remaining, false); !ok {
+			if newNodes, total, ok = packPools(tf, w, key, pk.remaining, false); !ok {
 				continue
 			}
+			pk.score += e.poolScore(w, newNodes, pk.remaining)
 		}
-		if best == nil || total < bestNew || (total == bestNew && left < bestLeft) {
-			best = &placement{shares: shares, newNodes: newNodes}
+		better := best == nil || total < bestNew ||
+			(total == bestNew && (pk.score > bestScore || (pk.score == bestScore && pk.left < bestLeft)))
+		if better {
+			best = &placement{shares: pk.shares, newNodes: newNodes}
 			if l >= 0 {
 				best.assign = TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}
 			}
-			bestNew, bestLeft = total, left
+			bestNew, bestLeft, bestScore = total, pk.left, pk.score
 		}
 	}
 	return best
+}
+
+// poolScore is the pods' preference for the new nodes planned for the
+// remaining pods.
+func (e *Engine) poolScore(w *wl, newNodes map[string]int32, remaining []int32) int64 {
+	var s int64
+	for name := range newNodes {
+		p := e.pools[name]
+		for i := range w.podSets {
+			s += int64(remaining[i]) * w.podSets[i].score(p.labels)
+		}
+	}
+	return s
 }
 
 // avoided reports whether the domain key of flavor is among the failed domains.
@@ -222,20 +239,32 @@ func (w *wl) reqAmt(r int32) int64 {
 	return 0
 }
 
+// packing is the outcome of packing a gang's pods on a domain's nodes.
+type packing struct {
+	shares []nodeShare
+	// remaining pods per pod set that found no node; nil: all placed.
+	remaining []int32
+	// left is what is left of the gang's dominant resource on the domain's
+	// nodes its pods may use, afterwards.
+	left int64
+	// score is the sum of the pods' preferences for the nodes they got.
+	score int64
+}
+
 // packNodes places w's pods on the domain's nodes, pod set by pod set, filling
-// each node (in name order) before the next. It returns the planned shares, the
-// pods per pod set that found no node (nil: all placed), and what is left of
-// resource dom on the domain's nodes afterwards. With ever, every node counts
-// as empty (its allocatable, nothing reserved).
-func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever bool) ([]nodeShare, []int32, int64) {
+// each node (in name order) before the next, on the nodes each pod set's own
+// constraints admit and keeping apart the pod sets that must be. With ever,
+// every node counts as empty (its allocatable, nothing reserved).
+func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever bool) packing {
 	planned := map[string]map[int32]int64{}
-	var left int64
+	var out packing
 	remaining := make([]int32, len(w.podSets))
 	for i, ps := range w.podSets {
 		remaining[i] = ps.count
 	}
+	onNode := make([]int32, len(w.podSets))
 	for _, n := range tf.nodes {
-		if !inDomain(tf, n.labels, key) {
+		if !inDomain(tf, n.labels, key) || !w.admitsAny(n) {
 			continue
 		}
 		free, reserved := n.free, n.reserved
@@ -243,8 +272,13 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever 
 			free, reserved = n.alloc, nil
 		}
 		extra := planned[n.name]
-		for i, ps := range w.podSets {
-			k := podsThatFit(free, reserved, ps.req, extra, remaining[i])
+		clear(onNode)
+		for i := range w.podSets {
+			ps := &w.podSets[i]
+			if !ps.admitsNode(n) {
+				continue
+			}
+			k := w.apartRoom(i, onNode, podsThatFit(free, reserved, ps.req, extra, remaining[i]))
 			if k == 0 {
 				continue
 			}
@@ -256,16 +290,16 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever 
 				extra[r.res] += r.amt * int64(k)
 			}
 			remaining[i] -= k
+			onNode[i] += k
+			out.score += int64(k) * ps.score(n.labels)
 		}
-		left += max(0, free[dom]-reserved[dom]-extra[dom])
+		out.left += max(0, free[dom]-reserved[dom]-extra[dom])
 	}
-	shares := sharesOf(planned)
-	for _, r := range remaining {
-		if r > 0 {
-			return shares, remaining, left
-		}
+	out.shares = sharesOf(planned)
+	if slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
+		out.remaining = remaining
 	}
-	return shares, nil, left
+	return out
 }
 
 // sharesOf turns planned amounts per node into sorted shares.
@@ -274,7 +308,12 @@ func sharesOf(planned map[string]map[int32]int64) []nodeShare {
 	for name, m := range planned {
 		s := nodeShare{node: name}
 		for r, a := range m {
-			s.amt = append(s.amt, resAmt{res: r, amt: a})
+			if a != 0 {
+				s.amt = append(s.amt, resAmt{res: r, amt: a})
+			}
+		}
+		if len(s.amt) == 0 {
+			continue // pods that request nothing reserve nothing
 		}
 		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
 		shares = append(shares, s)
@@ -331,20 +370,26 @@ func (e *Engine) planOnNodes(w *wl) *placement {
 // reports whether some pods fit nowhere.
 func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare, bool) {
 	planned := map[string]map[int32]int64{}
+	onNode := map[string][]int32{}
 	var first *topoNode
 	missing := false
-	for i, ps := range w.podSets {
+	for i := range w.podSets {
+		ps := &w.podSets[i]
 		left := ps.count
 		for _, n := range tf.nodes {
-			if !inDomain(tf, n.labels, key) {
+			if !inDomain(tf, n.labels, key) || !ps.admitsNode(n) {
 				continue
 			}
 			if first == nil {
 				first = n
 			}
-			k := podsThatFit(n.free, n.reserved, ps.req, planned[n.name], left)
+			if onNode[n.name] == nil {
+				onNode[n.name] = make([]int32, len(w.podSets))
+			}
+			k := w.apartRoom(i, onNode[n.name], podsThatFit(n.free, n.reserved, ps.req, planned[n.name], left))
 			if k > 0 {
 				addPlanned(planned, n.name, ps.req, k)
+				onNode[n.name][i] += k
 				left -= k
 			}
 		}
@@ -388,15 +433,16 @@ func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string
 
 func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix string) string {
 	dom := w.dominant()
+	note := w.constraintNote()
 	if l < 0 {
-		return fmt.Sprintf("the free capacity of flavor %s does not hold all %d pods%s", flavor, w.podCount(), suffix)
+		return fmt.Sprintf("the free capacity of flavor %s does not hold all %d pods%s%s", flavor, w.podCount(), note, suffix)
 	}
 	var bestKey []string
 	var bestFree int64 = -1
 	for _, key := range domainsOf(tf, l, false) {
 		var free int64
 		for _, n := range tf.nodes {
-			if inDomain(tf, n.labels, key) {
+			if inDomain(tf, n.labels, key) && w.admitsAny(n) {
 				free += max(0, n.left(dom, nil))
 			}
 		}
@@ -407,8 +453,8 @@ func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix
 	if bestKey == nil {
 		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in%s", flavor, tf.levels[l], suffix)
 	}
-	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods; most free: %s %s in %s=%s%s",
-		tf.levels[l], flavor, w.podCount(), fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l], suffix)
+	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods%s; most free: %s %s in %s=%s%s",
+		tf.levels[l], flavor, w.podCount(), note, fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l], suffix)
 }
 
 // msgNeverFits says that no domain could ever hold the gang, and what the
@@ -428,14 +474,14 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 	for _, key := range domainsOf(tf, max(l, -1), withPools) {
 		var total int64
 		for _, n := range tf.nodes {
-			if inDomain(tf, n.labels, key) {
+			if inDomain(tf, n.labels, key) && w.admitsAny(n) {
 				total += n.alloc[dom]
 			}
 		}
 		if withPools {
 			var largest int64
 			for _, p := range tf.pools {
-				if inDomain(tf, p.labels, key) {
+				if inDomain(tf, p.labels, key) && w.admitsAnyPool(p) {
 					largest = max(largest, p.node[dom]*int64(p.avail))
 				}
 			}
@@ -445,8 +491,8 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 			bestKey, most = key, total
 		}
 	}
-	msg := fmt.Sprintf("no %s %s can ever hold all %d pods (%s %s), even with %s", level, flavor, w.podCount(),
-		fmtAmount(w.reqAmt(dom)), e.resources[dom], what)
+	msg := fmt.Sprintf("no %s %s can ever hold all %d pods (%s %s)%s, even with %s", level, flavor, w.podCount(),
+		fmtAmount(w.reqAmt(dom)), e.resources[dom], w.constraintNote(), what)
 	if l >= 0 && bestKey != nil {
 		msg += fmt.Sprintf("; the largest, %s=%s, has %s", tf.levels[l], bestKey[l], fmtAmount(max(most, 0)))
 	}

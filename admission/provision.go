@@ -77,6 +77,8 @@ type topoPool struct {
 	node     map[int32]int64
 	avail    int32
 	reserved int32
+	// fits caches which pod set filters admit the pool's nodes, by key.
+	fits map[string]bool
 }
 
 // UpsertPool creates or updates a pool. Workloads waiting for capacity are
@@ -100,6 +102,7 @@ func (e *Engine) UpsertPool(p Pool) error {
 	e.unlinkPool(tp)
 	tp.flavor, tp.node, tp.avail = p.Flavor, node, p.Available
 	tp.labels = maps.Clone(p.Labels)
+	tp.fits = nil
 	tf := e.topoFlavorFor(p.Flavor)
 	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
 	e.capacityChanged()
@@ -175,6 +178,7 @@ func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32, ever bool
 // w, each node filled before the next, and false if more than limit would.
 func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, bool) {
 	remaining = slices.Clone(remaining)
+	onNode := make([]int32, len(w.podSets))
 	var n int32
 	for slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
 		if n >= limit { // limit is negative when nodes joined that were reserved
@@ -182,12 +186,18 @@ func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, boo
 		}
 		used := map[int32]int64{}
 		placed := int32(0)
-		for i, ps := range w.podSets {
-			k := podsThatFit(p.node, nil, ps.req, used, remaining[i])
+		clear(onNode)
+		for i := range w.podSets {
+			ps := &w.podSets[i]
+			if remaining[i] == 0 || !ps.admitsPool(p) {
+				continue
+			}
+			k := w.apartRoom(i, onNode, podsThatFit(p.node, nil, ps.req, used, remaining[i]))
 			for _, r := range ps.req {
 				used[r.res] += r.amt * int64(k)
 			}
 			remaining[i] -= k
+			onNode[i] += k
 			placed += k
 		}
 		if placed == 0 {

@@ -99,6 +99,8 @@ type topoNode struct {
 	free     map[int32]int64
 	alloc    map[int32]int64
 	reserved map[int32]int64
+	// fits caches which pod set filters admit the node, by filter key.
+	fits map[string]bool
 }
 
 // left is what node n has left of resource r after reservations and extra.
@@ -189,6 +191,7 @@ func (e *Engine) UpsertNode(n Node) error {
 	slices.Sort(tn.flavors)
 	tn.flavors = slices.Compact(tn.flavors)
 	tn.labels = maps.Clone(n.Labels)
+	tn.fits = nil // the labels may have changed
 	tn.free, tn.alloc = free, alloc
 	for _, f := range tn.flavors {
 		tf := e.topoFlavorFor(f)

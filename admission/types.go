@@ -122,6 +122,13 @@ type PodSet struct {
 	Count int32
 	// Requests is per pod, already including init containers and pod overhead.
 	Requests Resources
+	// Nodes narrows the nodes of the flavor the pods may be bound to (their
+	// own node selector and affinity); nil: any. See constraints.go.
+	Nodes NodeFilter
+	// Apart names the pod sets of the workload whose pods these pods must
+	// not share a node with — its own name for one pod per node (required
+	// pod anti-affinity on the hostname among the gang's pods).
+	Apart []string
 }
 
 // Workload is one gang: every pod of every pod set is admitted together or not at all.

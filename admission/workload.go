@@ -330,7 +330,7 @@ func samePending(a, b *wl) bool {
 		a.created == b.created && equalTopology(a.topo, b.topo) && a.notBefore == b.notBefore && a.gen == b.gen &&
 		slices.EqualFunc(a.avoid, b.avoid, func(x, y TopologyAssignment) bool { return sameAssignment(&x, &y) }) &&
 		sameRecord(a.bk, b.bk) && slices.EqualFunc(a.podSets, b.podSets, func(x, y podSetSpec) bool {
-		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req)
+		return x.name == y.name && x.count == y.count && slices.Equal(x.req, y.req) && sameConstraints(x, y)
 	})
 }
 
@@ -376,6 +376,9 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 		}
 		n.podSets = append(n.podSets, spec)
 	}
+	if err := compileApart(w.PodSets, n.podSets); err != nil {
+		return nil, err
+	}
 	for r, a := range totals {
 		n.req = append(n.req, resAmt{res: r, amt: a})
 	}
@@ -399,7 +402,10 @@ func (e *Engine) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]in
 	if ps.Count < 1 {
 		return podSetSpec{}, fmt.Errorf("count %d: must be at least 1", ps.Count)
 	}
-	spec := podSetSpec{name: ps.Name, count: ps.Count}
+	if err := validateFilter(ps.Nodes); err != nil {
+		return podSetSpec{}, err
+	}
+	spec := podSetSpec{name: ps.Name, count: ps.Count, nodes: ps.Nodes}
 	for r, q := range ps.Requests {
 		if r == "" {
 			return podSetSpec{}, errors.New("request with an empty resource name")

@@ -24,6 +24,35 @@ type PodSet struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	Requests corev1.ResourceList `json:"requests,omitempty"`
+
+	// template is the part of the pods' template that decides where they
+	// may run, as the job declares it (without what berth adds when it
+	// starts the job). berth places the gang only on nodes the pods could
+	// be bound to, and books capacity with it. Written by berth's job
+	// controller; a change to it re-queues the gang. Workloads written
+	// before it existed have none: their pods are placed by their
+	// requests alone.
+	// +optional
+	Template *PodSetTemplate `json:"template,omitempty"`
+}
+
+// PodSetTemplate is the scheduling-relevant part of a pod set's pod
+// template: the labels other pods' affinity selects, and the pod spec
+// reduced to the fields that decide which node can take a pod (node
+// selector and affinity, tolerations, topology spread, pod (anti-)affinity,
+// resource claims, priority class, runtime class, overhead, volumes that
+// bind to storage, and each container's image, requests, limits and host
+// ports). Everything else — commands, environment, probes, mounts — is
+// left out, which keeps it small; berth's job controller rejects a job
+// whose template is still larger than 64 KiB.
+type PodSetTemplate struct {
+	// labels of the pods, without berth's own.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// spec of the pods, reduced as described above.
+	// +required
+	Spec corev1.PodSpec `json:"spec"`
 }
 
 // WorkloadSpec is the desired state of a Workload.

@@ -140,6 +140,11 @@ type GenericJob interface {
 type PodSetTemplate struct {
 	// Name of the pod set.
 	Name string
+	// Labels the pods will carry that the job's kind knows of: the
+	// template's, plus those its controller adds when it creates the pods
+	// (the JobSet and replicated job names of a JobSet's pods, for
+	// example), so that the pods' own affinity can be matched against them.
+	Labels map[string]string
 	// Spec of its pods.
 	Spec *corev1.PodSpec
 }

@@ -3,6 +3,8 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +31,12 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	obj := job.Object()
+	moved := ""
+	if grew == "" {
+		if moved, err = r.templateChanged(ctx, job, wl, spec.podSets); err != nil {
+			return false, err
+		}
+	}
 	switch {
 	case grew != "":
 		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
@@ -37,6 +45,14 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 			return true, err
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "grew (%s): stopped and queued again for all of its pods", grew)
+		return true, nil
+	case moved != "":
+		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
+			Message: "the pod template of pod set " + moved + " changed where its pods may run: the job is stopped and queued again as it is now"})
+		if err != nil || !written {
+			return true, err
+		}
+		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "pod set %s may now run elsewhere: stopped and queued again", moved)
 		return true, nil
 	case shrank:
 		return false, r.shrink(ctx, job, wl, spec.podSets)
@@ -57,7 +73,8 @@ func compareSize(old, now []berthv1.PodSet) (string, bool) {
 		if n.Count > o.Count {
 			return fmt.Sprintf("pod set %s: %d pods, admitted for %d", n.Name, n.Count, o.Count), false
 		}
-		for res, q := range n.Requests {
+		for _, res := range slices.Sorted(maps.Keys(n.Requests)) {
+			q := n.Requests[res]
 			if was, ok := o.Requests[res]; !ok || q.Cmp(was) > 0 {
 				return fmt.Sprintf("pod set %s: %s %s per pod, admitted for %s", n.Name, q.String(), res, was.String()), false
 			}
@@ -65,6 +82,59 @@ func compareSize(old, now []berthv1.PodSet) (string, bool) {
 		shrank = shrank || n.Count < o.Count
 	}
 	return "", shrank
+}
+
+// templateChanged names the first pod set of a running job whose template
+// no longer matches its admitted Workload's, "" when none. The pods of a
+// started gang carry what berth added (the flavors' labels and tolerations,
+// the domain pin), which kinds whose template is read from the pods
+// themselves report as theirs: those additions are left out of both sides.
+func (r *Reconciler) templateChanged(ctx context.Context, job GenericJob, wl *berthv1.Workload, now []berthv1.PodSet) (string, error) {
+	if wl.Status.Admission == nil {
+		return "", nil
+	}
+	added, missing, err := r.admittedScheduling(ctx, job, wl)
+	if err != nil || missing != "" {
+		return "", err
+	}
+	byName := map[string]PodSetScheduling{}
+	for _, s := range added {
+		byName[s.Name] = s
+	}
+	for i := range now {
+		o, n := wl.Spec.PodSets[i].Template, now[i].Template
+		if o == nil {
+			continue // admitted before berth kept templates
+		}
+		if !equality.Semantic.DeepEqual(withoutAdded(o, byName[now[i].Name]), withoutAdded(n, byName[now[i].Name])) {
+			return now[i].Name, nil
+		}
+	}
+	return "", nil
+}
+
+// withoutAdded is a template without the node selector entries and
+// tolerations berth adds when it starts the pod set.
+func withoutAdded(t *berthv1.PodSetTemplate, added PodSetScheduling) *berthv1.PodSetTemplate {
+	if t == nil {
+		return nil
+	}
+	out := t.DeepCopy()
+	for k, v := range added.NodeSelector {
+		if out.Spec.NodeSelector[k] == v {
+			delete(out.Spec.NodeSelector, k)
+		}
+	}
+	out.Spec.Tolerations = slices.DeleteFunc(out.Spec.Tolerations, func(t corev1.Toleration) bool {
+		return slices.ContainsFunc(added.Tolerations, func(a corev1.Toleration) bool { return equality.Semantic.DeepEqual(a, t) })
+	})
+	if len(out.Spec.NodeSelector) == 0 {
+		out.Spec.NodeSelector = nil
+	}
+	if len(out.Spec.Tolerations) == 0 {
+		out.Spec.Tolerations = nil
+	}
+	return out
 }
 
 // changedSince evicts an admitted job that has not started and no longer

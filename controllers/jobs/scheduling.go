@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"sort"
@@ -24,17 +23,7 @@ import (
 // set, and the booking's annotations when it was admitted on provisioned
 // capacity. It returns the name of a flavor that does not exist, if any.
 func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl *berthv1.Workload) ([]PodSetScheduling, string, error) {
-	base := job.Scheduling()
-	if raw, ok := job.Object().GetAnnotations()[berthv1.OriginalSchedulingAnnotation]; ok {
-		var orig []PodSetScheduling
-		if err := json.Unmarshal([]byte(raw), &orig); err == nil {
-			base = orig
-		}
-	}
-	byName := map[string]PodSetScheduling{}
-	for _, s := range base {
-		byName[s.Name] = s
-	}
+	byName := ownScheduling(job)
 	flavors := map[string]*berthv1.ResourceFlavor{}
 	out := make([]PodSetScheduling, 0, len(wl.Status.Admission.PodSetAssignments))
 	for _, psa := range wl.Status.Admission.PodSetAssignments {

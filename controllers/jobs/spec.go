@@ -45,12 +45,16 @@ func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error)
 	}
 	templates := job.PodTemplates()
 	ns := job.Object().GetNamespace()
+	own := ownScheduling(job)
 	for i := range podSets {
 		for _, t := range templates {
 			if t.Name != podSets[i].Name || t.Spec == nil {
 				continue
 			}
 			if podSets[i].Requests, err = r.opts.DeviceClasses.claimRequests(ctx, r.client, ns, t.Spec, podSets[i].Requests); err != nil {
+				return gangSpec{}, err
+			}
+			if podSets[i].Template, err = schedulingTemplate(t, own[t.Name]); err != nil {
 				return gangSpec{}, err
 			}
 		}

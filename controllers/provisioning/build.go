@@ -2,9 +2,11 @@ package provisioning
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
@@ -12,8 +14,9 @@ import (
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// PauseImage is the image of the PodTemplates' one container: the
-// autoscaler reads only requests, node selector and tolerations.
+// PauseImage is the image of the one container of a PodTemplate built for
+// a Workload that carries no pod template (written before berth kept
+// them): its requests stand for the pods'.
 const PauseImage = "registry.k8s.io/pause:3.10"
 
 // TemplateName is the deterministic name of the PodTemplate of one pod set
@@ -51,15 +54,7 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 	for _, ps := range wl.Spec.PodSets {
 		t := &corev1.PodTemplate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: TemplateName(p.RequestName, ps.Name)},
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				NodeSelector: maps.Clone(selector),
-				Tolerations:  append([]corev1.Toleration(nil), flavor.Spec.Tolerations...),
-				Containers: []corev1.Container{{
-					Name:      "main",
-					Image:     PauseImage,
-					Resources: resources(ps.Requests),
-				}},
-			}},
+			Template:   podTemplate(ps, selector, flavor.Spec.Tolerations),
 		}
 		templates = append(templates, t)
 		pr.Spec.PodSets = append(pr.Spec.PodSets, autoscalingv1.PodSet{
@@ -68,6 +63,38 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 		})
 	}
 	return pr, templates
+}
+
+// podTemplate is what the autoscaler simulates for one pod set: the pods
+// as the job declares them (their template in the Workload) with what berth
+// adds when it starts them — the flavor's labels and tolerations and the
+// domain pin, in selector — so that it adds a node only where the real pods
+// can run. The consume-provisioning-request annotations are not on it: the
+// template is the request, not a pod that consumes it.
+func podTemplate(ps berthv1.PodSet, selector map[string]string, tolerations []corev1.Toleration) corev1.PodTemplateSpec {
+	if ps.Template == nil {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: maps.Clone(selector),
+			Tolerations:  append([]corev1.Toleration(nil), tolerations...),
+			Containers:   []corev1.Container{{Name: "main", Image: PauseImage, Resources: resources(ps.Requests)}},
+		}}
+	}
+	out := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(ps.Template.Labels)},
+		Spec:       *ps.Template.Spec.DeepCopy(),
+	}
+	if len(selector) > 0 {
+		if out.Spec.NodeSelector == nil {
+			out.Spec.NodeSelector = map[string]string{}
+		}
+		maps.Copy(out.Spec.NodeSelector, selector)
+	}
+	for _, t := range tolerations {
+		if !slices.ContainsFunc(out.Spec.Tolerations, func(o corev1.Toleration) bool { return equality.Semantic.DeepEqual(o, t) }) {
+			out.Spec.Tolerations = append(out.Spec.Tolerations, t)
+		}
+	}
+	return out
 }
 
 // resources are the container resources of a pod set's requests: extended

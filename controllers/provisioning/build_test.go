@@ -125,3 +125,48 @@ func TestTemplateName(t *testing.T) {
 		t.Errorf("long name %q (%d): want 253 characters, unique per pod set", got, len(got))
 	}
 }
+
+// TestBuildRequestFromTemplate: a pod set's template reaches the request as
+// the job declares it, with berth's additions merged in.
+func TestBuildRequestFromTemplate(t *testing.T) {
+	rack := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
+	wl := bookingWorkload(rack)
+	claim := "eight-gpus"
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu.product", Operator: corev1.NodeSelectorOpIn, Values: []string{"H200"}}}}}}}}
+	own := corev1.Toleration{Key: "team-a", Operator: corev1.TolerationOpExists}
+	wl.Spec.PodSets[1].Template = &berthv1.PodSetTemplate{
+		Labels: map[string]string{"app": "train"},
+		Spec: corev1.PodSpec{
+			NodeSelector:   map[string]string{"gpu.product": "H200"},
+			Affinity:       affinity,
+			Tolerations:    []corev1.Toleration{own, h200().Spec.Tolerations[0]},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &claim}},
+			Containers:     []corev1.Container{{Name: "trainer", Image: "trainer:v1", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}},
+		},
+	}
+	_, templates := BuildRequest(wl, h200())
+	got := templates[1].Template
+	if c := got.Spec.Containers; len(c) != 1 || c[0].Name != "trainer" || c[0].Image != "trainer:v1" {
+		t.Fatalf("containers %+v, want the job's", c)
+	}
+	wantSel := map[string]string{"gpu.product": "H200", "gpu.nvidia.com/model": "h200", "zone": "z1", "rack": "r2"}
+	if !equality.Semantic.DeepEqual(got.Spec.NodeSelector, wantSel) {
+		t.Fatalf("node selector %v, want %v", got.Spec.NodeSelector, wantSel)
+	}
+	if len(got.Spec.Tolerations) != 2 || !equality.Semantic.DeepEqual(got.Spec.Affinity, affinity) {
+		t.Fatalf("tolerations %v (want the job's and the flavor's once), affinity %+v", got.Spec.Tolerations, got.Spec.Affinity)
+	}
+	if len(got.Spec.ResourceClaims) != 1 || *got.Spec.ResourceClaims[0].ResourceClaimTemplateName != claim || got.Labels["app"] != "train" {
+		t.Fatalf("claims %+v, labels %v: want the job's", got.Spec.ResourceClaims, got.Labels)
+	}
+	if len(got.Annotations) != 0 {
+		t.Fatalf("annotations %v: a request's template consumes nothing", got.Annotations)
+	}
+	if wl.Spec.PodSets[1].Template.Spec.NodeSelector["rack"] != "" {
+		t.Fatal("building the request changed the Workload's template")
+	}
+	if c := templates[0].Template.Spec.Containers; len(c) != 1 || c[0].Image != PauseImage {
+		t.Fatalf("a pod set without a template: containers %+v, want one pause container with its requests", c)
+	}
+}

@@ -85,7 +85,8 @@ func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
 		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
 	}
 	for _, ps := range wl.Spec.PodSets {
-		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests)})
+		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests),
+			Nodes: nodeFilter(ps.Template), Apart: apartOf(wl.Namespace, ps.Template, wl.Spec.PodSets)})
 	}
 	if a := wl.Status.Admission; a != nil {
 		out.ClusterQueue = a.ClusterQueue

@@ -60,7 +60,8 @@ func (j *Job) PodSets() ([]berthv1.PodSet, error) {
 
 // PodTemplates returns the Job's pod template.
 func (j *Job) PodTemplates() []jobs.PodSetTemplate {
-	return []jobs.PodSetTemplate{{Name: PodSetName, Spec: &j.Spec.Template.Spec}}
+	// The API adds the job-name labels to the template itself.
+	return []jobs.PodSetTemplate{{Name: PodSetName, Labels: j.Spec.Template.Labels, Spec: &j.Spec.Template.Spec}}
 }
 
 // IsSuspended reports whether spec.suspend is true.

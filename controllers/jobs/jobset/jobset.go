@@ -9,6 +9,7 @@ package jobset
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +85,14 @@ func (j *JobSet) PodTemplates() []jobs.PodSetTemplate {
 	out := make([]jobs.PodSetTemplate, 0, len(j.Spec.ReplicatedJobs))
 	for i := range j.Spec.ReplicatedJobs {
 		rj := &j.Spec.ReplicatedJobs[i]
-		out = append(out, jobs.PodSetTemplate{Name: rj.Name, Spec: &rj.Template.Spec.Template.Spec})
+		labels := maps.Clone(rj.Template.Spec.Template.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		// Set by the JobSet controller on every pod of the replicated job.
+		labels[jobsetv1.JobSetNameKey] = j.Name
+		labels[jobsetv1.ReplicatedJobNameKey] = rj.Name
+		out = append(out, jobs.PodSetTemplate{Name: rj.Name, Labels: labels, Spec: &rj.Template.Spec.Template.Spec})
 	}
 	return out
 }

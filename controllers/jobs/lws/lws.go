@@ -142,10 +142,27 @@ func (r *Replica) PodSets() ([]berthv1.PodSet, error) {
 
 // PodTemplates are the leader's and the workers' templates.
 func (r *Replica) PodTemplates() []jobs.PodSetTemplate {
-	out := []jobs.PodSetTemplate{{Name: LeaderPodSet, Spec: r.leaderTemplate()}}
-	if r.size() > 1 {
-		out = append(out, jobs.PodSetTemplate{Name: WorkersPodSet, Spec: &r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec})
+	lt := r.lws.Spec.LeaderWorkerTemplate
+	leaderLabels := lt.WorkerTemplate.Labels
+	if lt.LeaderTemplate != nil {
+		leaderLabels = lt.LeaderTemplate.Labels
 	}
+	out := []jobs.PodSetTemplate{{Name: LeaderPodSet, Labels: r.podLabels(leaderLabels), Spec: r.leaderTemplate()}}
+	if r.size() > 1 {
+		out = append(out, jobs.PodSetTemplate{Name: WorkersPodSet, Labels: r.podLabels(lt.WorkerTemplate.Labels), Spec: &lt.WorkerTemplate.Spec})
+	}
+	return out
+}
+
+// podLabels are a template's labels plus those the LeaderWorkerSet
+// controller sets on every pod of the replica.
+func (r *Replica) podLabels(template map[string]string) map[string]string {
+	out := maps.Clone(template)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[lwsv1.SetNameLabelKey] = r.lws.Name
+	out[lwsv1.GroupIndexLabelKey] = strconv.Itoa(r.index)
 	return out
 }
 

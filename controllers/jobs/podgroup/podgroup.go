@@ -163,7 +163,7 @@ func (g *Group) PodSets() ([]berthv1.PodSet, error) {
 
 // PodTemplates is the first pod's spec.
 func (g *Group) PodTemplates() []jobs.PodSetTemplate {
-	return []jobs.PodSetTemplate{{Name: PodSetName, Spec: &g.Pods[0].Spec}}
+	return []jobs.PodSetTemplate{{Name: PodSetName, Labels: g.Pods[0].Labels, Spec: &g.Pods[0].Spec}}
 }
 
 // Scheduling is the first pod's own node selector and tolerations.
