@@ -128,11 +128,11 @@ func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("building the node capacity controller: %w", err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	pools := ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-pool").
 		For(&berthv1.CapacityPool{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode)).
-		Complete(reconcile.Func(r.reconcilePool))
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode))
+	err = r.devices.watchPools(pools, r.allPools).Complete(reconcile.Func(r.reconcilePool))
 	if err != nil {
 		return fmt.Errorf("building the capacity pool controller: %w", err)
 	}
@@ -223,7 +223,11 @@ func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.sink.UpsertPool(PoolToEngine(p, n)); err != nil {
+	pool, err := r.poolToEngine(ctx, p, n)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.sink.UpsertPool(pool); err != nil {
 		return reconcile.Result{}, err
 	}
 	if p.Status.Nodes == n {
@@ -390,7 +394,11 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := r.sink.UpsertPool(PoolToEngine(&pools.Items[i], n)); err != nil {
+		pool, err := r.poolToEngine(ctx, &pools.Items[i], n)
+		if err != nil {
+			return err
+		}
+		if err := r.sink.UpsertPool(pool); err != nil {
 			return err
 		}
 	}

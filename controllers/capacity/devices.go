@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 )
@@ -366,4 +367,92 @@ func (d *devices) placed(ctx context.Context, rc *resourcev1.ResourceClaim) (boo
 		}
 	}
 	return false, nil
+}
+
+// DriverDevice is one device of a node template, with its driver.
+type DriverDevice struct {
+	Driver string
+	Device resourcev1.Device
+}
+
+// TemplateDevices are the devices every node of a pool publishes: each
+// entry's count devices named <name>-0 to <name>-<count-1>, with its
+// attributes and capacity, in the template's order.
+func TemplateDevices(t *berthv1.NodeTemplate) []DriverDevice {
+	var out []DriverDevice
+	for _, td := range t.Devices {
+		for i := range td.Count {
+			d := resourcev1.Device{Name: fmt.Sprintf("%s-%d", td.Name, i)}
+			if len(td.Attributes) > 0 {
+				d.Attributes = make(map[resourcev1.QualifiedName]resourcev1.DeviceAttribute, len(td.Attributes))
+				for k, v := range td.Attributes {
+					d.Attributes[k] = *v.DeepCopy()
+				}
+			}
+			if len(td.Capacity) > 0 {
+				d.Capacity = make(map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, len(td.Capacity))
+				for k, v := range td.Capacity {
+					d.Capacity[k] = resourcev1.DeviceCapacity{Value: v.DeepCopy()}
+				}
+			}
+			out = append(out, DriverDevice{Driver: td.Driver, Device: d})
+		}
+	}
+	return out
+}
+
+// poolToEngine is PoolToEngine with the template's devices of mapped
+// classes added to the capacity of one node, as for an existing node (a
+// resource the template's allocatable names is left as it says), so that
+// the engine plans new nodes for gangs that claim devices.
+func (r *Reconciler) poolToEngine(ctx context.Context, cp *berthv1.CapacityPool, nodes int32) (admission.Pool, error) {
+	p := PoolToEngine(cp, nodes)
+	d := r.devices
+	if d == nil || len(cp.Spec.NodeTemplate.Devices) == 0 {
+		return p, nil
+	}
+	classes, err := d.classes(ctx)
+	if err != nil {
+		return admission.Pool{}, err
+	}
+	for _, dev := range TemplateDevices(&cp.Spec.NodeTemplate) {
+		class := d.classOf(ctx, classes, dev.Driver, &dev.Device)
+		if class == "" {
+			continue
+		}
+		dq := d.mapping[class]
+		if _, reported := cp.Spec.NodeTemplate.Allocatable[dq.Resource]; reported {
+			continue
+		}
+		p.NodeCapacity[admission.ResourceName(dq.Resource)] += dq.PerDevice.MilliValue()
+	}
+	return p, nil
+}
+
+// watchPools re-reads every pool when a mapped DeviceClass changes: its
+// selectors decide what a template's devices count as.
+func (d *devices) watchPools(b *builder.Builder, allPools handler.MapFunc) *builder.Builder {
+	if d == nil {
+		return b
+	}
+	return b.Watches(&resourcev1.DeviceClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if _, mapped := d.mapping[o.GetName()]; !mapped {
+			return nil
+		}
+		return allPools(ctx, o)
+	}))
+}
+
+// allPools maps anything to every CapacityPool.
+func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
+	pools := &berthv1.CapacityPoolList{}
+	if err := r.client.List(ctx, pools); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing CapacityPools after a DeviceClass change")
+		return nil
+	}
+	out := make([]reconcile.Request, len(pools.Items))
+	for i := range pools.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Name: pools.Items[i].Name}}
+	}
+	return out
 }

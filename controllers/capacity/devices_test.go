@@ -167,3 +167,36 @@ func rl(pairs ...string) corev1.ResourceList {
 	}
 	return out
 }
+
+func TestPoolToEngineCountsTemplateDevices(t *testing.T) {
+	gpus := jobs.DeviceClassMapping{"gpu": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("1")}}
+	h200 := gpuClass("gpu", `device.attributes["gpu.example.com"].product == "H200"`)
+	pool := func(product string, allocatable corev1.ResourceList) *berthv1.CapacityPool {
+		return &berthv1.CapacityPool{Spec: berthv1.CapacityPoolSpec{MaxNodes: 2, NodeTemplate: berthv1.NodeTemplate{
+			Allocatable: allocatable,
+			Devices: []berthv1.TemplateDevices{{Name: "gpu", Driver: testDriver, Count: 8,
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"product": {StringValue: ptr.To(product)}}}},
+		}}}
+	}
+	tests := []struct {
+		name string
+		pool *berthv1.CapacityPool
+		want int64 // milli nvidia.com/gpu per node
+	}{
+		{"selected devices count per node", pool("H200", rl("cpu", "64")), 8000},
+		{"devices the class does not select do not", pool("A100", rl("cpu", "64")), 0},
+		{"the template's own extended resource wins", pool("H200", rl("nvidia.com/gpu", "4")), 4000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{devices: newTestDevices(t, gpus, h200)}
+			got, err := r.poolToEngine(context.Background(), tc.pool, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := got.NodeCapacity["nvidia.com/gpu"]; g != tc.want {
+				t.Errorf("node capacity nvidia.com/gpu = %d, want %d", g, tc.want)
+			}
+		})
+	}
+}

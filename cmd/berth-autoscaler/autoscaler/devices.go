@@ -2,7 +2,6 @@ package autoscaler
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -108,26 +107,12 @@ func allocate(reqs []DeviceRequest, devs []NodeDevice, used []bool) ([]int, bool
 }
 
 // TemplateDevices are the devices one new node of the pool publishes,
-// named as SlicesFor names them.
+// named as SlicesFor names them, in a pool named after the node.
 func TemplateDevices(cp *berthv1.CapacityPool, node string) []NodeDevice {
-	var out []NodeDevice
-	for _, td := range cp.Spec.NodeTemplate.Devices {
-		for i := range td.Count {
-			d := resourcev1.Device{Name: fmt.Sprintf("%s-%d", td.Name, i)}
-			if len(td.Attributes) > 0 {
-				d.Attributes = make(map[resourcev1.QualifiedName]resourcev1.DeviceAttribute, len(td.Attributes))
-				for k, v := range td.Attributes {
-					d.Attributes[k] = *v.DeepCopy()
-				}
-			}
-			if len(td.Capacity) > 0 {
-				d.Capacity = make(map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, len(td.Capacity))
-				for k, v := range td.Capacity {
-					d.Capacity[k] = resourcev1.DeviceCapacity{Value: v.DeepCopy()}
-				}
-			}
-			out = append(out, NodeDevice{Driver: td.Driver, Pool: node, Device: d})
-		}
+	devs := capacity.TemplateDevices(&cp.Spec.NodeTemplate)
+	out := make([]NodeDevice, len(devs))
+	for i, d := range devs {
+		out[i] = NodeDevice{Driver: d.Driver, Pool: node, Device: d.Device}
 	}
 	return out
 }
