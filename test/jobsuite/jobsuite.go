@@ -95,6 +95,40 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 		gomega.Eventually(quotaStatus(ctx, c, second), timeout, interval).Should(gomega.Equal(metav1.ConditionFalse))
 		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
 	})
+	ginkgo.It("keeps each pod set's scheduling template in its Workload as the job declares it, also once started", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		obj := create(ctx, c, a, ns, "templated")
+		var before []berthv1.PodSet
+		gomega.Eventually(func(g gomega.Gomega) {
+			wls, err := WorkloadsOf(ctx, c, obj)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			before = wls[0].Spec.PodSets
+		}, timeout, interval).Should(gomega.Succeed())
+		for _, ps := range before {
+			gomega.Expect(ps.Template).NotTo(gomega.BeNil(), "pod set %s", ps.Name)
+			gomega.Expect(ps.Template.Spec.Containers).NotTo(gomega.BeEmpty(), "pod set %s", ps.Name)
+			for _, ctr := range ps.Template.Spec.Containers {
+				gomega.Expect(ctr.Image).NotTo(gomega.BeEmpty(), "pod set %s container %s", ps.Name, ctr.Name)
+				gomega.Expect(ctr.Command).To(gomega.BeEmpty(), "pod set %s: commands do not decide placement", ps.Name)
+			}
+			gomega.Expect(ps.Template.Labels).NotTo(gomega.HaveKey(berthv1.WorkloadLabel))
+		}
+		gomega.Eventually(started(ctx, c, a, obj), timeout, interval).Should(gomega.BeTrue())
+		// Started, the job's pods carry the flavor's selector; the Workload
+		// keeps the job's own, and the gang is not re-queued for it.
+		gomega.Consistently(func(g gomega.Gomega) {
+			wls, err := WorkloadsOf(ctx, c, obj)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			g.Expect(wls[0].Status.Admission).NotTo(gomega.BeNil())
+			for i, ps := range wls[0].Spec.PodSets {
+				g.Expect(ps.Template.Spec.NodeSelector).NotTo(gomega.HaveKey(productLabel), "pod set %s", ps.Name)
+				g.Expect(ps.Template).To(gomega.Equal(before[i].Template), "pod set %s", ps.Name)
+			}
+		}, held, interval).Should(gomega.Succeed())
+	})
 	ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
 		ns := *nsp
 		c := env().Client

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -148,20 +149,28 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) stri
 		addNode(ctx, fmt.Sprintf("%s-%s-n%d", name, rack, i), rackLabels(name, rack))
 	}
 	for rack, maxNodes := range pools {
-		labels := rackLabels(name, rack)
-		labels[berthv1.CapacityPoolLabel] = name + "-" + rack
-		template := controlplane.GPUNode("template", 8, nil)
-		pool := &berthv1.CapacityPool{
-			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + rack},
-			Spec: berthv1.CapacityPoolSpec{Flavor: name, MaxNodes: maxNodes, NodeTemplate: berthv1.NodeTemplate{
-				Labels: labels, Allocatable: template.Status.Allocatable,
-			}},
-		}
-		Expect(env.Client.Create(ctx, pool)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, pool)) })
-		DeferCleanup(deleteNodesOf, pool.Name)
+		addPool(ctx, name, rack, maxNodes, nil)
 	}
 	return name
+}
+
+// addPool creates the CapacityPool "<flavor>-<rack>" of up to maxNodes
+// 8-GPU nodes of the flavor in rack, whose nodes also carry extra labels;
+// it and its nodes are deleted after the spec.
+func addPool(ctx context.Context, flavor, rack string, maxNodes int32, extra map[string]string) {
+	labels := rackLabels(flavor, rack)
+	maps.Copy(labels, extra)
+	labels[berthv1.CapacityPoolLabel] = flavor + "-" + rack
+	template := controlplane.GPUNode("template", 8, nil)
+	pool := &berthv1.CapacityPool{
+		ObjectMeta: metav1.ObjectMeta{Name: flavor + "-" + rack},
+		Spec: berthv1.CapacityPoolSpec{Flavor: flavor, MaxNodes: maxNodes, NodeTemplate: berthv1.NodeTemplate{
+			Labels: labels, Allocatable: template.Status.Allocatable,
+		}},
+	}
+	Expect(env.Client.Create(ctx, pool)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, pool)) })
+	DeferCleanup(deleteNodesOf, pool.Name)
 }
 
 func rackLabels(flavor, rack string) map[string]string {

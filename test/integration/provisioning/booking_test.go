@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/provisioning"
+	"github.com/berth-dev/berth/test/builders"
 )
 
 const scaleUp = autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
@@ -123,6 +124,44 @@ var _ = Describe("capacity bookings", func() {
 		})
 		Eventually(func(g Gomega) []string { return eventReasons(ctx, g, tc.ns, wl.Name) }).WithTimeout(timeout).WithPolling(interval).
 			Should(ContainElements(lifecycle.EventRequestCreated, lifecycle.EventProvisioned))
+	})
+
+	It("books capacity for the job's own pods: its selector, affinity, tolerations and claims reach the request's template", func(ctx SpecContext) {
+		tc := newCase(ctx, berthv1.ProvisioningPolicy{Mode: berthv1.ProvisioningIfNeeded})
+		tc.pool(ctx, "r1", 2, nil)
+		job := builders.Job(tc.ns, "train", tc.queue).Pods(2).Request(gpu, "8").Obj()
+		pod := &job.Spec.Template.Spec
+		pod.NodeSelector = map[string]string{"gpu.product": "H200"}
+		pod.Tolerations = []corev1.Toleration{{Key: "team-a", Operator: corev1.TolerationOpExists}}
+		pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 5, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "fast", Operator: corev1.NodeSelectorOpExists}}}}}}}
+		pod.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimTemplateName: ptr.To("rdma")}}
+		pod.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", Value: "not-for-the-autoscaler"}}
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		wl := &berthv1.Workload{}
+		Eventually(func(g Gomega) {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(env.Client.List(ctx, wls, client.InNamespace(tc.ns))).To(Succeed())
+			g.Expect(wls.Items).To(HaveLen(1))
+			*wl = wls.Items[0]
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+
+		p := tc.reserve(ctx, wl, tc.rack("r1"))
+		tmpl := &corev1.PodTemplate{}
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: p.RequestName + "-main"}, tmpl)
+		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		spec := tmpl.Template.Spec
+		Expect(spec.NodeSelector).To(Equal(map[string]string{"gpu.product": "H200", caseLabel: tc.id, rackLabel: "r1"}))
+		Expect(spec.Tolerations).To(ConsistOf(append([]corev1.Toleration{pod.Tolerations[0]}, tc.flavor.Spec.Tolerations...)))
+		Expect(spec.Affinity).To(Equal(pod.Affinity))
+		Expect(spec.ResourceClaims).To(Equal(pod.ResourceClaims))
+		Expect(spec.Containers).To(HaveLen(1))
+		Expect(spec.Containers[0].Name).To(Equal(pod.Containers[0].Name))
+		Expect(spec.Containers[0].Image).To(Equal(pod.Containers[0].Image))
+		Expect(spec.Containers[0].Env).To(BeEmpty())
+		Expect(spec.Containers[0].Resources.Requests.Name(gpu, "").String()).To(Equal("8"))
+		Expect(tmpl.Template.Annotations).NotTo(HaveKey(autoscalingv1.ProvisioningRequestPodAnnotationKey))
 	})
 
 	It("fails an attempt whose rack has no capacity for capacityNotFoundSeconds, and gives up after maxAttempts", func(ctx SpecContext) {
