@@ -46,8 +46,8 @@ func slice(name, node string, gen int64, product string, n int) *resourcev1.Reso
 }
 
 // claim is allocated devices (dev names) of node's pool, reserved for pod.
-func claim(name, node, pod string, devs ...string) *resourcev1.ResourceClaim {
-	rc := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+func claim(node, pod string, devs ...string) *resourcev1.ResourceClaim {
+	rc := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-of-" + pod, Namespace: "ns"}}
 	rc.Status.Allocation = &resourcev1.AllocationResult{}
 	for _, d := range devs {
 		rc.Status.Allocation.Devices.Results = append(rc.Status.Allocation.Devices.Results,
@@ -105,14 +105,19 @@ func TestDevicesAdd(t *testing.T) {
 		{name: "an older generation of the pool is ignored", mapping: gpus, node: node,
 			objs: []client.Object{h200, slice("old", "n1", 1, "H200", 4), slice("new", "n1", 2, "H200", 2)}, alloc: "2", free: "2"},
 		{name: "allocated devices are not free", mapping: gpus, node: node,
-			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("c1", "n1", "p1", "dev-0", "dev-1"), pod("p1", false)}, alloc: "4", free: "2"},
+			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("n1", "p1", "dev-0", "dev-1"), pod("p1", false)}, alloc: "4", free: "2"},
+		{name: "a claim of another node's pool takes nothing here", mapping: gpus, node: node,
+			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("n2", "p1", "dev-0"), pod("p1", false)}, alloc: "4", free: "4"},
 		{name: "claims of placed gangs are the engine's to reserve", mapping: gpus, node: node,
-			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("c1", "n1", "p1", "dev-0"), pod("p1", true)}, alloc: "4", free: "4"},
+			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("n1", "p1", "dev-0"), pod("p1", true)}, alloc: "4", free: "4"},
+		{name: "of two pods only the unplaced one's claim takes devices", mapping: gpus, node: node,
+			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("n1", "p1", "dev-0"), pod("p1", true),
+				claim("n1", "p2", "dev-1"), pod("p2", false)}, alloc: "4", free: "3"},
 		{name: "an allocated claim with no consumer still holds its devices", mapping: gpus, node: node,
-			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 2), claim("c1", "n1", "", "dev-0", "dev-1")}, alloc: "2", free: "0"},
+			objs: []client.Object{h200, slice("s1", "n1", 1, "H200", 2), claim("n1", "", "dev-0", "dev-1")}, alloc: "2", free: "0"},
 		{name: "the per-device amount multiplies", node: node,
 			mapping: jobs.DeviceClassMapping{"gpu": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("500m")}},
-			objs:    []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("c1", "n1", "p1", "dev-0"), pod("p1", false)}, alloc: "2", free: "1500m"},
+			objs:    []client.Object{h200, slice("s1", "n1", 1, "H200", 4), claim("n1", "p1", "dev-0"), pod("p1", false)}, alloc: "2", free: "1500m"},
 		{name: "a device two classes select counts once", node: node,
 			mapping: jobs.DeviceClassMapping{"gpu": gpus["gpu"], "any": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("1")}},
 			objs:    []client.Object{h200, gpuClass("any", ""), slice("s1", "n1", 1, "H200", 4)}, alloc: "4", free: "4"},

@@ -30,9 +30,9 @@ func devicePool(name string, labels map[string]string, n int32, product string, 
 	return p
 }
 
-// claimPods are n pods of set whose one claim asks for count devices of
-// class, which selects expr (no class when expr is "-").
-func claimPods(set, n int, count int64, expr string, selector map[string]string) []Pod {
+// claimPods are n pods of pod set 0 whose one claim asks for count devices
+// of class, which selects expr (no class when expr is "-").
+func claimPods(n int, count int64, expr string, selector map[string]string) []Pod {
 	classes := map[string]*resourcev1.DeviceClass{}
 	if expr != "-" {
 		classes["gpu"] = &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourcev1.DeviceClassSpec{
@@ -45,7 +45,7 @@ func claimPods(set, n int, count int64, expr string, selector map[string]string)
 	spec := &corev1.PodSpec{NodeSelector: selector}
 	var out []Pod
 	for range n {
-		out = append(out, Pod{PodSet: set, Spec: spec, Requests: rl("cpu", "1"), Devices: reqs})
+		out = append(out, Pod{Spec: spec, Requests: rl("cpu", "1"), Devices: reqs})
 	}
 	return out
 }
@@ -65,61 +65,68 @@ func TestPlaceDevices(t *testing.T) {
 	}{
 		{
 			name:     "pods pack onto a new node until its devices run out",
-			pods:     claimPods(0, 3, 4, h200, nil),
+			pods:     claimPods(3, 4, h200, nil),
 			pools:    []*Pool{devicePool("p", nil, 8, "H200", "p-0", "p-1")},
 			assigned: []string{"p-0", "p-0", "p-1"},
 			newNodes: []NewNode{{"p-0", "p"}, {"p-1", "p"}},
 		},
 		{
 			name:     "a pool whose devices the class does not select is refused",
-			pods:     claimPods(0, 1, 1, h200, nil),
+			pods:     claimPods(1, 1, h200, nil),
 			pools:    []*Pool{devicePool("a100", nil, 8, "A100", "a100-0"), devicePool("h200", nil, 8, "H200", "h200-0")},
 			assigned: []string{"h200-0"},
 			newNodes: []NewNode{{"h200-0", "h200"}},
 		},
 		{
 			name:  "no pool's devices match: nothing is created",
-			pods:  claimPods(0, 1, 1, h200, nil),
+			pods:  claimPods(1, 1, h200, nil),
 			pools: []*Pool{devicePool("a100", nil, 8, "A100", "a100-0")},
 			why:   "pool a100: one node's devices cannot satisfy one pod's resource claims (gpus/gpu)",
 		},
 		{
 			name:  "a pool without devices cannot take a pod with claims",
-			pods:  claimPods(0, 1, 1, h200, nil),
+			pods:  claimPods(1, 1, h200, nil),
 			pools: []*Pool{pool("plain", nil, "plain-0")},
 			why:   "pool plain: one node's devices cannot satisfy one pod's resource claims",
 		},
 		{
 			name:  "more devices than one node has",
-			pods:  claimPods(0, 1, 9, h200, nil),
+			pods:  claimPods(1, 9, h200, nil),
 			pools: []*Pool{devicePool("p", nil, 8, "H200", "p-0")},
 			why:   "pool p: one node's devices cannot satisfy",
 		},
 		{
 			name:  "a missing DeviceClass selects nothing",
-			pods:  claimPods(0, 1, 1, "-", nil),
+			pods:  claimPods(1, 1, "-", nil),
 			pools: []*Pool{devicePool("p", nil, 8, "H200", "p-0")},
 			why:   "pool p: one node's devices cannot satisfy",
 		},
 		{
 			name:     "capacity selectors see the template's capacity",
-			pods:     claimPods(0, 1, 2, bigMemory, nil),
+			pods:     claimPods(1, 2, bigMemory, nil),
 			pools:    []*Pool{devicePool("p", nil, 2, "H200", "p-0")},
 			assigned: []string{"p-0"},
 			newNodes: []NewNode{{"p-0", "p"}},
 		},
 		{
 			name:     "an existing node's free devices are used first",
-			pods:     claimPods(0, 2, 4, h200, nil),
+			pods:     claimPods(2, 4, h200, nil),
 			bins:     []*Bin{{Name: "n1", Free: rl("cpu", "64"), Devices: devicePool("x", nil, 4, "H200").Devices}},
 			pools:    []*Pool{devicePool("p", nil, 8, "H200", "p-0")},
 			assigned: []string{"n1", "p-0"},
 			newNodes: []NewNode{{"p-0", "p"}},
 		},
 		{
+			name:     "the pool's labels must match the pods' node selector besides devices",
+			pods:     claimPods(1, 1, h200, rackA),
+			pools:    []*Pool{devicePool("b", map[string]string{"rack": "b"}, 8, "H200", "b-0"), devicePool("c", rackA, 8, "H200", "c-0")},
+			assigned: []string{"c-0"},
+			newNodes: []NewNode{{"c-0", "c"}},
+		},
+		{
 			name: "the pool's required affinity is honoured alongside devices",
 			pods: func() []Pod {
-				pods := claimPods(0, 1, 1, h200, nil)
+				pods := claimPods(1, 1, h200, nil)
 				spec := *pods[0].Spec
 				spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
