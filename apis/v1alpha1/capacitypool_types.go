@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,6 +28,60 @@ type NodeTemplate struct {
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=32
 	Allocatable corev1.ResourceList `json:"allocatable"`
+
+	// devices are the DRA devices each node of the pool publishes in
+	// ResourceSlices of its own (resource.k8s.io/v1, node-local, one pool
+	// per driver named after the node), as a DRA driver on a real node of
+	// the group would. An autoscaler that simulates the DRA scheduler
+	// plugin for a new node (cluster-autoscaler's template node) needs them
+	// to know which pods with ResourceClaims the node can take. At most 128
+	// devices in all, the most one ResourceSlice holds.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.map(d, d.count).sum() <= 128",message="a node publishes at most 128 devices"
+	Devices []TemplateDevices `json:"devices,omitempty"`
+}
+
+// TemplateDevices are count identical DRA devices of one driver, named
+// <name>-0 to <name>-<count-1>.
+type TemplateDevices struct {
+	// name prefixes the devices' names; it is unique among the template's
+	// devices so that every device name is.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=58
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// driver is the DRA driver that publishes the devices, a DNS subdomain
+	// such as gpu.nvidia.com. Attribute and capacity names without a domain
+	// are in the driver's domain, as DeviceClass selectors see them.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Driver string `json:"driver"`
+
+	// count is how many such devices each node has.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	Count int32 `json:"count"`
+
+	// attributes every one of the devices carries, by qualified name
+	// (e.g. productName, or gpu.nvidia.com/productName), each one of int,
+	// bool, string or version, as in a ResourceSlice.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Attributes map[resourcev1.QualifiedName]resourcev1.DeviceAttribute `json:"attributes,omitempty"`
+
+	// capacity every one of the devices has, by qualified name (e.g.
+	// memory: 141Gi).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Capacity map[resourcev1.QualifiedName]resource.Quantity `json:"capacity,omitempty"`
 }
 
 // CapacityPoolSpec is the desired state of a CapacityPool.

@@ -47,13 +47,16 @@ type Sink interface {
 
 // Reconciler feeds Sink from Nodes, bound Pods and ResourceFlavors.
 type Reconciler struct {
-	client client.Client
-	pods   cache.Cache
-	sink   Sink
+	client  client.Client
+	pods    cache.Cache
+	sink    Sink
+	devices *devices
 }
 
-// New creates the bound-pod cache and adds it to the manager.
-func New(ctx context.Context, mgr ctrl.Manager, sink Sink) (*Reconciler, error) {
+// New creates the bound-pod cache and adds it to the manager. DRA devices
+// of the mapped DeviceClasses count as node capacity (devices.go); an empty
+// mapping counts none and reads no DRA objects.
+func New(ctx context.Context, mgr ctrl.Manager, sink Sink, deviceClasses jobs.DeviceClassMapping) (*Reconciler, error) {
 	pods, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -72,7 +75,11 @@ func New(ctx context.Context, mgr ctrl.Manager, sink Sink) (*Reconciler, error) 
 	if err := mgr.Add(pods); err != nil {
 		return nil, fmt.Errorf("adding the bound-pod cache: %w", err)
 	}
-	return &Reconciler{client: mgr.GetClient(), pods: pods, sink: sink}, nil
+	devices, err := newDevices(ctx, mgr, deviceClasses, pods)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconciler{client: mgr.GetClient(), pods: pods, sink: sink, devices: devices}, nil
 }
 
 // stripPod keeps only what the capacity count reads: a cluster's pods are
@@ -109,23 +116,23 @@ func (r *Reconciler) Name() string { return "capacity" }
 
 // Register starts the node and flavor controllers.
 func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
-	err := ctrl.NewControllerManagedBy(mgr).
+	nodes := ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-node").
 		For(&corev1.Node{}).
 		WatchesRawSource(source.Kind(r.pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p.Spec.NodeName}}}
 			}))).
-		Watches(&berthv1.ResourceFlavor{}, handler.EnqueueRequestsFromMapFunc(r.allNodes)).
-		Complete(reconcile.Func(r.reconcileNode))
+		Watches(&berthv1.ResourceFlavor{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
+	err := r.devices.watch(nodes, r.allNodes).Complete(reconcile.Func(r.reconcileNode))
 	if err != nil {
 		return fmt.Errorf("building the node capacity controller: %w", err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	pools := ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-pool").
 		For(&berthv1.CapacityPool{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode)).
-		Complete(reconcile.Func(r.reconcilePool))
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode))
+	err = r.devices.watchPools(pools, r.allPools).Complete(reconcile.Func(r.reconcilePool))
 	if err != nil {
 		return fmt.Errorf("building the capacity pool controller: %w", err)
 	}
@@ -216,7 +223,11 @@ func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.sink.UpsertPool(PoolToEngine(p, n)); err != nil {
+	pool, err := r.poolToEngine(ctx, p, n)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.sink.UpsertPool(pool); err != nil {
 		return reconcile.Result{}, err
 	}
 	if p.Status.Nodes == n {
@@ -293,6 +304,7 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	if err := r.pods.List(ctx, pods, client.MatchingFields{nodeNameIndex: node.Name}); err != nil {
 		return admission.Node{}, false, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
+	allocatable := node.Status.Allocatable.DeepCopy()
 	free := node.Status.Allocatable.DeepCopy()
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -309,12 +321,15 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 			}
 		}
 	}
+	if err := r.devices.add(ctx, node, allocatable, free); err != nil {
+		return admission.Node{}, false, err
+	}
 	n.Free = make(admission.Resources, len(free))
 	for name, q := range free {
 		n.Free[admission.ResourceName(name)] = max(0, q.MilliValue())
 	}
-	n.Allocatable = make(admission.Resources, len(node.Status.Allocatable))
-	for name, q := range node.Status.Allocatable {
+	n.Allocatable = make(admission.Resources, len(allocatable))
+	for name, q := range allocatable {
 		n.Allocatable[admission.ResourceName(name)] = max(0, q.MilliValue())
 	}
 	return n, true, nil
@@ -358,8 +373,8 @@ func Matches(rf *berthv1.ResourceFlavor, node *corev1.Node) bool {
 // Load gives the sink every flavor and node at once; the scheduler calls it
 // before its first cycle.
 func (r *Reconciler) Load(ctx context.Context) error {
-	if !r.pods.WaitForCacheSync(ctx) {
-		return errors.New("the bound-pod cache did not sync")
+	if !r.pods.WaitForCacheSync(ctx) || !r.devices.synced(ctx) {
+		return errors.New("the bound-pod or ResourceClaim cache did not sync")
 	}
 	flavors := &berthv1.ResourceFlavorList{}
 	if err := r.client.List(ctx, flavors); err != nil {
@@ -379,7 +394,11 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := r.sink.UpsertPool(PoolToEngine(&pools.Items[i], n)); err != nil {
+		pool, err := r.poolToEngine(ctx, &pools.Items[i], n)
+		if err != nil {
+			return err
+		}
+		if err := r.sink.UpsertPool(pool); err != nil {
 			return err
 		}
 	}

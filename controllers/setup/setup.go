@@ -117,7 +117,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err != nil {
 		return nil, err
 	}
-	if capacityRec, err = capacity.New(ctx, mgr, sched); err != nil {
+	if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(sched); err != nil {

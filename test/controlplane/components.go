@@ -22,6 +22,7 @@ import (
 // Jobs and fake nodes need (job, node-lifecycle to lift the not-ready taint,
 // taint-eviction and pod GC for lost or deleted nodes, garbage collection),
 // namespaces and service accounts so namespaced tests look like a cluster,
+// ResourceClaims for pods that use ResourceClaimTemplates (DRA),
 // and the workload controllers the job integrations build on (JobSet on
 // Jobs, LeaderWorkerSet on StatefulSets, the demo on Deployments). Cloud,
 // volume, certificate and endpoint controllers are left out: nothing here
@@ -31,7 +32,7 @@ const kcmControllers = "job-controller,cronjob-controller,ttl-after-finished-con
 	"garbage-collector-controller,namespace-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller,root-ca-certificate-publisher-controller," +
 	"clusterrole-aggregation-controller,replicaset-controller,deployment-controller," +
-	"statefulset-controller,disruption-controller"
+	"statefulset-controller,disruption-controller,resourceclaim-controller"
 
 // kwokPodCIDR is where kwok allocates fake pod IPs; it is kept clear of
 // envtest's service range (10.0.0.0/24), which kwok's default overlaps.

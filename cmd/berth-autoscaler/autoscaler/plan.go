@@ -17,6 +17,9 @@ type Pod struct {
 	Spec *corev1.PodSpec
 	// Requests is PodRequests(Spec).
 	Requests corev1.ResourceList
+	// Devices are the requests of the pod's ResourceClaims, each to be
+	// satisfied by devices of the node the pod goes to.
+	Devices []DeviceRequest
 }
 
 // Bin is an existing node pods can be placed on.
@@ -29,6 +32,36 @@ type Bin struct {
 	// Free is allocatable minus the requests of pods bound to the node and
 	// minus capacity booked by other requests. Place consumes it.
 	Free corev1.ResourceList
+	// Devices are the node's DRA devices not allocated to claims; Used
+	// marks those booked or placed. Place consumes them.
+	Devices []NodeDevice
+	Used    []bool
+}
+
+// devicesFor picks devices of the bin for the pod's claims; false when
+// they cannot be satisfied.
+func (b *Bin) devicesFor(pod *Pod) ([]int, bool) {
+	if len(pod.Devices) == 0 {
+		return nil, true
+	}
+	return allocate(pod.Devices, b.Devices, b.Used)
+}
+
+// put places the pod on the bin: its requests and pod slot leave Free,
+// and the devices picked for it are used.
+func (b *Bin) put(pod *Pod, devices []int) {
+	take(b.Free, pod.Requests)
+	b.use(devices)
+}
+
+// use marks devices of the bin used.
+func (b *Bin) use(devices []int) {
+	if len(devices) > 0 && b.Used == nil {
+		b.Used = make([]bool, len(b.Devices))
+	}
+	for _, i := range devices {
+		b.Used[i] = true
+	}
 }
 
 // Pool is a node group Place may open new nodes from.
@@ -40,6 +73,9 @@ type Pool struct {
 	Taints []corev1.Taint
 	// Allocatable is what one new node offers.
 	Allocatable corev1.ResourceList
+	// Devices are the DRA devices one new node publishes (its node
+	// template's devices).
+	Devices []NodeDevice
 	// Names are the names of the nodes that may still be created, in the
 	// order they are used; there are as many as the pool has room for under
 	// its maxNodes.
@@ -85,8 +121,8 @@ func Place(pods []Pod, bins []*Bin, pools []*Pool) Plan {
 	plan := Plan{Assigned: make([]string, len(pods))}
 	var left []int
 	for _, i := range largestFirst(pods) {
-		if b := firstFit(&pods[i], bins); b != nil {
-			take(b.Free, pods[i].Requests)
+		if b, devices := firstFit(&pods[i], bins); b != nil {
+			b.put(&pods[i], devices)
 			plan.Assigned[i] = b.Name
 			continue
 		}
@@ -127,29 +163,37 @@ func scaleIn(pods []Pod, idx []int, pool *Pool) (map[int]string, []NewNode, bool
 	var nodes []NewNode
 	for _, i := range idx {
 		pod := &pods[i]
-		b := firstFit(pod, opened)
+		b, devices := firstFit(pod, opened)
 		if b == nil {
 			if len(nodes) == len(pool.Names) || !Admits(pod.Spec, "", pool.Labels, pool.Taints) || !fits(pod.Requests, pool.Allocatable) {
 				return nil, nil, false
 			}
-			b = &Bin{Name: pool.Names[len(nodes)], Labels: pool.Labels, Taints: pool.Taints, Free: pool.Allocatable.DeepCopy()}
+			b = &Bin{Name: pool.Names[len(nodes)], Labels: pool.Labels, Taints: pool.Taints, Free: pool.Allocatable.DeepCopy(), Devices: pool.Devices}
+			var ok bool
+			if devices, ok = b.devicesFor(pod); !ok {
+				return nil, nil, false
+			}
 			opened = append(opened, b)
 			nodes = append(nodes, NewNode{Name: b.Name, Pool: pool.Name})
 		}
-		take(b.Free, pod.Requests)
+		b.put(pod, devices)
 		assigned[i] = b.Name
 	}
 	return assigned, nodes, true
 }
 
-// firstFit is the first bin that admits the pod and has room for it.
-func firstFit(pod *Pod, bins []*Bin) *Bin {
+// firstFit is the first bin that admits the pod and has room for it, with
+// the devices picked there for its claims.
+func firstFit(pod *Pod, bins []*Bin) (*Bin, []int) {
 	for _, b := range bins {
-		if Admits(pod.Spec, b.Name, b.Labels, b.Taints) && fits(pod.Requests, b.Free) {
-			return b
+		if !Admits(pod.Spec, b.Name, b.Labels, b.Taints) || !fits(pod.Requests, b.Free) {
+			continue
+		}
+		if devices, ok := b.devicesFor(pod); ok {
+			return b, devices
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // largestFirst orders pod indexes by decreasing requests: extended
@@ -222,6 +266,8 @@ func Shortfall(pods []Pod, plan Plan, pools []*Pool) string {
 				why = append(why, fmt.Sprintf("pool %s: out of stock", p.Name))
 			case !fits(spec[s].Requests, p.Allocatable):
 				why = append(why, fmt.Sprintf("pool %s: one node is too small for one pod", p.Name))
+			case !fitsDevices(spec[s], p.Devices):
+				why = append(why, fmt.Sprintf("pool %s: one node's devices cannot satisfy one pod's resource claims (%s)", p.Name, requestNames(spec[s].Devices)))
 			default:
 				why = append(why, fmt.Sprintf("pool %s: %d more nodes allowed (maxNodes %d, counting existing and in-flight nodes)", p.Name, len(p.Names), p.Max))
 			}
@@ -235,4 +281,18 @@ func Shortfall(pods []Pod, plan Plan, pools []*Pool) string {
 		parts = append(parts, msg)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// fitsDevices reports whether fresh devices satisfy one pod's claims.
+func fitsDevices(pod *Pod, devices []NodeDevice) bool {
+	_, ok := allocate(pod.Devices, devices, nil)
+	return ok
+}
+
+func requestNames(reqs []DeviceRequest) string {
+	names := make([]string, len(reqs))
+	for i, r := range reqs {
+		names[i] = r.Name
+	}
+	return strings.Join(names, ", ")
 }

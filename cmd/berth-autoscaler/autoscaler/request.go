@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/capacity"
 )
 
 // Condition reasons the autoscaler writes: cluster-autoscaler's own, and
@@ -54,6 +55,9 @@ type RequestReconciler struct {
 	// Options are the autoscaler's options.
 	Options Options
 
+	// selectors evaluates DRA device selectors.
+	selectors *capacity.Selectors
+
 	// loop is when the last request was answered or tried again: one per
 	// Options.ScanInterval.
 	loop struct {
@@ -83,6 +87,7 @@ func (r *RequestReconciler) Register(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=provisioningrequests/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=podtemplates;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create
+// (DRA reads and ResourceSlice writes: dra.go)
 // +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
 
 // Reconcile moves one request on: accept it, then decide (fit, scale up,
@@ -163,12 +168,28 @@ func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.Provis
 			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonFailedToCreatePod, "PodTemplate "+missing+" does not exist", now)
 		})
 	}
+	devs, missing, err := r.deviceRequests(ctx, pr.Namespace, specs, true)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if missing != "" {
+		// The pods cannot be made without their claims either.
+		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
+			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonFailedToCreatePod, "ResourceClaimTemplate "+missing+" does not exist", now)
+		})
+	}
 	v, err := r.view(ctx, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if devs != nil {
+		if err := r.readDevices(ctx, v); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	self := key(pr)
 	pods := PodsOf(pr, specs)
+	withDevices(pods, devs)
 	var pools []*Pool
 	if pr.Spec.ProvisioningClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp {
 		pools = v.ScalablePools(self)

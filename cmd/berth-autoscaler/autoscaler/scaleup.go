@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +55,7 @@ func (r *RequestReconciler) createNodes(ctx context.Context, pr *autoscalingv1.P
 		if cp.Annotations[PartialFailureAnnotation] == "true" && created[n.Pool] >= countIn(newNodes, n.Pool)/2 {
 			continue
 		}
-		if err := r.Client.Create(ctx, NodeFor(cp, n.Name, key(pr))); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.createNode(ctx, cp, n.Name, pr); err != nil {
 			return reconcile.Result{}, err
 		}
 		created[n.Pool]++
@@ -98,4 +99,23 @@ func (r *RequestReconciler) latency(ctx context.Context, cp *berthv1.CapacityPoo
 		return r.Options.ProvisioningLatency
 	}
 	return d
+}
+
+// createNode creates a node of the pool, and the ResourceSlices of its
+// template's devices; both survive a retry after a partial failure.
+func (r *RequestReconciler) createNode(ctx context.Context, cp *berthv1.CapacityPool, name string, pr *autoscalingv1.ProvisioningRequest) error {
+	node := NodeFor(cp, name, key(pr))
+	err := r.Client.Create(ctx, node)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		if len(cp.Spec.NodeTemplate.Devices) == 0 {
+			return nil
+		}
+		if err := r.Reader.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+			return fmt.Errorf("reading node %s to publish its devices: %w", name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("creating node %s for %s: %w", name, key(pr), err)
+	}
+	return r.createSlices(ctx, node, pr, SlicesFor(cp, node))
 }

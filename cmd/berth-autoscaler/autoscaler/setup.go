@@ -27,6 +27,8 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/controllers/capacity"
 )
 
 // Annotations that inject faults and latency, and that the autoscaler
@@ -125,7 +127,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	// Like cluster-autoscaler, the stand-in never writes CapacityPool
 	// status: berth must not need it.
-	r := &RequestReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o}
+	r := &RequestReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o, selectors: capacity.NewSelectors()}
 	return r.Register(mgr)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
@@ -27,6 +28,13 @@ type View struct {
 	Specs    map[string][]*corev1.PodSpec
 	// Pools are all CapacityPools.
 	Pools []berthv1.CapacityPool
+	// Slices and Claims are all ResourceSlices and ResourceClaims; they are
+	// read only when the pods of the request being decided use devices.
+	// Devices holds the device requests of the requests' pod sets, as Specs
+	// holds their specs.
+	Slices  []resourcev1.ResourceSlice
+	Claims  []resourcev1.ResourceClaim
+	Devices map[string][][]DeviceRequest
 	// Now and BookingTTL decide which bookings still hold.
 	Now        time.Time
 	BookingTTL time.Duration
@@ -102,6 +110,7 @@ func (v *View) Bins(self string) []*Bin {
 		}
 		addPod(used[p.Spec.NodeName], PodRequests(&p.Spec))
 	}
+	devices := nodeDevices(v.Slices, v.Claims)
 	var bins []*Bin
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
@@ -111,10 +120,49 @@ func (v *View) Bins(self string) []*Bin {
 		free := n.Status.Allocatable.DeepCopy()
 		subtractUsage(free, used[n.Name])
 		subtractUsage(free, booked[n.Name])
-		bins = append(bins, &Bin{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Free: free})
+		bins = append(bins, &Bin{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Free: free, Devices: devices[n.Name]})
 	}
 	slices.SortFunc(bins, func(a, b *Bin) int { return strings.Compare(a.Name, b.Name) })
+	v.bookDevices(self, bins)
 	return bins
+}
+
+// bookDevices marks used, on each bin, the devices other requests' booked
+// pods will claim there, as their requests are taken from Free. Pods
+// already bound hold theirs through allocated claims.
+func (v *View) bookDevices(self string, bins []*Bin) {
+	if len(v.Devices) == 0 {
+		return
+	}
+	byName := make(map[string]*Bin, len(bins))
+	for _, b := range bins {
+		byName[b.Name] = b
+	}
+	bound := boundPods(v.Pods)
+	for i := range v.Requests {
+		pr := &v.Requests[i]
+		k := key(pr)
+		if k == self || !supported(pr.Spec.ProvisioningClassName) || len(v.Devices[k]) == 0 {
+			continue
+		}
+		for node, sets := range Booked(pr, bound[k], v.Now, v.BookingTTL) {
+			b := byName[node]
+			if b == nil {
+				continue
+			}
+			for set, count := range sets {
+				if set >= len(v.Devices[k]) || len(v.Devices[k][set]) == 0 {
+					continue
+				}
+				pod := &Pod{Devices: v.Devices[k][set]}
+				for range count {
+					if picks, ok := b.devicesFor(pod); ok {
+						b.use(picks)
+					}
+				}
+			}
+		}
+	}
 }
 
 // ScalablePools are the pools new nodes may come from, sorted by name, each
@@ -150,6 +198,7 @@ func (v *View) ScalablePools(self string) []*Pool {
 		p := &Pool{
 			Name: cp.Name, Labels: TemplateLabels(cp), Taints: cp.Spec.NodeTemplate.Taints,
 			Allocatable: cp.Spec.NodeTemplate.Allocatable, Max: cp.Spec.MaxNodes,
+			Devices:    TemplateDevices(cp, ""),
 			OutOfStock: cp.Annotations[StockoutAnnotation] == "true",
 		}
 		if p.OutOfStock {

@@ -31,6 +31,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
@@ -84,7 +86,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	env, err = framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = env.StartBerth(framework.BerthOptions{})
+	_, err = env.StartBerth(framework.BerthOptions{Setup: setup.Options{
+		// Devices of draClass count as GPUs (dra_test.go).
+		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: controlplane.GPUResource, PerDevice: resource.MustParse("1")}},
+	}})
 	Expect(err).NotTo(HaveOccurred())
 	stopAutoscale, err = env.StartAutoscaler(ctx, autoscalerOptions)
 	Expect(err).NotTo(HaveOccurred())

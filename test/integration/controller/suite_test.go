@@ -11,10 +11,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/setup"
+	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 )
 
@@ -33,7 +37,10 @@ func TestController(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{})
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
+		// DRA devices of draClass count as GPUs (dra_test.go).
+		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+	}})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -70,6 +71,21 @@ var _ = Describe("API validation", func() {
 			&berthv1.CapacityPool{ObjectMeta: metav1.ObjectMeta{Name: "empty"},
 				Spec: berthv1.CapacityPoolSpec{Flavor: "h200", MaxNodes: 1}},
 			"spec.nodeTemplate.allocatable"),
+		Entry("a pool whose nodes publish DRA devices", poolWithDevices("devices", 64, 64), ""),
+		Entry("a pool whose nodes would publish more devices than one ResourceSlice holds",
+			poolWithDevices("too-many", 100, 29), "a node publishes at most 128 devices"),
+		Entry("a pool naming two device entries alike",
+			func() client.Object {
+				cp := poolWithDevices("twice", 1, 1)
+				cp.Spec.NodeTemplate.Devices[1].Name = cp.Spec.NodeTemplate.Devices[0].Name
+				return cp
+			}(), "Duplicate value"),
+		Entry("a pool whose devices' driver is not a DNS subdomain",
+			func() client.Object {
+				cp := poolWithDevices("driver", 1, 1)
+				cp.Spec.NodeTemplate.Devices[0].Driver = "GPU_Driver"
+				return cp
+			}(), "spec.nodeTemplate.devices[0].driver"),
 	)
 
 	It("keeps a LocalQueue's ClusterQueue immutable", func(ctx SpecContext) {
@@ -91,4 +107,17 @@ func capacityPool(name string, minNodes, maxNodes int32) *berthv1.CapacityPool {
 	return &berthv1.CapacityPool{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: berthv1.CapacityPoolSpec{Flavor: "h200", MinNodes: minNodes, MaxNodes: maxNodes,
 			NodeTemplate: berthv1.NodeTemplate{Allocatable: corev1.ResourceList{builders.GPU: resource.MustParse("8")}}}}
+}
+
+// poolWithDevices is a pool whose nodes publish a and b devices of two
+// drivers.
+func poolWithDevices(name string, a, b int32) *berthv1.CapacityPool {
+	cp := capacityPool(name, 0, 1)
+	cp.Spec.NodeTemplate.Devices = []berthv1.TemplateDevices{
+		{Name: "gpu", Driver: "gpu.example.com", Count: a,
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"productName": {StringValue: ptr.To("NVIDIA H200")}},
+			Capacity:   map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("143771Mi")}},
+		{Name: "nic", Driver: "net.example.com", Count: b},
+	}
+	return cp
 }
