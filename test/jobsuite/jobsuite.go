@@ -73,6 +73,7 @@ func DescribeAdapter(env func() *framework.Env, a Adapter) bool {
 			ns, flavor = setupQueue(ctx, env().Client)
 		})
 		admissionSpecs(env, a, &ns, &flavor)
+		templateSpecs(env, a, &ns)
 		queueingSpecs(env, a, &ns, &flavor)
 	})
 }
@@ -94,40 +95,6 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 		second := create(ctx, c, a, ns, "second")
 		gomega.Eventually(quotaStatus(ctx, c, second), timeout, interval).Should(gomega.Equal(metav1.ConditionFalse))
 		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
-	})
-	ginkgo.It("keeps each pod set's scheduling template in its Workload as the job declares it, also once started", func(ctx ginkgo.SpecContext) {
-		ns := *nsp
-		c := env().Client
-		obj := create(ctx, c, a, ns, "templated")
-		var before []berthv1.PodSet
-		gomega.Eventually(func(g gomega.Gomega) {
-			wls, err := WorkloadsOf(ctx, c, obj)
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(wls).To(gomega.HaveLen(1))
-			before = wls[0].Spec.PodSets
-		}, timeout, interval).Should(gomega.Succeed())
-		for _, ps := range before {
-			gomega.Expect(ps.Template).NotTo(gomega.BeNil(), "pod set %s", ps.Name)
-			gomega.Expect(ps.Template.Spec.Containers).NotTo(gomega.BeEmpty(), "pod set %s", ps.Name)
-			for _, ctr := range ps.Template.Spec.Containers {
-				gomega.Expect(ctr.Image).NotTo(gomega.BeEmpty(), "pod set %s container %s", ps.Name, ctr.Name)
-				gomega.Expect(ctr.Command).To(gomega.BeEmpty(), "pod set %s: commands do not decide placement", ps.Name)
-			}
-			gomega.Expect(ps.Template.Labels).NotTo(gomega.HaveKey(berthv1.WorkloadLabel))
-		}
-		gomega.Eventually(started(ctx, c, a, obj), timeout, interval).Should(gomega.BeTrue())
-		// Started, the job's pods carry the flavor's selector; the Workload
-		// keeps the job's own, and the gang is not re-queued for it.
-		gomega.Consistently(func(g gomega.Gomega) {
-			wls, err := WorkloadsOf(ctx, c, obj)
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(wls).To(gomega.HaveLen(1))
-			g.Expect(wls[0].Status.Admission).NotTo(gomega.BeNil())
-			for i, ps := range wls[0].Spec.PodSets {
-				g.Expect(ps.Template.Spec.NodeSelector).NotTo(gomega.HaveKey(productLabel), "pod set %s", ps.Name)
-				g.Expect(ps.Template).To(gomega.Equal(before[i].Template), "pod set %s", ps.Name)
-			}
-		}, held, interval).Should(gomega.Succeed())
 	})
 	ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
 		ns := *nsp
@@ -168,6 +135,44 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 		ginkgo.By("admitting it again once the preemptor is gone")
 		gomega.Expect(c.Delete(ctx, preemptor, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
 		gomega.Eventually(started(ctx, c, a, job), timeout, interval).Should(gomega.BeTrue())
+	})
+}
+
+// templateSpecs declares what a job's Workload keeps of its pod templates.
+func templateSpecs(env func() *framework.Env, a Adapter, nsp *string) {
+	ginkgo.It("keeps each pod set's scheduling template in its Workload as the job declares it, also once started", func(ctx ginkgo.SpecContext) {
+		ns := *nsp
+		c := env().Client
+		obj := create(ctx, c, a, ns, "templated")
+		var before []berthv1.PodSet
+		gomega.Eventually(func(g gomega.Gomega) {
+			wls, err := WorkloadsOf(ctx, c, obj)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			before = wls[0].Spec.PodSets
+		}, timeout, interval).Should(gomega.Succeed())
+		for _, ps := range before {
+			gomega.Expect(ps.Template).NotTo(gomega.BeNil(), "pod set %s", ps.Name)
+			gomega.Expect(ps.Template.Spec.Containers).NotTo(gomega.BeEmpty(), "pod set %s", ps.Name)
+			for _, ctr := range ps.Template.Spec.Containers {
+				gomega.Expect(ctr.Image).NotTo(gomega.BeEmpty(), "pod set %s container %s", ps.Name, ctr.Name)
+				gomega.Expect(ctr.Command).To(gomega.BeEmpty(), "pod set %s: commands do not decide placement", ps.Name)
+			}
+			gomega.Expect(ps.Template.Labels).NotTo(gomega.HaveKey(berthv1.WorkloadLabel))
+		}
+		gomega.Eventually(started(ctx, c, a, obj), timeout, interval).Should(gomega.BeTrue())
+		// Started, the job's pods carry the flavor's selector; the Workload
+		// keeps the job's own, and the gang is not re-queued for it.
+		gomega.Consistently(func(g gomega.Gomega) {
+			wls, err := WorkloadsOf(ctx, c, obj)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(wls).To(gomega.HaveLen(1))
+			g.Expect(wls[0].Status.Admission).NotTo(gomega.BeNil())
+			for i, ps := range wls[0].Spec.PodSets {
+				g.Expect(ps.Template.Spec.NodeSelector).NotTo(gomega.HaveKey(productLabel), "pod set %s", ps.Name)
+				g.Expect(ps.Template).To(gomega.Equal(before[i].Template), "pod set %s", ps.Name)
+			}
+		}, held, interval).Should(gomega.Succeed())
 	})
 }
 
