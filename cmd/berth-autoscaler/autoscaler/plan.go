@@ -20,6 +20,9 @@ type Pod struct {
 	// Devices are the requests of the pod's ResourceClaims, each to be
 	// satisfied by devices of the node the pod goes to.
 	Devices []DeviceRequest
+	// Labels are the pod set's template labels, which the request's pods'
+	// anti-affinity selects.
+	Labels map[string]string
 }
 
 // Bin is an existing node pods can be placed on.
@@ -36,6 +39,8 @@ type Bin struct {
 	// marks those booked or placed. Place consumes them.
 	Devices []NodeDevice
 	Used    []bool
+	// placed are the request's pods Place put on the bin.
+	placed []*Pod
 }
 
 // devicesFor picks devices of the bin for the pod's claims; false when
@@ -52,6 +57,7 @@ func (b *Bin) devicesFor(pod *Pod) ([]int, bool) {
 func (b *Bin) put(pod *Pod, devices []int) {
 	take(b.Free, pod.Requests)
 	b.use(devices)
+	b.placed = append(b.placed, pod)
 }
 
 // use marks devices of the bin used.
@@ -186,7 +192,7 @@ func scaleIn(pods []Pod, idx []int, pool *Pool) (map[int]string, []NewNode, bool
 // the devices picked there for its claims.
 func firstFit(pod *Pod, bins []*Bin) (*Bin, []int) {
 	for _, b := range bins {
-		if !Admits(pod.Spec, b.Name, b.Labels, b.Taints) || !fits(pod.Requests, b.Free) {
+		if !Admits(pod.Spec, b.Name, b.Labels, b.Taints) || !fits(pod.Requests, b.Free) || b.apartFrom(pod) {
 			continue
 		}
 		if devices, ok := b.devicesFor(pod); ok {

@@ -157,7 +157,7 @@ func (r *RequestReconciler) nextLoop(now time.Time) time.Duration {
 // best-effort-atomic-scale-up; without capacity it answers CapacityIsNotFound
 // and tries again after the backoff.
 func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
-	specs, missing, err := r.specs(ctx, pr, true)
+	specs, labels, missing, err := r.specs(ctx, pr, true)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -190,6 +190,7 @@ func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.Provis
 	self := key(pr)
 	pods := PodsOf(pr, specs)
 	withDevices(pods, devs)
+	withLabels(pods, labels)
 	var pools []*Pool
 	if pr.Spec.ProvisioningClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp {
 		pools = v.ScalablePools(self)
@@ -304,10 +305,10 @@ func (r *RequestReconciler) write(ctx context.Context, pr *autoscalingv1.Provisi
 	return r.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
-// specs reads the pod specs of pr's pod sets. With fresh, a template the
-// cache does not hold yet is read from the API server. missing names the
-// first template that does not exist.
-func (r *RequestReconciler) specs(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, fresh bool) (specs []*corev1.PodSpec, missing string, err error) {
+// specs reads the pod specs of pr's pod sets, and their labels. With fresh,
+// a template the cache does not hold yet is read from the API server.
+// missing names the first template that does not exist.
+func (r *RequestReconciler) specs(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, fresh bool) (specs []*corev1.PodSpec, labels []map[string]string, missing string, err error) {
 	for _, ps := range pr.Spec.PodSets {
 		t := &corev1.PodTemplate{}
 		name := types.NamespacedName{Namespace: pr.Namespace, Name: ps.PodTemplateRef.Name}
@@ -320,14 +321,14 @@ func (r *RequestReconciler) specs(ctx context.Context, pr *autoscalingv1.Provisi
 			if missing == "" {
 				missing = name.String()
 			}
-			specs = append(specs, nil)
+			specs, labels = append(specs, nil), append(labels, nil)
 			continue
 		case err != nil:
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		specs = append(specs, &t.Template.Spec)
+		specs, labels = append(specs, &t.Template.Spec), append(labels, t.Template.Labels)
 	}
-	return specs, missing, nil
+	return specs, labels, missing, nil
 }
 
 // view reads the cluster: requests and nodes from the API server, pods and
@@ -356,7 +357,7 @@ func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, err
 		if PhaseOf(pr) != PhaseProvisioned {
 			continue
 		}
-		specs, _, err := r.specs(ctx, pr, false)
+		specs, _, _, err := r.specs(ctx, pr, false)
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,13 @@
 package provisioning_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,26 +70,47 @@ var _ = Describe("gangs with constraints of their own", func() {
 		ns := rackSetup(ctx, []string{"r1", "r2", "r2"}, nil)
 		// Two 2-GPU pods fit r1's one node, the tightest rack, but must not
 		// share a node: only r2 can take the gang.
-		job := gangJob(ns, "spread", 2, 2*time.Second)
-		small := corev1.ResourceList{controlplane.GPUResource: resource.MustParse("2")}
-		job.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: small, Limits: small}
-		job.Spec.Template.Labels = map[string]string{"app": "spread"}
-		job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
-			}},
-		}}
+		job := spreadJob(ns, "spread")
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r2"}))
-		Eventually(func(g Gomega) map[string]int {
-			pods := &corev1.PodList{}
-			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
-			perNode := map[string]int{}
-			for _, p := range pods.Items {
-				perNode[p.Spec.NodeName]++
-			}
-			return perNode
-		}, timeout, interval).Should(And(HaveLen(2), Not(HaveKey(""))))
+		Eventually(podsPerNode(ctx, job), timeout, interval).Should(And(HaveLen(2), Not(HaveKey(""))))
+		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+	})
+
+	It("(j) books a new node per pod for a gang whose pods must not share a node, and binds them so", func(ctx SpecContext) {
+		ns := rackSetup(ctx, nil, map[string]int32{"r1": 3})
+		job := spreadJob(ns, "spread")
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		Eventually(podsPerNode(ctx, job), timeout, interval).Should(And(HaveLen(2), Not(HaveKey(""))))
+		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(2), "one 8-GPU node would hold both 2-GPU pods, but not bind them both")
 		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
 	})
 })
+
+// spreadJob is a rack-bound gang of two 2-GPU pods whose required
+// anti-affinity on the hostname keeps them on different nodes.
+func spreadJob(ns, name string) *batchv1.Job {
+	job := gangJob(ns, name, 2, 2*time.Second)
+	small := corev1.ResourceList{controlplane.GPUResource: resource.MustParse("2")}
+	job.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: small, Limits: small}
+	job.Spec.Template.Labels = map[string]string{"app": name}
+	job.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		}},
+	}}
+	return job
+}
+
+// podsPerNode counts the job's pods per node ("" for unbound ones).
+func podsPerNode(ctx context.Context, job *batchv1.Job) func(Gomega) map[string]int {
+	return func(g Gomega) map[string]int {
+		pods := &corev1.PodList{}
+		g.Expect(env.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
+		perNode := map[string]int{}
+		for _, p := range pods.Items {
+			perNode[p.Spec.NodeName]++
+		}
+		return perNode
+	}
+}
