@@ -31,7 +31,9 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
-	case TopologyUnavailable, ExceedsDomainCapacity:
+	case TopologyUnavailable, ExceedsDomainCapacity, UnknownTopologyLevel:
+		// Each waits for capacity or a flavor's levels to change: a flavor
+		// created after the gang's job, a node or pool that joins.
 		e.report(w, out.reason, e.msgFor(c, w, out), res)
 		w.waitFlavor = out.flavor
 		if !w.topoWait {

@@ -236,3 +236,24 @@ func TestTopologyValidation(t *testing.T) {
 		t.Fatalf("invalid input was stored")
 	}
 }
+
+// TestLevelArrivesAfterGang: a gang that asks for a level its flavor does
+// not have (yet) is admitted once the flavor gains it — as when a
+// ResourceFlavor reaches berth after the job that uses it.
+func TestLevelArrivesAfterGang(t *testing.T) {
+	e := newEngine(t, DefaultOptions())
+	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{100}))
+	if err := e.UpsertNode(rackNode("n1", "a", "r1", 8)); err != nil {
+		t.Fatal(err)
+	}
+	mustWL(t, e, gang("g", 1, 8, TopologyRequired, rackKey))
+	if p, _ := pendingReason(cycle(t, e), "g"); p.Reason != UnknownTopologyLevel {
+		t.Fatalf("pending %s, want %s", p.Reason, UnknownTopologyLevel)
+	}
+	if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := cycle(t, e); len(res.Admitted) != 1 {
+		t.Fatalf("not admitted once the flavor has the level: %s", fmtResult(res))
+	}
+}
