@@ -14,9 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
 )
 
 // admittedByLocalQueue counts the namespace's admitted workloads per
@@ -40,13 +38,15 @@ var _ = Describe("fair sharing between LocalQueues", Ordered, func() {
 		Expect(env.StopBerth()).To(Succeed())
 		opts := admission.DefaultOptions()
 		opts.LocalQueueFairSharing = true
-		_, err := env.StartBerth(framework.BerthOptions{Setup: setup.Options{Engine: opts}})
+		fair := berthOptions()
+		fair.Setup.Engine = opts
+		_, err := env.StartBerth(fair)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() error {
 			if err := env.StopBerth(); err != nil {
 				return err
 			}
-			_, err := env.StartBerth(framework.BerthOptions{})
+			_, err := env.StartBerth(berthOptions())
 			return err
 		})
 	})

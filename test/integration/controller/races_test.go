@@ -21,7 +21,6 @@ import (
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
 )
 
 // writeHook runs around the real write of an admission (a status patch of
@@ -37,10 +36,11 @@ func admissionHook(hook writeHook) *setup.Berth {
 		if err := env.StopBerth(); err != nil {
 			return err
 		}
-		_, err := env.StartBerth(framework.BerthOptions{})
+		_, err := env.StartBerth(berthOptions())
 		return err
 	})
-	berth, err := env.StartBerth(framework.BerthOptions{NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+	opts := berthOptions()
+	opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
 		c, err := client.NewWithWatch(cfg, o)
 		if err != nil {
 			return nil, err
@@ -56,7 +56,8 @@ func admissionHook(hook writeHook) *setup.Berth {
 				return write()
 			},
 		}), nil
-	}})
+	}
+	berth, err := env.StartBerth(opts)
 	Expect(err).NotTo(HaveOccurred())
 	return berth
 }

@@ -29,6 +29,16 @@ const (
 
 var env *framework.Env
 
+// berthOptions are the options of the suite's berth; a spec that restarts
+// berth differently starts from them, so that every berth counts DRA
+// devices as the first.
+func berthOptions() framework.BerthOptions {
+	return framework.BerthOptions{Setup: setup.Options{
+		// DRA devices of draClass count as GPUs (dra_test.go).
+		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+	}}
+}
+
 func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "controller integration suite")
@@ -37,10 +47,7 @@ func TestController(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
-		// DRA devices of draClass count as GPUs (dra_test.go).
-		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
-	}})
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, berthOptions())
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 
