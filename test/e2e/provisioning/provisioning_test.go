@@ -19,7 +19,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
-	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
 )
 
@@ -104,7 +103,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			if restarted {
 				return nil
 			}
-			_, err := env.StartBerth(framework.BerthOptions{})
+			_, err := env.StartBerth(berthOptions())
 			return err
 		})
 		Eventually(func(g Gomega) {
@@ -118,7 +117,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		}, held, interval).Should(BeTrue())
 
 		By("starting berth again: the expired booking is retried and the gang admitted")
-		_, err = env.StartBerth(framework.BerthOptions{})
+		_, err = env.StartBerth(berthOptions())
 		Expect(err).NotTo(HaveOccurred())
 		restarted = true
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r1"}))

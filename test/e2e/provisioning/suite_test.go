@@ -81,15 +81,21 @@ func TestProvisioning(t *testing.T) {
 	RunSpecs(t, "provisioning e2e suite")
 }
 
+// berthOptions are the options of the suite's berth, also when a spec
+// restarts it.
+func berthOptions() framework.BerthOptions {
+	return framework.BerthOptions{Setup: setup.Options{
+		// Devices of draClass count as GPUs (dra_test.go).
+		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: controlplane.GPUResource, PerDevice: resource.MustParse("1")}},
+	}}
+}
+
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true})
 	Expect(err).NotTo(HaveOccurred())
-	_, err = env.StartBerth(framework.BerthOptions{Setup: setup.Options{
-		// Devices of draClass count as GPUs (dra_test.go).
-		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: controlplane.GPUResource, PerDevice: resource.MustParse("1")}},
-	}})
+	_, err = env.StartBerth(berthOptions())
 	Expect(err).NotTo(HaveOccurred())
 	stopAutoscale, err = env.StartAutoscaler(ctx, autoscalerOptions)
 	Expect(err).NotTo(HaveOccurred())
