@@ -57,7 +57,7 @@ var _ = Describe("pod groups on a real cluster", func() {
 		Expect(env.Client.Create(ctx, builders.Flavor(ns, map[string]string{productLabel: product}))).To(Succeed())
 		Expect(env.Client.Create(ctx, builders.ClusterQueue(ns).Quota(ns, builders.GPU, "8", "").Obj())).To(Succeed())
 		Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
-		for _, p := range append(groupOf(ns, "first"), groupOf(ns, "second")...) {
+		for _, p := range groupOf(ns, "first") {
 			Expect(env.Client.Create(ctx, p)).To(Succeed())
 		}
 		Eventually(func(g Gomega) {
@@ -65,6 +65,11 @@ var _ = Describe("pod groups on a real cluster", func() {
 			g.Expect(gated).To(BeZero())
 			g.Expect(bound).To(Equal(2))
 		}, timeout, interval).Should(Succeed())
+		// Created only now: created together, either group's Workload may
+		// reach the queue first and be admitted.
+		for _, p := range groupOf(ns, "second") {
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+		}
 		Consistently(func(g Gomega) {
 			gated, bound := groupState(ctx, g, ns, "second")
 			g.Expect(gated).To(Equal(2))
