@@ -16,9 +16,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -147,15 +149,21 @@ func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 }
 
 func (r *Reconciler) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
-	nodes := &corev1.NodeList{}
-	if err := r.client.List(ctx, nodes); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing nodes after a ResourceFlavor change")
+	return r.every(ctx, &corev1.NodeList{}, "nodes after a ResourceFlavor change")
+}
+
+// every lists the objects of a cluster-scoped kind into list and returns a
+// request for each; what names them in the error logged when the list fails.
+func (r *Reconciler) every(ctx context.Context, list client.ObjectList, what string) []reconcile.Request {
+	if err := r.client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing "+what)
 		return nil
 	}
-	out := make([]reconcile.Request, len(nodes.Items))
-	for i := range nodes.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Name: nodes.Items[i].Name}}
-	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: o.(client.Object).GetName()}})
+		return nil
+	})
 	return out
 }
 

@@ -445,14 +445,5 @@ func (d *devices) watchPools(b *builder.Builder, allPools handler.MapFunc) *buil
 
 // allPools maps anything to every CapacityPool.
 func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
-	pools := &berthv1.CapacityPoolList{}
-	if err := r.client.List(ctx, pools); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing CapacityPools after a DeviceClass change")
-		return nil
-	}
-	out := make([]reconcile.Request, len(pools.Items))
-	for i := range pools.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Name: pools.Items[i].Name}}
-	}
-	return out
+	return r.every(ctx, &berthv1.CapacityPoolList{}, "CapacityPools after a DeviceClass change")
 }

@@ -44,7 +44,7 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 				flavors[name] = rf
 			}
 			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
-			s.Tolerations = addTolerations(s.Tolerations, rf.Spec.Tolerations)
+			s.Tolerations = AddTolerations(s.Tolerations, rf.Spec.Tolerations)
 		}
 		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID)}
 		if t := wl.Status.Admission.Topology; t != nil {
@@ -94,7 +94,9 @@ func mergeLabels(dst, src map[string]string) map[string]string {
 	return dst
 }
 
-func addTolerations(dst, src []corev1.Toleration) []corev1.Toleration {
+// AddTolerations appends to dst the tolerations of src it does not hold
+// yet.
+func AddTolerations(dst, src []corev1.Toleration) []corev1.Toleration {
 	for _, t := range src {
 		dup := false
 		for _, d := range dst {

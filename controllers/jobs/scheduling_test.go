@@ -57,7 +57,7 @@ func TestMergeScheduling(t *testing.T) {
 					t.Errorf("label %s = %q, want %q", k, got[k], v)
 				}
 			}
-			if tols := addTolerations(tc.dstTols, tc.srcTols); len(tols) != tc.wantTols {
+			if tols := AddTolerations(tc.dstTols, tc.srcTols); len(tols) != tc.wantTols {
 				t.Errorf("tolerations = %v, want %d without duplicates", tols, tc.wantTols)
 			}
 		})

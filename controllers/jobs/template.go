@@ -99,10 +99,7 @@ func schedulingContainers(cs []corev1.Container) []corev1.Container {
 
 // withoutManaged is labels without berth's own.
 func withoutManaged(labels map[string]string) map[string]string {
-	out := maps.Clone(labels)
-	for _, k := range managedLabels {
-		delete(out, k)
-	}
+	out := SetLabels(maps.Clone(labels), nil)
 	if len(out) == 0 {
 		return nil
 	}

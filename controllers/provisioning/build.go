@@ -2,15 +2,14 @@ package provisioning
 
 import (
 	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
@@ -89,11 +88,7 @@ func podTemplate(ps berthv1.PodSet, selector map[string]string, tolerations []co
 		}
 		maps.Copy(out.Spec.NodeSelector, selector)
 	}
-	for _, t := range tolerations {
-		if !slices.ContainsFunc(out.Spec.Tolerations, func(o corev1.Toleration) bool { return equality.Semantic.DeepEqual(o, t) }) {
-			out.Spec.Tolerations = append(out.Spec.Tolerations, t)
-		}
-	}
+	out.Spec.Tolerations = jobs.AddTolerations(out.Spec.Tolerations, tolerations)
 	return out
 }
 
