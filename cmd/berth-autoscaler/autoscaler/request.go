@@ -173,10 +173,11 @@ func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.Provis
 		return reconcile.Result{}, err
 	}
 	if missing != "" {
-		// The pods cannot be made without their claims either.
-		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonFailedToCreatePod, "ResourceClaimTemplate "+missing+" does not exist", now)
-		})
+		// cluster-autoscaler sets Failed only for check-capacity with
+		// noRetry, a missing PodTemplate, or a request a week old: pods
+		// whose claims cannot be made fit nowhere, and the request is
+		// retried with the backoff, as for a stockout.
+		return r.notFound(ctx, pr, "ResourceClaimTemplate "+missing+" does not exist", now)
 	}
 	v, err := r.view(ctx, now)
 	if err != nil {

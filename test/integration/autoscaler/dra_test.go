@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
@@ -133,11 +134,12 @@ var _ = Describe("DRA", func() {
 		Consistently(func() []corev1.Node { return poolNodes(ctx, a100.Name) }).WithTimeout(timeout / 30).WithPolling(interval).Should(BeEmpty())
 	})
 
-	It("fails a request whose ResourceClaimTemplate does not exist, as one whose PodTemplate does not", func(ctx SpecContext) {
+	It("answers CapacityIsNotFound, not Failed, for a request whose ResourceClaimTemplate does not exist", func(ctx SpecContext) {
 		devicePool(ctx, c+"-h200", c, "H200")
 		claimTemplate(ctx, ns, "gang", c, "missing-claims")
 		pr := request(ctx, ns, "gang", atomicScaleUp, "gang", 1, nil)
-		cond := expectCondition(ctx, pr, autoscalingv1.Failed, metav1.ConditionTrue, autoscaler.ReasonFailedToCreatePod)
+		cond := expectCondition(ctx, pr, autoscalingv1.Provisioned, metav1.ConditionFalse, autoscaler.ReasonCapacityNotFound)
 		Expect(cond.Message).To(ContainSubstring("ResourceClaimTemplate " + ns + "/missing-claims"))
+		Expect(meta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Failed)).To(BeFalse())
 	})
 })
