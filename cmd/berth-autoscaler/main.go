@@ -20,10 +20,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/cmd/internal/buildinfo"
 )
 
 // config is every command-line knob; docs/autoscaler.md describes each.
@@ -32,6 +34,7 @@ type config struct {
 	leaderElect            bool
 	namespace              string
 	kubeconfig             string
+	version                bool
 	opts                   autoscaler.Options
 }
 
@@ -50,9 +53,13 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long after a scale-up its nodes join; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
 	fs.DurationVar(&c.opts.ScanInterval, "scan-interval", c.opts.ScanInterval, "the loop: at most one request is answered or tried again per interval (cluster-autoscaler: one ProvisioningRequest per --scan-interval, 10s); 0 answers all at once")
 	fs.BoolVar(&c.opts.AllowRevocation, "allow-revocation", false, "let the "+autoscaler.RevokeAnnotation+" annotation revoke a booking: a fault cluster-autoscaler never produces, for tests")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.version {
+		return c, nil
 	}
 	if c.opts.RetryInterval <= 0 || c.opts.BookingTTL <= 0 || c.opts.RetryBackoff <= 0 {
 		return c, errors.New("--retry-interval, --retry-backoff and --booking-ttl must be positive")
@@ -95,6 +102,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.version {
+		fmt.Println(buildinfo.Get().String("berth-autoscaler"))
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1.AddToScheme, autoscalingv1.AddToScheme} {
@@ -117,6 +128,9 @@ func run(args []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := ctrlmetrics.Registry.Register(buildinfo.Get().Collector()); err != nil {
+		return fmt.Errorf("registering berth_build_info: %w", err)
 	}
 	if err := autoscaler.Setup(mgr, c.opts); err != nil {
 		return fmt.Errorf("setting up the autoscaler: %w", err)

@@ -1,226 +1,174 @@
-// Package certs gives the webhook server a certificate without any other
-// tool: a self-signed CA and a serving certificate for the webhook Service,
-// kept in a Secret so that every replica serves the same one, written to the
-// server's certificate directory, and injected as the CA bundle of berth's
-// webhook configurations. Certificates are renewed when less than a third
-// of their lifetime is left.
+// Package certs gets the webhook server its certificate and says when the
+// webhooks may be served.
+//
+// With self-management, github.com/open-policy-agent/cert-controller (the
+// library Gatekeeper and Kueue run) keeps a long-lived CA and a serving
+// certificate in a Secret, renews the serving certificate while berth runs,
+// and injects the CA into berth's webhook configurations. The Secret is
+// mounted into every replica, the kubelet refreshes the files, and
+// controller-runtime's webhook server reloads them (certwatcher): a renewal
+// keeps the CA, so a replica still serving the previous certificate stays
+// trusted. With external management another tool (cert-manager) writes the
+// Secret and injects the CA; berth only waits for the files.
+//
+// Either way the webhooks are registered — and the webhook server started —
+// only once the files exist, because the server cannot start without them.
 package certs
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
 
-	admissionregv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// Keys of the Secret and names of the files in the certificate directory.
+// Names of the files in the certificate directory (and keys of the Secret).
 const (
 	CAKey   = "ca.crt"
 	CertKey = "tls.crt"
 	KeyKey  = "tls.key"
 )
 
-// Options say where the certificate lives and whom it is for.
+// Names of the webhook configurations the CA is injected into: what the
+// bundle and the Helm chart install.
+const (
+	MutatingWebhookConfiguration   = "berth-mutating-webhook-configuration"
+	ValidatingWebhookConfiguration = "berth-validating-webhook-configuration"
+)
+
+// Management says who issues the webhook certificate.
+type Management string
+
+const (
+	// Self: berth issues, renews and injects it.
+	Self Management = "self"
+	// External: another tool does; berth reads the files.
+	External Management = "external"
+)
+
+// Options say where the certificate lives, whom it is for and how long it
+// lasts.
 type Options struct {
-	// Namespace and SecretName of the Secret holding the certificate.
+	Management Management
+	// Namespace and SecretName name the Secret that holds the certificate.
+	// With self-management the Secret must exist (the install creates it
+	// empty) so that it can be mounted before it is filled.
 	Namespace, SecretName string
 	// ServiceName is the webhook Service; the certificate is valid for its
-	// in-cluster DNS names.
-	ServiceName string
-	// CertDir is the webhook server's certificate directory.
+	// in-cluster DNS names and for ExtraDNSNames.
+	ServiceName   string
+	ExtraDNSNames []string
+	// CertDir is where the webhook server reads tls.crt and tls.key.
 	CertDir string
-	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations get
-	// the CA as caBundle.
-	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
-	// Validity of new certificates.
-	Validity time.Duration
-	// Now returns the current time.
-	Now func() time.Time
+	// Validity of a serving certificate, how long before its expiry it is
+	// renewed, and how often that is checked. Zero takes the defaults: one
+	// year, 90 days, 12 hours. The CA lasts ten years.
+	Validity, RenewBefore, CheckInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth-mutating-webhook-configuration,verbs=get;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=berth-validating-webhook-configuration,verbs=get;update;patch
-
-// Ensure makes sure a valid certificate exists in the Secret, writes it to
-// CertDir and injects its CA into the webhook configurations.
-func Ensure(ctx context.Context, c client.Client, o Options) error {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Validity == 0 {
-		o.Validity = 365 * 24 * time.Hour
-	}
-	secret, err := ensureSecret(ctx, c, o)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
-		return fmt.Errorf("creating certificate directory: %w", err)
-	}
-	for _, k := range []string{CAKey, CertKey, KeyKey} {
-		if err := os.WriteFile(filepath.Join(o.CertDir, k), secret.Data[k], 0o600); err != nil {
-			return fmt.Errorf("writing %s: %w", k, err)
+// Validate says what to fix in o.
+func (o Options) Validate() error {
+	switch o.Management {
+	case Self:
+		if o.Namespace == "" || o.SecretName == "" || o.ServiceName == "" {
+			return errors.New("self-managed webhook certificates need a namespace, a Secret and a Service name")
 		}
+	case External:
+	default:
+		return fmt.Errorf("--webhook-cert-management must be %s or %s, not %q", Self, External, o.Management)
 	}
-	for _, name := range o.MutatingWebhookConfigurations {
-		if err := injectCA(ctx, c, &admissionregv1.MutatingWebhookConfiguration{}, name, secret.Data[CAKey]); err != nil {
-			return err
-		}
+	if o.CertDir == "" {
+		return errors.New("--webhook-cert-dir must not be empty")
 	}
-	for _, name := range o.ValidatingWebhookConfigurations {
-		if err := injectCA(ctx, c, &admissionregv1.ValidatingWebhookConfiguration{}, name, secret.Data[CAKey]); err != nil {
-			return err
-		}
+	if o.Validity < 0 || o.RenewBefore < 0 || o.CheckInterval < 0 {
+		return errors.New("--webhook-cert-validity, --webhook-cert-renew-before and --webhook-cert-check-interval must not be negative")
+	}
+	if o.Validity > 0 && o.RenewBefore >= o.Validity {
+		return fmt.Errorf("--webhook-cert-renew-before (%s) must be shorter than --webhook-cert-validity (%s)", o.RenewBefore, o.Validity)
 	}
 	return nil
 }
 
-func ensureSecret(ctx context.Context, c client.Client, o Options) (*corev1.Secret, error) {
-	secret := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.SecretName}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		data, gerr := Generate(o)
-		if gerr != nil {
-			return nil, gerr
-		}
-		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.SecretName}, Type: corev1.SecretTypeTLS, Data: data}
-		if cerr := c.Create(ctx, secret); cerr != nil {
-			if apierrors.IsAlreadyExists(cerr) { // another replica won the race
-				return ensureSecret(ctx, c, o)
-			}
-			return nil, fmt.Errorf("creating certificate secret: %w", cerr)
-		}
-		return secret, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading certificate secret: %w", err)
-	}
-	if valid(secret.Data, o) {
-		return secret, nil
-	}
-	data, err := Generate(o)
-	if err != nil {
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth-mutating-webhook-configuration,verbs=update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=berth-validating-webhook-configuration,verbs=update
+
+// Manage adds to mgr what gets the certificate and returns a channel that
+// is closed once the files are in CertDir and, with self-management, the
+// CA is in the webhook configurations. It runs on every replica, leader or
+// not: every replica serves the webhooks.
+func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	secret.Data = data
-	if err := c.Update(ctx, secret); err != nil {
-		return nil, fmt.Errorf("renewing certificate secret: %w", err)
+	ready := make(chan struct{})
+	if o.Management == External {
+		return ready, mgr.Add(filesPresent{dir: o.CertDir, ready: ready})
 	}
-	return secret, nil
+	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
+	r := &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
+		CertDir:        o.CertDir,
+		CAName:         "berth-webhook-ca",
+		CAOrganization: "berth",
+		DNSName:        dns,
+		ExtraDNSNames:  append([]string{dns + ".cluster.local"}, o.ExtraDNSNames...),
+		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: MutatingWebhookConfiguration, Type: rotator.Mutating},
+			{Name: ValidatingWebhookConfiguration, Type: rotator.Validating},
+		},
+		FieldOwner: "berth-controller",
+		// Every replica keeps its files current; none restarts on renewal
+		// (the files are reloaded), and none needs the lease.
+		RequireLeaderElection:  false,
+		RestartOnSecretRefresh: false,
+		EnableReadinessCheck:   true,
+		ServerCertDuration:     o.Validity,
+		LookaheadInterval:      o.RenewBefore,
+		RotationCheckFrequency: o.CheckInterval,
+	}
+	if err := rotator.AddRotator(mgr, r); err != nil {
+		return nil, fmt.Errorf("adding the webhook certificate rotator: %w", err)
+	}
+	return ready, nil
 }
 
-// valid reports whether data holds a certificate for the service with more
-// than a third of its lifetime left.
-func valid(data map[string][]byte, o Options) bool {
-	block, _ := pem.Decode(data[CertKey])
-	if block == nil || len(data[KeyKey]) == 0 || len(data[CAKey]) == 0 {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return false
-	}
-	life := cert.NotAfter.Sub(cert.NotBefore)
-	if o.Now().After(cert.NotAfter.Add(-life / 3)) {
-		return false
-	}
-	return cert.VerifyHostname(dnsNames(o)[0]) == nil
+// filesPresent waits for another tool's certificate to appear in dir: the
+// kubelet fills a Secret volume some time after the pod starts.
+type filesPresent struct {
+	dir   string
+	ready chan struct{}
 }
 
-func dnsNames(o Options) []string {
-	return []string{
-		fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace),
-		fmt.Sprintf("%s.%s.svc.cluster.local", o.ServiceName, o.Namespace),
-		fmt.Sprintf("%s.%s", o.ServiceName, o.Namespace),
-	}
-}
+// NeedLeaderElection is false: every replica serves the webhooks.
+func (f filesPresent) NeedLeaderElection() bool { return false }
 
-// Generate creates a CA and a serving certificate signed by it.
-func Generate(o Options) (map[string][]byte, error) {
-	now := o.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating CA key: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: "berth-webhook-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(o.Validity), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating CA certificate: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating serving key: %w", err)
-	}
-	names := dnsNames(o)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano() + 1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(o.Validity),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating serving certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding serving key: %w", err)
-	}
-	return map[string][]byte{
-		CAKey:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		CertKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyKey:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
-}
-
-// injectCA sets the caBundle of every webhook of a Mutating- or
-// ValidatingWebhookConfiguration.
-func injectCA(ctx context.Context, c client.Client, cfg client.Object, name string, ca []byte) error {
-	kind := fmt.Sprintf("%T", cfg)
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-		return fmt.Errorf("reading %s %s: %w", kind, name, err)
-	}
-	base := cfg.DeepCopyObject().(client.Object)
-	changed := false
-	set := func(cc *admissionregv1.WebhookClientConfig) {
-		if !bytes.Equal(cc.CABundle, ca) {
-			cc.CABundle, changed = ca, true
+// Start polls until both files exist.
+func (f filesPresent) Start(ctx context.Context) error {
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		for _, name := range []string{CertKey, KeyKey} {
+			if _, err := os.Stat(filepath.Join(f.dir, name)); err != nil {
+				return false, nil
+			}
 		}
-	}
-	switch w := cfg.(type) {
-	case *admissionregv1.MutatingWebhookConfiguration:
-		for i := range w.Webhooks {
-			set(&w.Webhooks[i].ClientConfig)
+		return true, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-	case *admissionregv1.ValidatingWebhookConfiguration:
-		for i := range w.Webhooks {
-			set(&w.Webhooks[i].ClientConfig)
-		}
+		return fmt.Errorf("waiting for %s and %s in %s: %w", CertKey, KeyKey, f.dir, err)
 	}
-	if !changed {
-		return nil
-	}
-	if err := c.Patch(ctx, cfg, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("injecting CA into %s %s: %w", kind, name, err)
-	}
+	ctrl.Log.WithName("certs").Info("webhook certificate files present", "dir", f.dir)
+	close(f.ready)
 	return nil
 }

@@ -1,52 +1,39 @@
 package certs
 
 import (
-	"crypto/x509"
-	"encoding/pem"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestGenerateAndValid(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	o := Options{Namespace: "berth-system", ServiceName: "berth-webhook-service", Validity: 90 * 24 * time.Hour, Now: func() time.Time { return now }}
-	data, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(data[CertKey])
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(data[CAKey]) {
-		t.Fatal("CA does not parse")
-	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "berth-webhook-service.berth-system.svc", CurrentTime: now}); err != nil {
-		t.Fatalf("serving certificate does not verify against its CA: %v", err)
-	}
+func TestValidate(t *testing.T) {
+	self := Options{Management: Self, Namespace: "berth-system", SecretName: "s", ServiceName: "svc", CertDir: "/certs"}
 	cases := []struct {
-		name string
-		at   time.Time
-		o    Options
-		want bool
+		name    string
+		change  func(*Options)
+		wantErr string
 	}{
-		{name: "fresh", at: now, o: o, want: true},
-		{name: "two thirds of its life left", at: now.Add(29 * 24 * time.Hour), o: o, want: true},
-		{name: "less than a third left: renew", at: now.Add(61 * 24 * time.Hour), o: o, want: false},
-		{name: "issued for another service", at: now, o: Options{Namespace: "other", ServiceName: "svc"}, want: false},
+		{"self-managed defaults", func(*Options) {}, ""},
+		{"external needs no Secret", func(o *Options) { *o = Options{Management: External, CertDir: "/certs"} }, ""},
+		{"unknown management", func(o *Options) { o.Management = "vault" }, `must be self or external, not "vault"`},
+		{"self without a Secret", func(o *Options) { o.SecretName = "" }, "need a namespace, a Secret and a Service name"},
+		{"no directory", func(o *Options) { o.CertDir = "" }, "--webhook-cert-dir must not be empty"},
+		{"negative validity", func(o *Options) { o.Validity = -time.Hour }, "must not be negative"},
+		{"renewal after expiry", func(o *Options) { o.Validity, o.RenewBefore = time.Hour, 2*time.Hour },
+			"--webhook-cert-renew-before (2h0m0s) must be shorter than --webhook-cert-validity (1h0m0s)"},
+		{"short rotation", func(o *Options) { o.Validity, o.RenewBefore, o.CheckInterval = 2*time.Minute, time.Minute, time.Second }, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			at := tc.at
-			tc.o.Now = func() time.Time { return at }
-			if got := valid(data, tc.o); got != tc.want {
-				t.Errorf("valid = %v, want %v", got, tc.want)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := self
+			c.change(&o)
+			err := o.Validate()
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("Validate() = %v, want an error containing %q", err, c.wantErr)
 			}
 		})
-	}
-	if valid(map[string][]byte{CertKey: []byte("garbage")}, o) {
-		t.Error("garbage must not be valid")
 	}
 }

@@ -9,6 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// The metrics endpoint authenticates and authorizes each scrape against the
+// API server (berth-controller --metrics-secure).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Values of the result label of AdmissionsTotal.
 const (
 	ResultAdmitted   = "admitted"

@@ -144,23 +144,33 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		}
 	}
 	if o.Webhooks {
-		if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).Complete(); err != nil {
-			return nil, fmt.Errorf("registering Job webhook: %w", err)
-		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).Complete(); err != nil {
-			return nil, fmt.Errorf("registering JobSet webhook: %w", err)
-		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).Complete(); err != nil {
-			return nil, fmt.Errorf("registering LeaderWorkerSet webhook: %w", err)
-		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete(); err != nil {
-			return nil, fmt.Errorf("registering Pod webhook: %w", err)
-		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
-			return nil, fmt.Errorf("registering ClusterQueue webhook: %w", err)
+		if err := RegisterWebhooks(mgr); err != nil {
+			return nil, err
 		}
 	}
 	return &Berth{Scheduler: sched, Metrics: m}, nil
+}
+
+// RegisterWebhooks registers berth's admission webhooks with mgr's webhook
+// server, which starts it. Setup does it when Options.Webhooks is set; a
+// binary that must first wait for its certificate calls it later.
+func RegisterWebhooks(mgr ctrl.Manager) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).Complete(); err != nil {
+		return fmt.Errorf("registering Job webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).Complete(); err != nil {
+		return fmt.Errorf("registering JobSet webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).Complete(); err != nil {
+		return fmt.Errorf("registering LeaderWorkerSet webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete(); err != nil {
+		return fmt.Errorf("registering Pod webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
+		return fmt.Errorf("registering ClusterQueue webhook: %w", err)
+	}
+	return nil
 }
 
 // servedKinds returns the job kinds whose API the cluster serves: a kind

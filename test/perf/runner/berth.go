@@ -82,6 +82,8 @@ func startBerth(ctx context.Context, bin, kubeconfig, logPath string, qps float6
 		"--leader-elect=false",
 		"--webhook-port=0",
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		// Plain HTTP: the runner scrapes without a token.
+		"--metrics-secure=false",
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
 		"--kube-api-qps=" + strconv.FormatFloat(qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(burst),

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/admission"
+	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// config is every command-line knob; docs/operating.md describes each.
+type config struct {
+	version                 bool
+	metricsAddr, probeAddr  string
+	metricsSecure           bool
+	leaderElect             bool
+	namespace               string
+	webhookPort             int
+	certs                   certs.Options
+	qps                     float64
+	burst                   int
+	statusInterval          time.Duration
+	applyWorkers            int
+	pendingStatusDelay      time.Duration
+	fairSharing             bool
+	localQueueFairSharing   bool
+	deviceClasses           jobs.DeviceClassMapping
+	leaseDuration, renewDue time.Duration
+}
+
+func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("berth-controller", flag.ContinueOnError)
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&c.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL); false serves plain HTTP to anyone, for local runs")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&c.leaderElect, "leader-elect", true, "elect a leader so only one replica admits; turn off only for a single local replica")
+	fs.DurationVar(&c.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a lost leader's lease blocks the other replicas")
+	fs.DurationVar(&c.renewDue, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its lease before it stops admitting")
+	fs.StringVar(&c.namespace, "namespace", envOr("POD_NAMESPACE", "berth-system"), "namespace berth runs in (leader-election lease, certificate Secret)")
+	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port of the webhook server; 0 disables the webhooks")
+	bindCertFlags(fs, &c.certs)
+	fs.Float64Var(&c.qps, "kube-api-qps", 500, "client-side limit of API requests per second (see docs/performance.md)")
+	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
+	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
+	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
+	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", time.Minute, "how long a workload waits its turn for quota before that is written to its status; reasons that need action are written at once")
+	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
+	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
+		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
+	var draMapping string
+	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.version {
+		return c, nil
+	}
+	var err error
+	if c.deviceClasses, err = jobs.ParseDeviceClassMapping(draMapping); err != nil {
+		return c, fmt.Errorf("--dra-device-class: %w", err)
+	}
+	c.certs.Namespace = c.namespace
+	if c.webhookPort > 0 {
+		if err := c.certs.Validate(); err != nil {
+			return c, err
+		}
+	}
+	if c.qps <= 0 || c.burst <= 0 {
+		return c, errors.New("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	if c.leaderElect && (c.renewDue <= 0 || c.leaseDuration <= c.renewDue) {
+		return c, errors.New("--leader-elect-renew-deadline must be positive and shorter than --leader-elect-lease-duration")
+	}
+	return c, nil
+}
+
+// bindCertFlags binds the webhook certificate's flags to o.
+func bindCertFlags(fs *flag.FlagSet, o *certs.Options) {
+	fs.StringVar(&o.CertDir, "webhook-cert-dir", "/tmp/berth-webhook-certs", "directory of the webhook server's tls.crt and tls.key: the mounted certificate Secret")
+	fs.Func("webhook-cert-management", "self: berth issues, renews and injects its webhook certificate; external: another tool (cert-manager) does (default self)", func(s string) error {
+		o.Management = certs.Management(s)
+		return nil
+	})
+	o.Management = certs.Self
+	fs.StringVar(&o.ServiceName, "webhook-service", "berth-webhook-service", "name of the webhook Service the certificate is issued for")
+	fs.StringVar(&o.SecretName, "webhook-secret", "berth-webhook-certs", "name of the Secret that holds the self-managed certificate")
+	fs.Func("webhook-cert-dns-names", "more DNS names the self-managed certificate is valid for, comma-separated, for an API server that calls the webhooks by URL", func(s string) error {
+		o.ExtraDNSNames = nil
+		for n := range strings.SplitSeq(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				o.ExtraDNSNames = append(o.ExtraDNSNames, n)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&o.Validity, "webhook-cert-validity", 365*24*time.Hour, "lifetime of a self-managed serving certificate (the CA lasts ten years)")
+	fs.DurationVar(&o.RenewBefore, "webhook-cert-renew-before", 90*24*time.Hour, "renew the self-managed serving certificate when this much of its life is left")
+	fs.DurationVar(&o.CheckInterval, "webhook-cert-check-interval", 12*time.Hour, "how often the self-managed certificate's expiry is checked (a change to its Secret is checked at once)")
+}
+
+// engineOptions are the admission engine's defaults with the flags applied.
+func engineOptions(c config) admission.Options {
+	o := admission.DefaultOptions()
+	o.FairSharing = c.fairSharing
+	o.LocalQueueFairSharing = c.localQueueFairSharing
+	return o
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
