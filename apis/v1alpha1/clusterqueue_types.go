@@ -146,7 +146,7 @@ type FairSharing struct {
 }
 
 // ClusterQueueSpec is the desired state of a ClusterQueue.
-// +kubebuilder:validation:XValidation:rule="has(self.cohort) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit) && !has(r.lendingLimit))))",message="borrowingLimit and lendingLimit require a cohort: set spec.cohort or remove them"
+// +kubebuilder:validation:XValidation:rule="has(self.cohort) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit) && !has(r.lendingLimit))))",message="borrowingLimit and lendingLimit require a cohort: set spec.cohort or remove them"
 type ClusterQueueSpec struct {
 	// cohort is the name of the group of ClusterQueues that lend each other
 	// unused quota. Unset: the queue neither lends nor borrows.

@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -92,53 +88,11 @@ health:
 // installOperatorWebhooks creates the operator's webhook configurations
 // with their clients pointed at 127.0.0.1:port.
 func (e *Env) installOperatorWebhooks(ctx context.Context, o Operator, port int, ca []byte) error {
-	raw, err := os.ReadFile(filepath.Join(e.Plane.BinDir, o.Name+"-config", "manifests.yaml"))
-	if err != nil {
-		return fmt.Errorf("reading %s webhook manifests: %w", o.Name, err)
-	}
-	point := func(cc *admissionv1.WebhookClientConfig) {
-		path := "/"
-		if cc.Service != nil && cc.Service.Path != nil {
-			path = *cc.Service.Path
-		}
-		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, path)
-		*cc = admissionv1.WebhookClientConfig{URL: &url, CABundle: ca}
-	}
-	for _, doc := range strings.Split(string(raw), "\n---") {
-		var probe struct {
-			Kind string `json:"kind"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &probe); err != nil {
-			return fmt.Errorf("decoding %s webhook manifests: %w", o.Name, err)
-		}
-		var obj client.Object
-		switch probe.Kind {
-		case "MutatingWebhookConfiguration":
-			m := &admissionv1.MutatingWebhookConfiguration{}
-			if err := yaml.Unmarshal([]byte(doc), m); err != nil {
-				return fmt.Errorf("decoding %s %s: %w", o.Name, probe.Kind, err)
-			}
-			for i := range m.Webhooks {
-				point(&m.Webhooks[i].ClientConfig)
-			}
-			obj = m
-		case "ValidatingWebhookConfiguration":
-			v := &admissionv1.ValidatingWebhookConfiguration{}
-			if err := yaml.Unmarshal([]byte(doc), v); err != nil {
-				return fmt.Errorf("decoding %s %s: %w", o.Name, probe.Kind, err)
-			}
-			for i := range v.Webhooks {
-				point(&v.Webhooks[i].ClientConfig)
-			}
-			obj = v
-		default:
-			continue
-		}
-		// Prefixed: both operators name theirs "mutating-webhook-configuration".
-		obj.SetName(o.Name + "-" + obj.GetName())
-		if err := e.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("installing %s webhook configuration %s: %w", o.Name, obj.GetName(), err)
-		}
+	file := filepath.Join(e.Plane.BinDir, o.Name+"-config", "manifests.yaml")
+	// Prefixed: both operators name theirs "mutating-webhook-configuration".
+	rename := func(_, name string) string { return o.Name + "-" + name }
+	if err := createWebhooks(ctx, e.Client, file, fmt.Sprintf("https://127.0.0.1:%d", port), ca, rename); err != nil {
+		return fmt.Errorf("installing %s webhooks: %w", o.Name, err)
 	}
 	return nil
 }

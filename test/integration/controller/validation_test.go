@@ -46,6 +46,12 @@ var _ = Describe("API validation", func() {
 		}, "supported values: \"StrictFIFO\", \"BestEffortFIFO\""),
 	)
 
+	It("accepts a ClusterQueue without quota yet", func(ctx SpecContext) {
+		// An empty spec once failed the cohort rule with "no such key".
+		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "empty-cq"}}
+		Expect(env.Client.Create(ctx, cq, client.DryRunAll)).To(Succeed())
+	})
+
 	DescribeTable("validates topology and capacity objects, saying what to fix",
 		func(ctx SpecContext, obj client.Object, want string) {
 			err := env.Client.Create(ctx, obj)

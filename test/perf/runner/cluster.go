@@ -275,7 +275,7 @@ func (c *cluster) waitQueuesActive(ctx context.Context, want int, berth *berthPr
 				return nil
 			}
 		}
-		if err := berth.running(); err != nil {
+		if err := berth.Running(); err != nil {
 			return err
 		}
 		select {

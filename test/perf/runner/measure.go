@@ -59,13 +59,13 @@ func measure(ctx context.Context, o *Options, cl *cluster, bin, dir string) (*me
 	stopped := false
 	defer func() {
 		if !stopped {
-			_ = berth.stop()
+			_ = berth.Stop()
 		}
 	}()
 	if err := cl.waitQueuesActive(ctx, len(o.Scenario.ClusterQueues()), berth, 5*time.Minute); err != nil {
 		return nil, err
 	}
-	m := &measurement{tracker: newTracker(o.Scenario, o.Mode), berthArgs: berth.args, berthLog: berth.logPath}
+	m := &measurement{tracker: newTracker(o.Scenario, o.Mode), berthArgs: berth.Args, berthLog: berth.LogPath}
 	m.tracker.trace = o.Trace
 	loadCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -86,7 +86,7 @@ func measure(ctx context.Context, o *Options, cl *cluster, bin, dir string) (*me
 	m.after, err = takeSnapshot(ctx, berth, cl)
 	cancel()
 	wg.Wait()
-	stopErr := berth.stop()
+	stopErr := berth.Stop()
 	stopped = true
 	if err == nil && cl.auditLog != "" {
 		// The batch audit backend flushes at least every second.
@@ -121,7 +121,7 @@ func (m *measurement) load(ctx context.Context, o *Options, cl *cluster, berth *
 			created, admitted, finished := t.progress()
 			fmt.Fprintf(o.Progress, "%6.0fs  created %d  admitted %d  finished %d  of %d\n",
 				time.Since(m.t0).Seconds(), created, admitted, finished, len(t.wls))
-			if err := berth.running(); err != nil {
+			if err := berth.Running(); err != nil {
 				return err
 			}
 		case <-timeout.C:
@@ -163,7 +163,7 @@ func startInformer(ctx context.Context, cl *cluster, t *tracker) (cache.Cache, e
 func takeSnapshot(ctx context.Context, berth *berthProcess, cl *cluster) (snapshot, error) {
 	s := snapshot{at: time.Now(), plane: map[string]ProcSample{}, requests: cl.requests.snapshot()}
 	var err error
-	if s.berth, err = readProc(berth.pid()); err != nil {
+	if s.berth, err = readProc(berth.PID()); err != nil {
 		return s, err
 	}
 	for name, pid := range childrenNamed("kube-apiserver", "etcd") {
