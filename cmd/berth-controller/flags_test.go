@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/controllers/certs"
+)
+
+func TestParseFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, c config)
+	}{
+		{name: "defaults serve secure metrics and manage certificates", check: func(t *testing.T, c config) {
+			if !c.metricsSecure || c.metricsAddr != ":8443" {
+				t.Errorf("metrics: secure=%v addr=%q, want secure on :8443", c.metricsSecure, c.metricsAddr)
+			}
+			if c.certs.Management != certs.Self || c.certs.Namespace != "berth-system" || c.certs.SecretName != "berth-webhook-certs" {
+				t.Errorf("certs = %+v", c.certs)
+			}
+		}},
+		{name: "--version skips validation", args: []string{"--version", "--kube-api-qps=0"}, check: func(t *testing.T, c config) {
+			if !c.version {
+				t.Error("version not set")
+			}
+		}},
+		{name: "extra DNS names and rotation", args: []string{"--webhook-cert-dns-names=localhost, berth.example.com", "--webhook-cert-validity=2m", "--webhook-cert-renew-before=1m"},
+			check: func(t *testing.T, c config) {
+				if got := strings.Join(c.certs.ExtraDNSNames, ","); got != "localhost,berth.example.com" {
+					t.Errorf("ExtraDNSNames = %q", got)
+				}
+				if c.certs.Validity != 2*time.Minute || c.certs.RenewBefore != time.Minute {
+					t.Errorf("validity %s, renew before %s", c.certs.Validity, c.certs.RenewBefore)
+				}
+			}},
+		{name: "unknown certificate management", args: []string{"--webhook-cert-management=vault"}, wantErr: `must be self or external, not "vault"`},
+		{name: "no webhooks, no certificate checks", args: []string{"--webhook-port=0", "--webhook-cert-management=vault"}},
+		{name: "renewal after expiry", args: []string{"--webhook-cert-validity=1h", "--webhook-cert-renew-before=2h"}, wantErr: "must be shorter than --webhook-cert-validity"},
+		{name: "lease shorter than renewal", args: []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, wantErr: "shorter than --leader-elect-lease-duration"},
+		{name: "no QPS", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		{name: "bad DRA mapping", args: []string{"--dra-device-class=gpu.nvidia.com"}, wantErr: "--dra-device-class"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", "")
+			c, err := parseFlags(tc.args, &zap.Options{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags(%v) = %v, want an error containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%v) = %v", tc.args, err)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+		})
+	}
+}
