@@ -9,7 +9,7 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 TOOLS_BIN = $(shell test/tools/build.sh $(1) | tail -n 1)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e tools demo perf clean
+.PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e tools demo perf images push-images release clean
 
 all: build
 
@@ -17,12 +17,15 @@ all: build
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## generate: regenerate deepcopy, CRDs and RBAC from the Go types and markers.
+## generate: regenerate deepcopy, CRDs and RBAC from the Go types and markers,
+## and the Helm chart's copies of them (config/chart/berth/templates/generated,
+## written from the kustomize build of config/default by berth-release).
 generate:
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook
+	cd test/tools/release && $(GO) run ./cmd/berth-release generate --config $(CURDIR)/config/default --chart $(CURDIR)/config/chart/berth
 
 ## verify-generated: fail when checked-in generated files differ from `make generate`.
 verify-generated: generate
@@ -46,9 +49,13 @@ tools:
 ## test: everything CI runs — generated files, lint, unit, integration and e2e.
 test: verify-generated lint test-unit test-integration test-e2e
 
-## test-unit: pure Go tests (engine, adapters, fuzz seed corpora).
+## test-unit: pure Go tests (engine, adapters, fuzz seed corpora) and the
+## image and release tools' own modules.
 test-unit:
 	$(GO) test -race -count=1 ./admission/... ./apis/... ./controllers/... ./cmd/...
+	cd test/tools/images && $(GO) test -count=1 ./...
+	cd test/tools/release && $(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/release/...
 
 ## test-integration: suites against a real kube-apiserver and etcd.
 test-integration:
@@ -73,9 +80,28 @@ PERF_FLAGS ?=
 perf:
 	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) run ./test/perf/cmd/berth-perf --scenario=$(SCENARIO) --qps=$(QPS) --burst=$(BURST) $(PERF_FLAGS)
 
+## images: OCI images of berth-controller and berth-autoscaler for linux/amd64 and linux/arm64 in dist/images (no Docker). VERSION, IMAGE_REPO.
+VERSION ?= v0.0.0-dev
+IMAGE_REPO ?= ghcr.io/berth-dev
+DIST ?= $(CURDIR)/dist
+images:
+	cd test/tools/images && $(GO) run . build --source $(CURDIR) --out $(DIST)/images --version $(VERSION) --repo $(IMAGE_REPO)
+
+## push-images: push what `make images` built to IMAGE_REPO (needs registry credentials in ~/.docker/config.json).
+push-images:
+	cd test/tools/images && $(GO) run . push --oci $(DIST)/images/oci --repo $(IMAGE_REPO) --version $(VERSION)
+
+## release: the installable release in DIST: the images (make images),
+## install.yaml (the kustomize bundle of config/default) and
+## berth-$(VERSION).tgz (the Helm chart), both pinned to the controller
+## image's digest. VERSION, IMAGE_REPO.
+release: images
+	cd test/tools/release && $(GO) run ./cmd/berth-release bundle --config $(CURDIR)/config/default --version $(VERSION) --images $(DIST)/images --image-repo $(IMAGE_REPO) --out $(DIST)/install.yaml
+	cd test/tools/release && $(GO) run ./cmd/berth-release chart --chart $(CURDIR)/config/chart/berth --version $(VERSION) --images $(DIST)/images --image-repo $(IMAGE_REPO) --out $(DIST)
+
 ## demo: run berth on a local full control plane and watch GPU jobs get admitted.
 demo:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) run ./test/demo
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver kube-controller-manager kube-scheduler kwok)" $(GO) run ./test/demo
 
 clean:
 	rm -rf bin/

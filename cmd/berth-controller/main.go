@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -78,6 +79,8 @@ func run(ctx context.Context, c config) error {
 		// main exits right after the manager returns, as this requires.
 		// A replica that loses its lease stops: the manager returns.
 		LeaderElectionReleaseOnCancel: true,
+		// Within the pod's default 30 s termination grace period.
+		GracefulShutdownTimeout: ptr.To(gracefulShutdown),
 	}
 	if c.webhookPort > 0 {
 		// Created now, started only when the first webhook is registered:
@@ -110,7 +113,32 @@ func run(ctx context.Context, c config) error {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
-	return mgr.Start(ctx)
+	return startManager(ctx, mgr)
+}
+
+// gracefulShutdown is how long a stopping berth lets its controllers finish.
+const gracefulShutdown = 20 * time.Second
+
+// startManager runs mgr until ctx ends, and returns at most a grace
+// period later. controller-runtime's manager does not return when it is
+// stopped while a cache never synced — a missing RBAC rule does that — and
+// spins instead (kubernetes-sigs/controller-runtime#3440): berth then
+// exits with an error that says where to look, instead of burning a CPU
+// until the kubelet kills it.
+func startManager(ctx context.Context, mgr ctrl.Manager) error {
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(gracefulShutdown + 5*time.Second):
+		return errors.New("stopped before its caches synced; the log says which list or watch failed (a missing RBAC rule?)")
+	}
 }
 
 // metricsOptions serve /metrics over HTTPS behind the API server's

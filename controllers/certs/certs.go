@@ -47,9 +47,9 @@ const (
 type Management string
 
 const (
-	// Self: berth issues, renews and injects it.
+	// Self means berth issues, renews and injects it.
 	Self Management = "self"
-	// External: another tool does; berth reads the files.
+	// External means another tool does; berth reads the files.
 	External Management = "external"
 )
 

@@ -208,8 +208,10 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// Leader election uses a Lease in berth's own namespace.
+// Leader election uses a Lease in berth's own namespace, and records a
+// core/v1 Event there when the lease changes hands.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=events,verbs=create;patch
 
 // CacheOptions bound what berth's informers hold: of all Pods in the
 // cluster, only those labelled with a queue name (pod groups and

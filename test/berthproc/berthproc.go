@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,8 +70,8 @@ type Options struct {
 	Kubeconfig string
 	// LogPath receives stdout and stderr.
 	LogPath string
-	// Args are berth's flags. --health-probe-bind-address is added: Start
-	// waits for /readyz on it.
+	// Args are berth's flags. --health-probe-bind-address is appended, so
+	// it wins over one in Args: Start waits for /readyz on it.
 	Args []string
 	// ReadyTimeout bounds the wait for /readyz; a minute when zero.
 	ReadyTimeout time.Duration
@@ -94,7 +95,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort)}, o.Args...)
+	args := append(slices.Clone(o.Args), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
 	logFile, err := os.Create(o.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating berth log: %w", err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-
 	"github.com/berth-dev/berth/test/controlplane"
 )
 

@@ -34,7 +34,6 @@ func ServiceAccountKubeconfig(ctx context.Context, admin *rest.Config, namespace
 	return os.Chmod(path, 0o600)
 }
 
-
 // ServiceAccountToken is a token for ServiceAccount namespace/name from
 // the TokenRequest API, valid for an hour.
 func ServiceAccountToken(ctx context.Context, admin *rest.Config, namespace, name string) (string, error) {
