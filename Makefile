@@ -104,4 +104,4 @@ demo:
 	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver kube-controller-manager kube-scheduler kwok)" $(GO) run ./test/demo
 
 clean:
-	rm -rf bin/
+	rm -rf bin/ $(DIST)

@@ -122,21 +122,27 @@ const gracefulShutdown = 20 * time.Second
 // startManager runs mgr until ctx ends, and returns at most a grace
 // period later. controller-runtime's manager does not return when it is
 // stopped while a cache never synced — a missing RBAC rule does that — and
-// spins instead (kubernetes-sigs/controller-runtime#3440): berth then
-// exits with an error that says where to look, instead of burning a CPU
-// until the kubelet kills it.
+// spins instead (kubernetes-sigs/controller-runtime#3440). berth then
+// exits at once with an error that says where to look: nothing ran that
+// could need the grace period.
 func startManager(ctx context.Context, mgr ctrl.Manager) error {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	var synced atomic.Bool
+	go func() { synced.Store(mgr.GetCache().WaitForCacheSync(ctx)) }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
 	}
+	grace := gracefulShutdown + 5*time.Second
+	if !synced.Load() {
+		grace = time.Second
+	}
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(gracefulShutdown + 5*time.Second):
+	case <-time.After(grace):
 		return errors.New("stopped before its caches synced; the log says which list or watch failed (a missing RBAC rule?)")
 	}
 }
