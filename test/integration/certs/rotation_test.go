@@ -156,6 +156,9 @@ func startCalls(workers int) *calls {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
+			// One call per worker every 20 ms: a steady load, not a flood.
+			pace := time.NewTicker(20 * time.Millisecond)
+			defer pace.Stop()
 			for i := 0; ctx.Err() == nil; i++ {
 				err := call(ctx, w, i)
 				if ctx.Err() != nil {
@@ -168,7 +171,10 @@ func startCalls(workers int) *calls {
 				} else {
 					c.ok.Add(1)
 				}
-				time.Sleep(20 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+				case <-pace.C:
+				}
 			}
 		}()
 	}
