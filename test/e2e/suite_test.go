@@ -62,9 +62,25 @@ var _ = AfterSuite(func() {
 	}
 })
 
+// newNamespace creates a namespace for one spec. The specs share two
+// nodes and run in random order, so when the spec ends its pods are
+// deleted and waited for: a pod left running would hold GPUs that the
+// next spec's jobs need.
 func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		// Jobs first, or their controller would replace the pods.
+		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns.Name),
+			client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name),
+			client.GracePeriodSeconds(0)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+	}, NodeTimeout(2*timeout))
 	return ns.Name
 }
 
