@@ -96,7 +96,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;list;watch;update
+// cert-controller watches the namespace's Secrets through its own cache, so
+// list and watch cannot be narrowed to one name; get and update can.
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,resourceNames=berth-webhook-certs,verbs=get;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth-mutating-webhook-configuration,verbs=update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=berth-validating-webhook-configuration,verbs=update

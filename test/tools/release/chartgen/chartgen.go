@@ -47,6 +47,10 @@ const (
 	// annotations (cert-manager's inject-ca-from) are included.
 	annotationsPlaceholder = "__BERTH_WEBHOOK_ANNOTATIONS__"
 	annotationsTemplate    = `{{- with include "berth.webhookAnnotations" . }}{{ . | nindent 2 }}{{ end }}`
+	// secretName is the certificate Secret the bundle's RBAC names;
+	// secretTemplate is the chart's value for it.
+	secretName     = "berth-webhook-certs"
+	secretTemplate = "{{ .Values.webhook.secretName }}"
 )
 
 // Files returns the generated templates, by file name under Dir, from the
@@ -152,6 +156,8 @@ func encode(objs []*unstructured.Unstructured, namespace string, strict bool) ([
 		return nil, errors.New("the namespace " + namespace + " appears outside a namespace field: chartgen cannot template it")
 	}
 	text = strings.ReplaceAll(text, nsPlaceholder, nsTemplate)
+	// berth may update only its certificate Secret, whose name is a value.
+	text = strings.ReplaceAll(text, "  resourceNames:\n  - "+secretName+"\n", "  resourceNames:\n  - "+secretTemplate+"\n")
 	text = strings.ReplaceAll(text, "  annotations:\n    "+annotationsPlaceholder+": \"\"\n", annotationsTemplate+"\n")
 	if strings.Contains(text, annotationsPlaceholder) {
 		return nil, errors.New("chartgen could not place the webhook annotations")
