@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -44,6 +45,18 @@ func TestOptionalObjects(t *testing.T) {
 			}
 		}},
 		{"no PodDisruptionBudget for one replica", []string{"replicas=1"}, noneOf("PodDisruptionBudget")},
+		{"the Role names the certificate Secret", []string{"webhook.secretName=webhook-tls"}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			role := typed(t, one(t, objs, "Role", "berth-controller"), &rbacv1.Role{})
+			var named []string
+			for _, r := range role.Rules {
+				if slices.Contains(r.Resources, "secrets") && slices.Contains(r.Verbs, "update") {
+					named = append(named, r.ResourceNames...)
+				}
+			}
+			if !slices.Equal(named, []string{"webhook-tls"}) {
+				t.Errorf("secrets berth may update: %v, want only webhook-tls", named)
+			}
+		}},
 		{"no PodDisruptionBudget when off", []string{"podDisruptionBudget.enabled=false"}, noneOf("PodDisruptionBudget")},
 		{"anti-affinity by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
 			a := controller(t, objs).Spec.Template.Spec.Affinity
