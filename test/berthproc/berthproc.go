@@ -184,6 +184,26 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Signal sends sig to the process: SIGSTOP pauses it (a stalled leader),
+// SIGCONT resumes it, SIGKILL ends it with no chance to release its lease.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("sending %s to berth-controller %d: %w", sig, p.PID(), err)
+	}
+	return nil
+}
+
+// Exited returns a channel closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		err := <-p.exited
+		p.exited <- err
+		close(out)
+	}()
+	return out
+}
+
 // Log returns everything the process wrote so far.
 func (p *Process) Log() string {
 	data, _ := os.ReadFile(p.LogPath)

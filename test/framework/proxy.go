@@ -27,12 +27,18 @@ type Balancer struct {
 // NewBalancer listens on a free loopback port and forwards to backends
 // until ctx ends.
 func NewBalancer(ctx context.Context, backends ...string) (*Balancer, error) {
+	return NewBalancerOn(ctx, "127.0.0.1:0", backends...)
+}
+
+// NewBalancerOn is NewBalancer listening on addr, e.g. where an installed
+// webhook configuration already points.
+func NewBalancerOn(ctx context.Context, addr string, backends ...string) (*Balancer, error) {
 	if len(backends) == 0 {
 		return nil, errors.New("a balancer needs a backend")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening: %w", err)
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	b := &Balancer{Addr: l.Addr().String(), backends: backends, served: make([]atomic.Int64, len(backends)), l: l}
 	go func() {

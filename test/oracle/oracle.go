@@ -195,9 +195,9 @@ func (r *Recorder) record(o client.Object, deleted bool) {
 	ob := Observation{RV: rv, Deleted: deleted}
 	switch o := o.(type) {
 	case *berthv1.Workload:
-		ob.Workload = o
+		ob.Workload = trimWorkload(o)
 	case *corev1.Pod:
-		ob.Pod = o
+		ob.Pod = trimPod(o)
 	case *berthv1.ClusterQueue:
 		ob.ClusterQueue = o
 	default:
@@ -216,3 +216,39 @@ func (r *Recorder) problem(s string) {
 
 // errNotSettled marks a Settled check that has not passed yet.
 var errNotSettled = errors.New("not settled")
+
+// trimWorkload keeps what Replay reads of a Workload, so hours of
+// versions fit in memory.
+func trimWorkload(wl *berthv1.Workload) *berthv1.Workload {
+	return &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion},
+		Status:     berthv1.WorkloadStatus{Admission: wl.Status.Admission},
+	}
+}
+
+// trimPod keeps what Replay reads of a Pod: identity, berth's labels,
+// node, phase and the requests of its containers.
+func trimPod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Overhead: p.Spec.Overhead},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	for _, k := range []string{berthv1.WorkloadLabel, berthv1.PodSetLabel} {
+		if v, ok := p.Labels[k]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
+	}
+	trim := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		}
+		return out
+	}
+	out.Spec.Containers, out.Spec.InitContainers = trim(p.Spec.Containers), trim(p.Spec.InitContainers)
+	return out
+}
