@@ -120,6 +120,12 @@ var _ = Describe("self-managed webhook certificates", Ordered, func() {
 			Expect(caBundles(ctx, name)).To(HaveEach(Equal(latest.Data[certs.CAKey])), "%s trusts the CA", name)
 		}
 	}, SpecTimeout(6*time.Minute))
+
+	certificateFaultSpecs(func() {
+		for _, p := range replicas {
+			Expect(p.Stop()).To(Succeed())
+		}
+	})
 })
 
 func secret(ctx context.Context) *corev1.Secret {

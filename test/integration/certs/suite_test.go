@@ -1,7 +1,9 @@
 // Package certs_test runs two berth-controller processes against a real
 // kube-apiserver and etcd, both serving the webhooks behind one address,
 // and renews the webhook certificate under them while the API server calls
-// the webhooks: no call may fail.
+// the webhooks: no call may fail. It then breaks them — an expired
+// serving certificate, a wiped CA bundle, both replicas down — and checks
+// what the API server does with queued and other Jobs.
 package certs_test
 
 import (
