@@ -40,11 +40,32 @@ func burstJobs(ctx context.Context, ns string, rng *rand.Rand) error {
 	for i := range burst {
 		job := builders.Job(ns, "job-"+strconv.Itoa(i), "team").Request(builders.GPU, sizes[rng.IntN(len(sizes))]).
 			PodAnnotations(controlplane.RunFor(time.Second)).Obj()
-		if err := c.Create(ctx, job); err != nil {
+		if err := createRetrying(ctx, c, job); err != nil {
 			return fmt.Errorf("creating job %d: %w", i, err)
 		}
 	}
 	return nil
+}
+
+// createRetrying creates obj, retrying while the API server cannot call
+// berth's webhooks, as kubectl and controllers do. A webhook call routed
+// to a replica that was just killed or paused fails (failurePolicy Fail)
+// until a Service would stop routing to it; that is the replica's death,
+// not a lost job.
+func createRetrying(ctx context.Context, c client.Client, obj client.Object) error {
+	var err error
+	// A minute: both replicas restart one after the other in the soak.
+	for range 60 {
+		if err = c.Create(ctx, obj); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return err
 }
 
 // admitted counts the Workloads of ns that were admitted (running or

@@ -141,7 +141,7 @@ func (s *soak) submit(ctx context.Context, rng *rand.Rand) {
 		}
 		job := builders.Job(s.ns, "job-"+strconv.Itoa(i), "team").Request(builders.GPU, sizes[rng.IntN(len(sizes))]).
 			PodAnnotations(controlplane.RunFor(time.Duration(1+rng.IntN(3)) * time.Second)).Obj()
-		if err := c.Create(ctx, job); err != nil && ctx.Err() == nil {
+		if err := createRetrying(ctx, c, job); err != nil && ctx.Err() == nil {
 			Fail(fmt.Sprintf("creating job %d: %v", i, err))
 		}
 		s.mu.Lock()
