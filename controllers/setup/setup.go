@@ -208,9 +208,10 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// Leader election uses a Lease in berth's own namespace, and records a
-// core/v1 Event there when the lease changes hands.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election uses a Lease in berth's own namespace — client-go's
+// lease lock only gets, creates and updates it (a release is an update) —
+// and records a core/v1 Event there when the lease changes hands.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=events,verbs=create;patch
 
 // CacheOptions bound what berth's informers hold: of all Pods in the
