@@ -19,10 +19,14 @@ type Options struct {
 	DeviceClasses DeviceClassMapping
 	// Parents are the kinds berth manages whose children (a JobSet's Jobs)
 	// must not be queued again on their own.
-	Parents []string
+	Parents []Kind
 	// Clock stamps Workload conditions; the real clock when nil.
 	Clock clock.PassiveClock
 }
+
+// maxPodSetResources is the Workload API's limit on the resources of one
+// pod set: a job over it is reported, not retried against the API server.
+const maxPodSetResources = 32
 
 // gangSpec is the part of a Workload's spec a job determines.
 type gangSpec struct {
@@ -57,6 +61,12 @@ func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error)
 			if podSets[i].Template, err = schedulingTemplate(t, own[t.Name]); err != nil {
 				return gangSpec{}, err
 			}
+		}
+	}
+	for i := range podSets {
+		if n := len(podSets[i].Requests); n > maxPodSetResources {
+			return gangSpec{}, Invalid("pod set %q requests %d resources; a Workload holds at most %d per pod set: request fewer resource names",
+				podSets[i].Name, n, maxPodSetResources)
 		}
 	}
 	out := gangSpec{podSets: podSets}
