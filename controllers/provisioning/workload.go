@@ -125,7 +125,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// garbage collector removes.
 		return reconcile.Result{RequeueAfter: flavorRetry}, nil
 	case !metav1.IsControlledBy(pr, wl):
-		return reconcile.Result{}, r.squatted(wl, pr, booking)
+		r.squatted(wl, pr, booking)
+		return reconcile.Result{}, nil
 	}
 	if booking {
 		return reconcile.Result{}, r.report(ctx, wl, pr)
@@ -150,16 +151,15 @@ func ownedByNamesake(pr *autoscalingv1.ProvisioningRequest, wl *berthv1.Workload
 // deterministically). Its answers are not the autoscaler's to berth, so
 // they are never read: the attempt fails, with a Warning event that says
 // what to delete, and the engine's next attempt uses another name.
-func (r *Reconciler) squatted(wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest, booking bool) error {
+func (r *Reconciler) squatted(wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest, booking bool) {
 	msg := fmt.Sprintf("ProvisioningRequest %s/%s exists and was not created by berth for this workload; berth ignores it: delete it, "+
 		"and do not create ProvisioningRequests named after berth's workloads", pr.Namespace, pr.Name)
 	r.recorder.Eventf(wl, pr, corev1.EventTypeWarning, lifecycle.EventRequestSquatted, "Provision", "%s", msg)
 	if !booking {
-		return nil
+		return
 	}
 	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name},
 		admission.BookingReport{Attempt: wl.Status.Provisioning.Attempt, Answer: admission.AnswerFailed, Message: msg})
-	return nil
 }
 
 // report tells the engine the answer to a booking in flight, and records

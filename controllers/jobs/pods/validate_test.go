@@ -65,4 +65,3 @@ func TestValidateUpdateStatic(t *testing.T) {
 		t.Errorf("a pod that was not queued may get the label (the mutating webhook does not gate it): %v", errs)
 	}
 }
-
