@@ -13,6 +13,11 @@ const (
 	// any non-terminal pod carries its UID.
 	WorkloadLabel = "berth.dev/workload"
 
+	// PodSetLabel is set on every pod berth starts beside WorkloadLabel and
+	// names the pod set of the Workload the pod belongs to, so the pod's
+	// requests can be charged to the flavor its pod set was assigned.
+	PodSetLabel = "berth.dev/pod-set"
+
 	// OriginalSchedulingAnnotation records, as JSON, the node selector and
 	// tolerations a job's pod template had before berth added those of the
 	// admitted flavor, so that an evicted job can be restored exactly.

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -25,6 +26,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/buildinfo"
 	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/controllers/leader"
 	"github.com/berth-dev/berth/controllers/setup"
 )
 
@@ -70,7 +72,7 @@ func run(ctx context.Context, c config) error {
 		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  c.probeAddr,
 		LeaderElection:          c.leaderElect,
-		LeaderElectionID:        "berth-controller.berth.dev",
+		LeaderElectionID:        leaseName,
 		LeaderElectionNamespace: c.namespace,
 		LeaseDuration:           ptr.To(c.leaseDuration),
 		RenewDeadline:           ptr.To(c.renewDue),
@@ -81,6 +83,11 @@ func run(ctx context.Context, c config) error {
 		LeaderElectionReleaseOnCancel: true,
 		// Within the pod's default 30 s termination grace period.
 		GracefulShutdownTimeout: ptr.To(gracefulShutdown),
+	}
+	if c.leaderElect {
+		if err := fenceToLease(cfg, c, &opts); err != nil {
+			return err
+		}
 	}
 	if c.webhookPort > 0 {
 		// Created now, started only when the first webhook is registered:
@@ -114,6 +121,24 @@ func run(ctx context.Context, c config) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 	return startManager(ctx, mgr)
+}
+
+// leaseName is the leader-election Lease in berth's namespace.
+const leaseName = "berth-controller.berth.dev"
+
+// fenceToLease makes the manager elect its leader with a lease that
+// records its renewals, and fences the manager's writes to it: a leader
+// that was paused past its renew deadline writes nothing before it learns
+// that it lost the lease and stops (see controllers/leader).
+func fenceToLease(cfg *rest.Config, c config, opts *ctrl.Options) error {
+	lease, err := leader.NewLease(cfg, c.namespace, leaseName, c.renewDue)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.Info("leader election", "identity", lease.Identity(), "lease", lease.Describe())
+	opts.LeaderElectionResourceLockInterface = lease
+	opts.NewClient = leader.NewClientFunc(lease.Fence)
+	return nil
 }
 
 // gracefulShutdown is how long a stopping berth lets its controllers finish.

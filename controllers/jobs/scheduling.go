@@ -46,7 +46,7 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
 			s.Tolerations = AddTolerations(s.Tolerations, rf.Spec.Tolerations)
 		}
-		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID)}
+		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID), berthv1.PodSetLabel: psa.Name}
 		if t := wl.Status.Admission.Topology; t != nil {
 			s.NodeSelector = mergeLabels(s.NodeSelector, t.NodeSelector())
 			s.Labels[berthv1.PlacementLabel] = string(wl.UID)
