@@ -29,6 +29,7 @@ import (
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/oracle"
 )
 
 const (
@@ -69,9 +70,11 @@ var _ = AfterSuite(func() {
 })
 
 // newTeam creates a namespace with a flavor, a ClusterQueue of gpus GPUs
-// that selects it by its team label, and the LocalQueue "team". When the
-// spec ends, its jobs and pods are deleted and waited for, and no pod of
-// the namespace may have been bound outside an admitted Workload.
+// that selects it by its team label, and the LocalQueue "team". The
+// invariant oracle records the namespace from then on: when the spec ends
+// it must have seen no violation (no pod bound outside an admitted
+// Workload, no quota overshoot, no double admission); then the spec's jobs
+// and pods are deleted and waited for.
 func newTeam(ctx context.Context, gpus string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-bypass-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
@@ -93,6 +96,14 @@ func newTeam(ctx context.Context, gpus string) string {
 			g.Expect(pods.Items).To(BeEmpty())
 		}, timeout, interval).Should(Succeed())
 	}, NodeTimeout(2*timeout))
+	// Registered last, so it runs first: the recording is judged before
+	// the spec's objects are deleted.
+	rec, err := oracle.Start(ctx, env.Plane.Config, oracle.Options{Namespaces: []string{ns.Name}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		defer rec.Stop()
+		Expect(rec.Violations()).To(BeEmpty())
+	})
 	return ns.Name
 }
 
