@@ -2,7 +2,6 @@ package bypass_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,13 +18,13 @@ import (
 	"github.com/berth-dev/berth/test/builders"
 )
 
-// groupPod is the first pod of the group name of total pods, 4 GPUs each.
-func groupPod(ns, name string, total int) *corev1.Pod {
+// groupPod is the only pod of the group name, of 4 GPUs.
+func groupPod(ns, name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name + "-0",
 			Labels:      map[string]string{berthv1.QueueNameLabel: queue, berthv1.PodGroupLabel: name},
-			Annotations: map[string]string{berthv1.PodGroupTotalCountAnnotation: strconv.Itoa(total)},
+			Annotations: map[string]string{berthv1.PodGroupTotalCountAnnotation: "1"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/eval:latest",
 			Resources: corev1.ResourceRequirements{
@@ -69,7 +68,7 @@ func flavor(mutate func(*berthv1.ResourceFlavor)) func(context.Context, string) 
 // forged is a gated-looking pod whose controller is owner.
 func forged(owner func(ctx context.Context, ns string) metav1.OwnerReference) func(context.Context, string) client.Object {
 	return func(ctx context.Context, ns string) client.Object {
-		p := groupPod(ns, "forged", 1)
+		p := groupPod(ns, "forged")
 		p.OwnerReferences = []metav1.OwnerReference{owner(ctx, ns)}
 		return p
 	}
@@ -148,7 +147,7 @@ var _ = Describe("refused at the API server", func() {
 				`label the Job, not only its pods`}),
 		Entry("a queued pod claiming another group's pod as its controller", refusal{
 			make: forged(func(ctx context.Context, ns string) metav1.OwnerReference {
-				other := groupPod(ns, "other", 1)
+				other := groupPod(ns, "other")
 				Expect(env.Client.Create(ctx, other)).To(Succeed())
 				return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: other.Name, UID: other.UID, Controller: ptr.To(true)}
 			}),
@@ -156,7 +155,7 @@ var _ = Describe("refused at the API server", func() {
 				`controller Pod "other-0" is neither: remove the berth.dev/queue-name label or the controller ownerReference`}),
 		Entry("a queued pod that sets berth.dev/workload itself", refusal{byTenant: true,
 			make: func(_ context.Context, ns string) client.Object {
-				p := groupPod(ns, "placed", 1)
+				p := groupPod(ns, "placed")
 				p.Labels[berthv1.WorkloadLabel] = "0b7c9a2e-0000-4000-8000-000000000000"
 				return p
 			},
@@ -164,7 +163,7 @@ var _ = Describe("refused at the API server", func() {
 				`to the Workload's UID; this is a pod berth still holds: remove the label`}),
 		Entry("an unqueued pod that claims a placement", refusal{byTenant: true,
 			make: func(_ context.Context, ns string) client.Object {
-				p := groupPod(ns, "placed", 1)
+				p := groupPod(ns, "placed")
 				delete(p.Labels, berthv1.QueueNameLabel)
 				p.Labels[berthv1.PlacementLabel] = "0b7c9a2e-0000-4000-8000-000000000000"
 				return p

@@ -81,7 +81,7 @@ var _ = Describe("edits of queued jobs", func() {
 	It("refuses removing the admission gate of a queued pod group", func(ctx SpecContext) {
 		ns := newTeam(ctx, "4")
 		_, _ = queuedJob(ctx, ns) // uses up the quota
-		p := groupPod(ns, "eval", 1)
+		p := groupPod(ns, "eval")
 		Expect(env.Client.Create(ctx, p)).To(Succeed())
 		c := tenant(ctx, ns)
 		Eventually(func(g Gomega) {
