@@ -155,7 +155,7 @@ func (v Validator) validateController(ctx context.Context, p *corev1.Pod) (field
 		return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
 			"controller Job %q does not exist or is not queued by berth (no %s label): label the Job, not only its pods",
 			ref.Name, berthv1.QueueNameLabel))}, nil
-	case ref.Kind == "StatefulSet" && p.Labels[lwsv1.SetNameLabelKey] != "":
+	case isReplicaPod(p, ref):
 		return nil, nil
 	}
 	return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
@@ -256,10 +256,19 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 			return jobs.WorkloadName(kind.GVK().Kind, parent), "", nil
 		}
 		return jobs.WorkloadName("Job", job), "", nil
-	case ref.Kind == "StatefulSet" && p.Labels[lwsv1.SetNameLabelKey] != "":
+	case isReplicaPod(p, ref):
 		return v.replicaWorkload(ctx, p)
 	}
 	return "", fmt.Sprintf("a pod of %s %q, which berth does not queue", ref.Kind, ref.Name), nil
+}
+
+// isReplicaPod reports whether a pod belongs to a LeaderWorkerSet replica:
+// it carries the set's name label and is controlled by one of the set's
+// StatefulSets (or, as some LeaderWorkerSet versions and tests create them,
+// by the set itself).
+func isReplicaPod(p *corev1.Pod, ref *metav1.OwnerReference) bool {
+	name := p.Labels[lwsv1.SetNameLabelKey]
+	return name != "" && (ref.Kind == "StatefulSet" || (ref.Kind == "LeaderWorkerSet" && ref.Name == name))
 }
 
 // replicaWorkload names the Workload of the LeaderWorkerSet replica a pod
