@@ -153,7 +153,7 @@ func (v Validator) validateController(ctx context.Context, p *corev1.Pod) (field
 			return nil, err
 		}
 		return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
-			"controller Job %q does not exist or is not queued by berth (no %s label): label the Job, not only its pods",
+			"controller Job %q does not exist or is not queued by berth (no %s label, no queued parent): label the Job, not only its pods",
 			ref.Name, berthv1.QueueNameLabel))}, nil
 	case isReplicaPod(p, ref):
 		return nil, nil
@@ -173,7 +173,8 @@ func createdByController(ctx context.Context) bool {
 	return slices.Contains(controllerUsers, req.UserInfo.Username) || slices.Contains(req.UserInfo.Groups, "system:masters")
 }
 
-// job returns the queued Job ref names, nil when there is none.
+// job returns the Job ref names when berth queues it, itself or through
+// its parent (a JobSet's Jobs need not carry the label), nil otherwise.
 func (v Validator) job(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*batchv1.Job, error) {
 	for _, r := range []client.Reader{v.Workloads.Cache, v.Workloads.API} {
 		job := &batchv1.Job{}
@@ -184,8 +185,15 @@ func (v Validator) job(ctx context.Context, namespace string, ref *metav1.OwnerR
 		if err != nil {
 			return nil, fmt.Errorf("reading Job %s/%s: %w", namespace, ref.Name, err)
 		}
-		if _, queued := job.Labels[berthv1.QueueNameLabel]; queued && job.UID == ref.UID {
+		if job.UID != ref.UID {
+			continue
+		}
+		if _, queued := job.Labels[berthv1.QueueNameLabel]; queued {
 			return job, nil
+		}
+		parent, _, err := jobs.ParentOf(ctx, r, job, v.Parents)
+		if err != nil || parent != nil {
+			return job, err
 		}
 	}
 	return nil, nil

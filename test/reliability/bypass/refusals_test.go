@@ -143,7 +143,7 @@ var _ = Describe("refused at the API server", func() {
 				Expect(env.Client.Create(ctx, job)).To(Succeed())
 				return metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}
 			}),
-			want: `metadata.ownerReferences: Forbidden: controller Job "unqueued" does not exist or is not queued by berth (no berth.dev/queue-name label): ` +
+			want: `metadata.ownerReferences: Forbidden: controller Job "unqueued" does not exist or is not queued by berth (no berth.dev/queue-name label, no queued parent): ` +
 				`label the Job, not only its pods`}),
 		Entry("a queued pod claiming another group's pod as its controller", refusal{
 			make: forged(func(ctx context.Context, ns string) metav1.OwnerReference {
