@@ -1,7 +1,9 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -54,6 +56,68 @@ func validateQuota(q *ResourceQuota, p *field.Path) field.ErrorList {
 	if q.LendingLimit != nil && q.LendingLimit.Cmp(q.NominalQuota) > 0 {
 		errs = append(errs, field.Invalid(p.Child("lendingLimit"), q.LendingLimit.String(),
 			"must not exceed nominalQuota ("+q.NominalQuota.String()+"): lower lendingLimit or raise nominalQuota"))
+	}
+	return errs
+}
+
+// Validate checks what the schema of a ResourceFlavor cannot: its node
+// labels, tolerations and topology levels become the node selector,
+// tolerations and label keys of admitted pods, so each must be what the
+// Pod API accepts, or every job admitted on the flavor would fail to start.
+func (rf *ResourceFlavor) Validate() field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for k, v := range rf.Spec.NodeLabels {
+		p := spec.Child("nodeLabels").Key(k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(p, k, "key: "+msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p, v, "value: "+msg))
+		}
+	}
+	for i, t := range rf.Spec.Tolerations {
+		errs = append(errs, validateToleration(t, spec.Child("tolerations").Index(i))...)
+	}
+	for i, l := range rf.Spec.TopologyLevels {
+		for _, msg := range validation.IsQualifiedName(l) {
+			errs = append(errs, field.Invalid(spec.Child("topologyLevels").Index(i), l, "must be a node label key: "+msg))
+		}
+	}
+	return errs
+}
+
+// validateToleration applies the Pod API's rules for one toleration.
+func validateToleration(t corev1.Toleration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Key != "" {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+		}
+	}
+	switch t.Operator {
+	case corev1.TolerationOpEqual, "":
+		if t.Key == "" {
+			errs = append(errs, field.Invalid(p.Child("operator"), t.Operator, "must be Exists when key is empty (tolerate every taint)"))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(p.Child("value"), t.Value, msg))
+		}
+	case corev1.TolerationOpExists:
+		if t.Value != "" {
+			errs = append(errs, field.Invalid(p.Child("value"), t.Value, "must be empty when operator is Exists"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}))
+	}
+	switch t.Effect {
+	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect,
+			[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}))
+	}
+	if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+		errs = append(errs, field.Invalid(p.Child("tolerationSeconds"), *t.TolerationSeconds, "may be set only with effect NoExecute"))
 	}
 	return errs
 }

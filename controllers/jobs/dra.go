@@ -95,23 +95,46 @@ func (m DeviceClassMapping) claimRequests(ctx context.Context, c client.Reader, 
 	return reqs, nil
 }
 
-// add counts one device request: an exact request, or the first of its
-// alternatives (the scheduler tries them in order).
+// add counts one device request: an exact request, or, for a request with
+// alternatives, the most any of them costs per resource. The scheduler
+// takes the first alternative it can allocate, so a first alternative that
+// costs nothing (a class berth does not count) must not hide a later one
+// that allocates GPUs.
 func (m DeviceClassMapping) add(r resourcev1.DeviceRequest, claim string, reqs *corev1.ResourceList) error {
-	class, mode, count := "", resourcev1.DeviceAllocationModeExactCount, int64(1)
-	switch {
-	case r.Exactly != nil:
-		class, mode, count = r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count
-	case len(r.FirstAvailable) > 0:
-		s := r.FirstAvailable[0]
-		class, mode, count = s.DeviceClassName, s.AllocationMode, s.Count
+	if r.Exactly != nil {
+		return m.addOne(r.Name, claim, r.Exactly.DeviceClassName, r.Exactly.AllocationMode, r.Exactly.Count, reqs)
 	}
+	most := corev1.ResourceList{}
+	for _, s := range r.FirstAvailable {
+		one := corev1.ResourceList{}
+		if err := m.addOne(r.Name+"/"+s.Name, claim, s.DeviceClassName, s.AllocationMode, s.Count, &one); err != nil {
+			return err
+		}
+		for name, q := range one {
+			if cur, ok := most[name]; !ok || q.Cmp(cur) > 0 {
+				most[name] = q
+			}
+		}
+	}
+	for name, q := range most {
+		if *reqs == nil {
+			*reqs = corev1.ResourceList{}
+		}
+		sum := (*reqs)[name]
+		sum.Add(q)
+		(*reqs)[name] = sum
+	}
+	return nil
+}
+
+// addOne counts count devices of class.
+func (m DeviceClassMapping) addOne(request, claim, class string, mode resourcev1.DeviceAllocationMode, count int64, reqs *corev1.ResourceList) error {
 	dq, ok := m[class]
 	if !ok {
 		return nil
 	}
 	if mode == resourcev1.DeviceAllocationModeAll {
-		return Invalid("claim %q request %q asks for all devices of class %s, which berth cannot count: ask for an exact count", claim, r.Name, class)
+		return Invalid("claim %q request %q asks for all devices of class %s, which berth cannot count: ask for an exact count", claim, request, class)
 	}
 	if count < 1 {
 		count = 1

@@ -50,6 +50,12 @@ func TestClaimRequests(t *testing.T) {
 			Spec:       resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: reqs}}},
 		}
 	}
+	firstAvailable := func(subs ...resourcev1.DeviceSubRequest) resourcev1.DeviceRequest {
+		return resourcev1.DeviceRequest{Name: "r", FirstAvailable: subs}
+	}
+	sub := func(name, class string, n int64) resourcev1.DeviceSubRequest {
+		return resourcev1.DeviceSubRequest{Name: name, DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: n}
+	}
 	scheme := runtime.NewScheme()
 	if err := resourcev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -59,6 +65,8 @@ func TestClaimRequests(t *testing.T) {
 		tmpl("all", exact("gpu.nvidia.com", resourcev1.DeviceAllocationModeAll, 0)),
 		tmpl("other", exact("nic.example.com", resourcev1.DeviceAllocationModeExactCount, 2)),
 		tmpl("halves", exact("mig.nvidia.com", resourcev1.DeviceAllocationModeExactCount, 3)),
+		tmpl("unmapped-first", firstAvailable(sub("nic", "nic.example.com", 1), sub("gpus", "gpu.nvidia.com", 8))),
+		tmpl("cheaper-later", firstAvailable(sub("full", "gpu.nvidia.com", 2), sub("mig", "mig.nvidia.com", 2))),
 	).Build()
 	m := DeviceClassMapping{
 		"gpu.nvidia.com": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("1")},
@@ -74,6 +82,8 @@ func TestClaimRequests(t *testing.T) {
 		{name: "unmapped class is not counted", templates: []string{"other"}, want: "0"},
 		{name: "fractional amount per device", templates: []string{"halves"}, want: "1500m"},
 		{name: "two claims add up", templates: []string{"four", "halves"}, want: "5500m"},
+		{name: "an unmapped first alternative does not hide a GPU one", templates: []string{"unmapped-first"}, want: "8"},
+		{name: "alternatives cost the most of them", templates: []string{"cheaper-later"}, want: "2"},
 		{name: "all devices cannot be counted", templates: []string{"all"}, invalid: true},
 		{name: "missing template", templates: []string{"nope"}, invalid: true},
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,8 +107,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading %s %s: %w", r.kind.GVK().Kind, req, err)
 	}
-	if _, ok := obj.GetLabels()[berthv1.QueueNameLabel]; !ok || r.isChild(obj) {
+	if _, ok := obj.GetLabels()[berthv1.QueueNameLabel]; !ok {
 		return reconcile.Result{}, nil
+	}
+	if child, err := r.isChild(ctx, obj); err != nil || child {
+		return reconcile.Result{}, err
 	}
 	gangs, err := r.gangs(ctx, obj)
 	if err != nil {
@@ -173,16 +174,9 @@ func (r *Reconciler) gangs(ctx context.Context, obj client.Object) ([]gang, erro
 
 // isChild reports whether obj is controlled by an object of a kind berth
 // manages as a whole (a JobSet's Job): its parent's Workload covers it.
-func (r *Reconciler) isChild(obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return false
-	}
-	return slices.Contains(r.opts.Parents, gv.Group+"/"+ref.Kind)
+func (r *Reconciler) isChild(ctx context.Context, obj client.Object) (bool, error) {
+	parent, _, err := ParentOf(ctx, r.client, obj, r.opts.Parents)
+	return parent != nil, err
 }
 
 // reconcileGang brings one gang and its Workload in step.

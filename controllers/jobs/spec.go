@@ -7,9 +7,11 @@ import (
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
@@ -19,10 +21,17 @@ type Options struct {
 	DeviceClasses DeviceClassMapping
 	// Parents are the kinds berth manages whose children (a JobSet's Jobs)
 	// must not be queued again on their own.
-	Parents []string
+	Parents []Kind
 	// Clock stamps Workload conditions; the real clock when nil.
 	Clock clock.PassiveClock
 }
+
+// maxPodSetResources is the Workload API's limit on the resources of one
+// pod set: a job over it is reported, not retried against the API server.
+const maxPodSetResources = 32
+
+// maxRequest is the largest per-pod request the admission engine counts.
+var maxRequest = resource.NewMilliQuantity(admission.MaxAmount, resource.DecimalSI)
 
 // gangSpec is the part of a Workload's spec a job determines.
 type gangSpec struct {
@@ -56,6 +65,18 @@ func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error)
 			}
 			if podSets[i].Template, err = schedulingTemplate(t, own[t.Name]); err != nil {
 				return gangSpec{}, err
+			}
+		}
+	}
+	for i := range podSets {
+		if n := len(podSets[i].Requests); n > maxPodSetResources {
+			return gangSpec{}, Invalid("pod set %q requests %d resources; a Workload holds at most %d per pod set: request fewer resource names",
+				podSets[i].Name, n, maxPodSetResources)
+		}
+		for name, q := range podSets[i].Requests {
+			if q.Cmp(*maxRequest) > 0 {
+				return gangSpec{}, Invalid("pod set %q requests %s of %s per pod, more than berth can count (%.3g): request less",
+					podSets[i].Name, q.String(), name, maxRequest.AsApproximateFloat64())
 			}
 		}
 	}

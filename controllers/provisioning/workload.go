@@ -120,10 +120,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		pr = nil
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading ProvisioningRequest %s/%s: %w", wl.Namespace, p.RequestName, err)
-	case !metav1.IsControlledBy(pr, wl):
+	case !metav1.IsControlledBy(pr, wl) && ownedByNamesake(pr, wl):
 		// A request of a deleted Workload of the same name, which the
 		// garbage collector removes.
 		return reconcile.Result{RequeueAfter: flavorRetry}, nil
+	case !metav1.IsControlledBy(pr, wl):
+		r.squatted(wl, pr, booking)
+		return reconcile.Result{}, nil
 	}
 	if booking {
 		return reconcile.Result{}, r.report(ctx, wl, pr)
@@ -134,6 +137,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return r.checkPodsReady(ctx, wl, rf)
+}
+
+// ownedByNamesake reports whether pr is controlled by a Workload of wl's
+// name (an earlier one, deleted and created again).
+func ownedByNamesake(pr *autoscalingv1.ProvisioningRequest, wl *berthv1.Workload) bool {
+	ref := metav1.GetControllerOf(pr)
+	return ref != nil && ref.Kind == "Workload" && ref.Name == wl.Name
+}
+
+// squatted handles a request of the attempt's name that berth did not
+// create (a tenant created it first; berth names requests
+// deterministically). Its answers are not the autoscaler's to berth, so
+// they are never read: the attempt fails, with a Warning event that says
+// what to delete, and the engine's next attempt uses another name.
+func (r *Reconciler) squatted(wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest, booking bool) {
+	msg := fmt.Sprintf("ProvisioningRequest %s/%s exists and was not created by berth for this workload; berth ignores it: delete it, "+
+		"and do not create ProvisioningRequests named after berth's workloads", pr.Namespace, pr.Name)
+	r.recorder.Eventf(wl, pr, corev1.EventTypeWarning, lifecycle.EventRequestSquatted, "Provision", "%s", msg)
+	if !booking {
+		return
+	}
+	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name},
+		admission.BookingReport{Attempt: wl.Status.Provisioning.Attempt, Answer: admission.AnswerFailed, Message: msg})
 }
 
 // report tells the engine the answer to a booking in flight, and records

@@ -38,3 +38,34 @@ func invalid(cq *berthv1.ClusterQueue) error {
 	}
 	return nil
 }
+
+// +kubebuilder:webhook:path=/validate-berth-dev-v1alpha1-resourceflavor,mutating=false,failurePolicy=fail,sideEffects=None,groups=berth.dev,resources=resourceflavors,verbs=create;update,versions=v1alpha1,name=vresourceflavor.berth.dev,admissionReviewVersions=v1
+
+// ResourceFlavorValidator rejects ResourceFlavors whose node labels,
+// tolerations or topology levels pods could not carry (see
+// berthv1.ResourceFlavor.Validate).
+type ResourceFlavorValidator struct{}
+
+var _ admission.Validator[*berthv1.ResourceFlavor] = ResourceFlavorValidator{}
+
+// ValidateCreate validates a new ResourceFlavor.
+func (ResourceFlavorValidator) ValidateCreate(_ context.Context, rf *berthv1.ResourceFlavor) (admission.Warnings, error) {
+	return nil, invalidFlavor(rf)
+}
+
+// ValidateUpdate validates a changed ResourceFlavor.
+func (ResourceFlavorValidator) ValidateUpdate(_ context.Context, _, rf *berthv1.ResourceFlavor) (admission.Warnings, error) {
+	return nil, invalidFlavor(rf)
+}
+
+// ValidateDelete allows every deletion.
+func (ResourceFlavorValidator) ValidateDelete(context.Context, *berthv1.ResourceFlavor) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func invalidFlavor(rf *berthv1.ResourceFlavor) error {
+	if errs := rf.Validate(); len(errs) > 0 {
+		return apierrors.NewInvalid(berthv1.GroupVersion.WithKind("ResourceFlavor").GroupKind(), rf.Name, errs)
+	}
+	return nil
+}

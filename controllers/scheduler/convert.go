@@ -45,7 +45,7 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 			fq := admission.FlavorQuotas{Flavor: f.Name, Resources: make(map[admission.ResourceName]admission.Quota, len(f.Resources))}
 			for _, r := range f.Resources {
 				fq.Resources[admission.ResourceName(r.Name)] = admission.Quota{
-					Nominal:        r.NominalQuota.MilliValue(),
+					Nominal:        milli(r.NominalQuota),
 					BorrowingLimit: milliPtr(r.BorrowingLimit),
 					LendingLimit:   milliPtr(r.LendingLimit),
 				}
@@ -61,8 +61,30 @@ func milliPtr(q *resource.Quantity) *int64 {
 	if q == nil {
 		return nil
 	}
-	v := q.MilliValue()
+	v := milli(*q)
 	return &v
+}
+
+// maxMilli is the largest amount the engine accepts, as a quantity.
+var maxMilli = resource.NewMilliQuantity(admission.MaxAmount, resource.DecimalSI)
+
+// milli is q in milli-units. Quantity.MilliValue wraps around beyond int64
+// (1e18 GPUs read as 0, 2^63-1 as -1000), which would charge an absurd
+// request nothing or less than nothing; an amount the engine cannot hold
+// becomes one more than its bound, so the engine refuses it as invalid.
+func milli(q resource.Quantity) int64 {
+	abs := q.DeepCopy()
+	if abs.Sign() < 0 {
+		abs.Neg()
+	}
+	switch {
+	case abs.Cmp(*maxMilli) <= 0:
+		return q.MilliValue()
+	case q.Sign() < 0:
+		return -admission.MaxAmount - 1
+	default:
+		return admission.MaxAmount + 1
+	}
 }
 
 // WorkloadToEngine translates a Workload, queued in q, into the engine's
@@ -141,7 +163,7 @@ func unixNano(t *metav1.Time) int64 {
 func resourcesToEngine(rl corev1.ResourceList) admission.Resources {
 	out := make(admission.Resources, len(rl))
 	for name, q := range rl {
-		out[admission.ResourceName(name)] = q.MilliValue()
+		out[admission.ResourceName(name)] = milli(q)
 	}
 	return out
 }

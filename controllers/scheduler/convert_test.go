@@ -84,3 +84,21 @@ func TestQuantity(t *testing.T) {
 		}
 	}
 }
+
+func TestMilliSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"1", 1000},
+		{"500m", 500},
+		{"1e18", admission.MaxAmount + 1},
+		{"9223372036854775807", admission.MaxAmount + 1},
+		{"-1e18", -admission.MaxAmount - 1},
+		{"1152921504606846976m", admission.MaxAmount},
+	} {
+		if got := milli(resource.MustParse(tc.in)); got != tc.want {
+			t.Errorf("milli(%s) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []string{jobsetv1.GroupVersion.Group + "/JobSet"}, Clock: o.Clock}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
 	if err != nil {
 		return nil, err
@@ -155,17 +155,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 // server, which starts it. Setup does it when Options.Webhooks is set; a
 // binary that must first wait for its certificate calls it later.
 func RegisterWebhooks(mgr ctrl.Manager) error {
-	if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).Complete(); err != nil {
+	wls := jobs.Workloads{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
+	parents := []jobs.Kind{jobset.Kind{}}
+	if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
+		WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete(); err != nil {
 		return fmt.Errorf("registering Job webhook: %w", err)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).
+		WithValidator(jobset.Validator{Workloads: wls}).Complete(); err != nil {
 		return fmt.Errorf("registering JobSet webhook: %w", err)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).
+		WithValidator(lws.Validator{Workloads: wls}).Complete(); err != nil {
 		return fmt.Errorf("registering LeaderWorkerSet webhook: %w", err)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).
+		WithValidator(pods.Validator{Workloads: wls, Parents: parents}).Complete(); err != nil {
 		return fmt.Errorf("registering Pod webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ResourceFlavor{}).WithValidator(queue.ResourceFlavorValidator{}).Complete(); err != nil {
+		return fmt.Errorf("registering ResourceFlavor webhook: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
 		return fmt.Errorf("registering ClusterQueue webhook: %w", err)

@@ -92,6 +92,10 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&berthv1.ClusterQueue{}, handler.EnqueueRequestsFromMapFunc(r.forClusterQueue),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A namespace relabelled out of (or into) a ClusterQueue's
+		// namespaceSelector changes where its pending workloads may queue.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.forNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
 
@@ -223,6 +227,25 @@ func (r *Reconciler) forClusterQueue(ctx context.Context, o client.Object) []rec
 	var out []reconcile.Request
 	for i := range lqs.Items {
 		out = append(out, r.workloadsOf(ctx, lqs.Items[i].Namespace, lqs.Items[i].Name)...)
+	}
+	return out
+}
+
+// forNamespace lists the pending workloads of a namespace. Admitted ones
+// keep running where they were admitted, as in Kueue: their quota was
+// granted under the selector of the time, and evicting running gangs for a
+// label edit would make relabelling a namespace a way to kill its jobs.
+func (r *Reconciler) forNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	wls := &berthv1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.InNamespace(o.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing workloads of namespace", "namespace", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range wls.Items {
+		if wls.Items[i].Status.Admission == nil {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])})
+		}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,9 +63,14 @@ func (j *JobSet) PodSets() ([]berthv1.PodSet, error) {
 			return nil, fmt.Errorf("replicatedJob %q runs no pods (replicas %d, %d pods per Job): set replicas and parallelism to at least 1",
 				rj.Name, rj.Replicas, perJob)
 		}
+		count := int64(rj.Replicas) * int64(perJob)
+		if count > math.MaxInt32 {
+			return nil, fmt.Errorf("replicatedJob %q runs %d × %d = %d pods, more than berth can count (%d): lower replicas or parallelism",
+				rj.Name, rj.Replicas, perJob, count, math.MaxInt32)
+		}
 		out = append(out, berthv1.PodSet{
 			Name:     rj.Name,
-			Count:    rj.Replicas * perJob,
+			Count:    int32(count),
 			Requests: jobs.PodRequests(&rj.Template.Spec.Template.Spec),
 		})
 	}

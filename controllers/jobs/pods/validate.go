@@ -1,0 +1,294 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// The pod webhook is called for pods that carry the queue-name label and
+// for pods that carry one of the labels berth puts on admitted pods, so
+// that a pod cannot pass for a member of an admitted gang.
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod-workload.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/workload","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod-placement.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/placement","operator":"Exists"}]}}`
+
+// Validator refuses the pods and pod edits that would run a pod outside
+// quota: removing berth's scheduling gate before the pod's gang is
+// admitted, a controller reference that takes a queued pod out of its
+// group, berth's own labels set by anyone but berth, and moving a pod to
+// another queue or group.
+type Validator struct {
+	// Workloads reads the gangs' Workloads.
+	Workloads jobs.Workloads
+	// Parents are the kinds whose Jobs berth queues through their parent.
+	Parents []jobs.Kind
+}
+
+var _ admission.Validator[*corev1.Pod] = Validator{}
+
+var (
+	labelsPath = field.NewPath("metadata", "labels")
+	ownersPath = field.NewPath("metadata", "ownerReferences")
+	gatesPath  = field.NewPath("spec", "schedulingGates")
+	// controllerUsers may create pods that name a controller: the
+	// identities kube-controller-manager's Job and StatefulSet controllers
+	// use, with or without --use-service-account-credentials. Cluster
+	// administrators (system:masters) may too.
+	controllerUsers = []string{
+		"system:kube-controller-manager",
+		"system:serviceaccount:kube-system:job-controller",
+		"system:serviceaccount:kube-system:statefulset-controller",
+	}
+)
+
+var podKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
+
+// ValidateCreate checks a new pod's queue name, controller and berth labels.
+func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission.Warnings, error) {
+	errs := jobs.ValidateQueueName(p.Labels)
+	if _, queued := p.Labels[berthv1.QueueNameLabel]; queued {
+		ctrlErrs, err := v.validateController(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, ctrlErrs...)
+	}
+	if len(errs) == 0 && hasGangLabels(p) {
+		if IsGated(p) {
+			errs = append(errs, gangLabelsForbidden(p, "a pod berth still holds"))
+		} else {
+			labelErrs, err := v.validateGangLabels(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			errs = append(errs, labelErrs...)
+		}
+	}
+	return nil, jobs.Refusal(podKind, p.Name, errs)
+}
+
+// ValidateUpdate checks what a pod update may change: not the queue or the
+// group, not the controller, and the gate and berth's labels only as berth
+// changes them when it releases the pod.
+func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admission.Warnings, error) {
+	errs := ValidateUpdateStatic(old, p)
+	released := IsGated(old) && !IsGated(p)
+	relabelled := old.Labels[berthv1.WorkloadLabel] != p.Labels[berthv1.WorkloadLabel] ||
+		old.Labels[berthv1.PlacementLabel] != p.Labels[berthv1.PlacementLabel]
+	if len(errs) == 0 && (released || (relabelled && hasGangLabels(p))) {
+		labelErrs, err := v.validateGangLabels(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if released && len(labelErrs) > 0 {
+			labelErrs = field.ErrorList{field.Forbidden(gatesPath, fmt.Sprintf(
+				"the %s gate is removed by berth when the pod's gang is admitted, not before: leave it (%s)",
+				berthv1.AdmissionGate, labelErrs.ToAggregate().Error()))}
+		}
+		errs = append(errs, labelErrs...)
+	}
+	return nil, jobs.Refusal(podKind, p.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (Validator) ValidateDelete(context.Context, *corev1.Pod) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateUpdateStatic checks the changes of a pod that need no lookup: a
+// queued pod's queue and group cannot change, nor can its controller be
+// set or replaced (removing it, as the garbage collector does when the
+// controller is deleted with orphan propagation, is allowed).
+func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	if _, queued := old.Labels[berthv1.QueueNameLabel]; !queued {
+		return nil
+	}
+	for _, key := range []string{berthv1.QueueNameLabel, berthv1.PodGroupLabel} {
+		ov, oldOK := old.Labels[key]
+		nv, newOK := p.Labels[key]
+		if oldOK != newOK || ov != nv {
+			errs = append(errs, field.Forbidden(labelsPath.Key(key),
+				"cannot be changed or removed on a queued pod: delete the pod and create it again"))
+		}
+	}
+	if oc, nc := metav1.GetControllerOf(old), metav1.GetControllerOf(p); nc != nil && (oc == nil || oc.UID != nc.UID) {
+		errs = append(errs, field.Forbidden(ownersPath,
+			"the controller of a queued pod cannot be set or replaced: it would take the pod out of its gang"))
+	}
+	return errs
+}
+
+// validateController checks who controls a new queued pod. berth queues
+// plain pods (no controller) as pod groups, and the pods of the Jobs and
+// LeaderWorkerSets it queues; a pod whose controller is anything else, or
+// is a Job berth does not hold, would run outside every gang.
+func (v Validator) validateController(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil, nil
+	}
+	if !createdByController(ctx) {
+		return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
+			"a queued pod that names controller %s %q must be created by that controller: "+
+				"remove the controller ownerReference to queue the pod as a pod group", ref.Kind, ref.Name))}, nil
+	}
+	switch {
+	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+		job, err := v.job(ctx, p.Namespace, ref)
+		if err != nil || job != nil {
+			return nil, err
+		}
+		return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
+			"controller Job %q does not exist or is not queued by berth (no %s label, no queued parent): label the Job, not only its pods",
+			ref.Name, berthv1.QueueNameLabel))}, nil
+	case isReplicaPod(p, ref):
+		return nil, nil
+	}
+	return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
+		"berth queues pods without a controller (pod groups) and the pods of the Jobs and LeaderWorkerSets it queues; "+
+			"controller %s %q is neither: remove the %s label or the controller ownerReference", ref.Kind, ref.Name, berthv1.QueueNameLabel))}, nil
+}
+
+// createdByController reports whether the request comes from
+// kube-controller-manager or a cluster administrator.
+func createdByController(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(controllerUsers, req.UserInfo.Username) || slices.Contains(req.UserInfo.Groups, "system:masters")
+}
+
+// job returns the Job ref names when berth queues it, itself or through
+// its parent (a JobSet's Jobs need not carry the label), nil otherwise.
+func (v Validator) job(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*batchv1.Job, error) {
+	for _, r := range []client.Reader{v.Workloads.Cache, v.Workloads.API} {
+		job := &batchv1.Job{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, job)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading Job %s/%s: %w", namespace, ref.Name, err)
+		}
+		if job.UID != ref.UID {
+			continue
+		}
+		if _, queued := job.Labels[berthv1.QueueNameLabel]; queued {
+			return job, nil
+		}
+		parent, _, err := jobs.ParentOf(ctx, r, job, v.Parents)
+		if err != nil || parent != nil {
+			return job, err
+		}
+	}
+	return nil, nil
+}
+
+func hasGangLabels(p *corev1.Pod) bool {
+	_, w := p.Labels[berthv1.WorkloadLabel]
+	_, pl := p.Labels[berthv1.PlacementLabel]
+	return w || pl
+}
+
+func gangLabelsForbidden(p *corev1.Pod, why string) *field.Error {
+	key := berthv1.WorkloadLabel
+	if _, ok := p.Labels[key]; !ok {
+		key = berthv1.PlacementLabel
+	}
+	return field.Forbidden(labelsPath.Key(key), fmt.Sprintf(
+		"berth sets %s and %s on the pods of admitted gangs only, to the Workload's UID; this is %s: remove the label",
+		berthv1.WorkloadLabel, berthv1.PlacementLabel, why))
+}
+
+// validateGangLabels checks that the pod's berth labels, when set, hold the
+// UID of the admitted Workload of the pod's own gang, and that a released
+// pod has them.
+func (v Validator) validateGangLabels(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) {
+	name, why, err := v.gangWorkload(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return field.ErrorList{gangLabelsForbidden(p, why)}, nil
+	}
+	wl, err := v.Workloads.Get(ctx, p.Namespace, name, jobs.Admitted)
+	if err != nil {
+		return nil, err
+	}
+	if !jobs.Admitted(wl) {
+		return field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("a pod whose workload %s is not admitted", name))}, nil
+	}
+	uid := string(wl.UID)
+	if p.Labels[berthv1.WorkloadLabel] != uid || (p.Labels[berthv1.PlacementLabel] != "" && p.Labels[berthv1.PlacementLabel] != uid) {
+		return field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("not the UID of workload %s, the pod's own", name))}, nil
+	}
+	return nil, nil
+}
+
+// gangWorkload names the Workload of the gang a pod belongs to, or says
+// why it belongs to none.
+func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, string, error) {
+	ref := metav1.GetControllerOf(p)
+	switch {
+	case ref == nil:
+		key := p.Labels[berthv1.PodGroupLabel]
+		if key == "" {
+			key = p.Name
+		}
+		return jobs.KeyWorkloadName("Pod", p.Namespace, key), "", nil
+	case ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String():
+		job, err := v.job(ctx, p.Namespace, ref)
+		if err != nil || job == nil {
+			return "", fmt.Sprintf("a pod of Job %q, which berth does not queue", ref.Name), err
+		}
+		parent, kind, err := jobs.ParentOf(ctx, v.Workloads.Cache, job, v.Parents)
+		if err != nil {
+			return "", "", err
+		}
+		if parent != nil {
+			return jobs.WorkloadName(kind.GVK().Kind, parent), "", nil
+		}
+		return jobs.WorkloadName("Job", job), "", nil
+	case isReplicaPod(p, ref):
+		return v.replicaWorkload(ctx, p)
+	}
+	return "", fmt.Sprintf("a pod of %s %q, which berth does not queue", ref.Kind, ref.Name), nil
+}
+
+// isReplicaPod reports whether a pod belongs to a LeaderWorkerSet replica:
+// it carries the set's name label and is controlled by one of the set's
+// StatefulSets (or, as some LeaderWorkerSet versions and tests create them,
+// by the set itself).
+func isReplicaPod(p *corev1.Pod, ref *metav1.OwnerReference) bool {
+	name := p.Labels[lwsv1.SetNameLabelKey]
+	return name != "" && (ref.Kind == "StatefulSet" || (ref.Kind == "LeaderWorkerSet" && ref.Name == name))
+}
+
+// replicaWorkload names the Workload of the LeaderWorkerSet replica a pod
+// belongs to.
+func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, string, error) {
+	name := p.Labels[lwsv1.SetNameLabelKey]
+	lws := &lwsv1.LeaderWorkerSet{}
+	if err := v.Workloads.Cache.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, lws); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Sprintf("a pod of LeaderWorkerSet %q, which does not exist", name), nil
+		}
+		return "", "", fmt.Errorf("reading LeaderWorkerSet %s/%s: %w", p.Namespace, name, err)
+	}
+	return jobs.GangWorkloadName("LeaderWorkerSet", lws, p.Labels[lwsv1.GroupIndexLabelKey]), "", nil
+}

@@ -1,0 +1,182 @@
+// Package bypass_test runs hostile tenants and bad input against berth on a
+// full control plane — kube-apiserver, etcd, kube-controller-manager,
+// kube-scheduler and kwok GPU nodes — so that "no pod ran outside quota"
+// is checked on pods that were really created and bound. Each attempt is
+// either refused by the API server with a message that says what to fix,
+// or neutralised by berth with a condition or a Warning event.
+package bypass_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/oracle"
+)
+
+const (
+	timeout  = 90 * time.Second
+	interval = 200 * time.Millisecond
+	// quiet is how long a spec watches for something that must not happen.
+	quiet        = 3 * time.Second
+	productLabel = "nvidia.com/gpu.product"
+	product      = "NVIDIA-H200"
+	// queue is every spec's LocalQueue name.
+	queue = "team"
+)
+
+var env *framework.Env
+
+func TestBypass(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "bypass and bad input suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	crd, err := framework.JobSetCRD()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: []string{crd}})
+	Expect(err).NotTo(HaveOccurred())
+	node := controlplane.GPUNode("h200-0", 8, map[string]string{productLabel: product})
+	Expect(env.Client.Create(ctx, node)).To(Succeed())
+	Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
+	_, err = env.StartBerth(framework.BerthOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(10*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// newTeam creates a namespace with a flavor, a ClusterQueue of gpus GPUs
+// that selects it by its team label, and the LocalQueue "team". The
+// invariant oracle records the namespace from then on: when the spec ends
+// it must have seen no violation (no pod bound outside an admitted
+// Workload, no quota overshoot, no double admission); then the spec's jobs
+// and pods are deleted and waited for.
+func newTeam(ctx context.Context, gpus string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-bypass-"}}
+	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	ns.Labels = map[string]string{"team": ns.Name}
+	Expect(env.Client.Update(ctx, ns)).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.Flavor(ns.Name, map[string]string{productLabel: product}))).To(Succeed())
+	cq := builders.ClusterQueue(ns.Name).Quota(ns.Name, builders.GPU, gpus, "").Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": ns.Name}}
+	Expect(env.Client.Create(ctx, cq)).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, queue, ns.Name))).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns.Name),
+			client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name),
+			client.GracePeriodSeconds(0)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}, timeout, interval).Should(Succeed())
+	}, NodeTimeout(2*timeout))
+	// Registered last, so it runs first: the recording is judged before
+	// the spec's objects are deleted.
+	rec, err := oracle.Start(ctx, env.Plane.Config, oracle.Options{Namespaces: []string{ns.Name}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		defer rec.Stop()
+		Expect(rec.Violations()).To(BeEmpty())
+	})
+	return ns.Name
+}
+
+// outsideQuota lists the bound, unfinished pods of ns that do not carry the
+// UID of an admitted Workload of ns: pods running outside quota.
+func outsideQuota(ctx context.Context, g Gomega, ns string) []string {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+	admitted := map[string]bool{}
+	for i := range wls.Items {
+		if lifecycle.MayRun(lifecycle.PhaseOf(&wls.Items[i])) {
+			admitted[string(wls.Items[i].UID)] = true
+		}
+	}
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !admitted[p.Labels[berthv1.WorkloadLabel]] {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// expectNoPodOutsideQuota watches ns for a while: no pod may be bound
+// outside an admitted Workload.
+func expectNoPodOutsideQuota(ctx context.Context, ns string) {
+	Consistently(func(g Gomega) {
+		g.Expect(outsideQuota(ctx, g, ns)).To(BeEmpty())
+	}, quiet, interval).Should(Succeed())
+}
+
+// tenant is a client of an ordinary user with the admin role in ns (no
+// cluster-wide rights), as a team member would have.
+func tenant(ctx context.Context, ns string) client.Client {
+	Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "tenant"}},
+	})).To(Succeed())
+	cfg := rest.CopyConfig(env.Plane.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// workloadOf returns the Workload controlled by the object of uid.
+func workloadOf(ctx context.Context, g Gomega, ns string, uid string) *berthv1.Workload {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+	for i := range wls.Items {
+		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && string(ref.UID) == uid {
+			return &wls.Items[i]
+		}
+	}
+	g.Expect(fmt.Errorf("no workload for %s", uid)).NotTo(HaveOccurred())
+	return nil
+}
+
+// events lists "Reason: note" of the events about the named object.
+func events(ctx context.Context, g Gomega, ns, name string) []string {
+	evs := &eventsv1.EventList{}
+	g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
