@@ -78,7 +78,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, err
 	}
 	active := metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady, Message: "the ClusterQueue can admit workloads"}
-	if err := r.sched.UpsertClusterQueue(cq, len(missing) > 0); err != nil {
+	if err := r.sched.UpsertClusterQueue(cq, missing, false); err != nil {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonQueueInvalidSpec, Message: err.Error()}
 	} else if len(missing) > 0 {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonFlavorNotFound,
