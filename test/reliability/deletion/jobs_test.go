@@ -97,7 +97,7 @@ func (s *space) deleteRunning(ctx context.Context, k kind, policy metav1.Deletio
 	s.releaseAll(ctx)
 	s.workloadGone(ctx, wl)
 	Eventually(func(g Gomega) bool { return victim.gone(ctx, g) }, timeout, interval).Should(BeTrue(), "nothing hangs")
-	s.completes(ctx, next)
+	s.starts(ctx, next)
 }
 
 // deleteWaiting deletes a gang that waits for quota: its Workload goes at
@@ -116,7 +116,7 @@ func (s *space) deleteWaiting(ctx context.Context, k kind, policy metav1.Deletio
 	s.waits(ctx, next, "the running blocker still holds the quota")
 
 	blocker.delete(ctx, metav1.DeletePropagationBackground)
-	s.completes(ctx, next)
+	s.starts(ctx, next)
 	s.neverStarted(ctx, victim)
 }
 
@@ -156,7 +156,7 @@ func (s *space) deleteEvicting(ctx context.Context, k kind, policy metav1.Deleti
 	s.releaseAll(ctx)
 	s.workloadGone(ctx, wl)
 	Eventually(func(g Gomega) bool { return victim.gone(ctx, g) }, timeout, interval).Should(BeTrue(), "nothing hangs")
-	s.completes(ctx, high)
+	s.starts(ctx, high)
 	s.neverStarted(ctx, victim)
 }
 
@@ -176,8 +176,11 @@ func (s *space) quotaHeld(ctx context.Context, wl *berthv1.Workload, next *batch
 
 // workloadGone waits until the Workload is deleted.
 func (s *space) workloadGone(ctx context.Context, wl *berthv1.Workload) {
+	// A job that still exists gets a new Workload of the same name.
 	Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &berthv1.Workload{}))
+		fresh := &berthv1.Workload{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh)
+		return apierrors.IsNotFound(err) || (err == nil && fresh.UID != wl.UID)
 	}, timeout, interval).Should(BeTrue(), "Workload %s goes", wl.Name)
 }
 

@@ -145,7 +145,7 @@ var _ = Describe("deleting and editing queues and flavors under workloads", func
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: s.ns}, &berthv1.ResourceFlavor{}))
 		}, timeout, interval).Should(BeTrue(), "a flavor in use is not kept from going: its quota is the ClusterQueue's")
-		s.told(ctx, next, berthv1.ReasonClusterQueueStopped, "ResourceFlavor")
+		s.told(ctx, next, berthv1.ReasonFlavorsNotFound, "create them")
 		s.keepsRunning(ctx, running)
 
 		Expect(env.Client.Create(ctx, builders.Flavor(s.ns, map[string]string{productLabel: product}))).To(Succeed())
@@ -194,11 +194,8 @@ var _ = Describe("deleting a namespace", func() {
 	It("goes with its running and waiting gangs of every kind, and releases their quota", func(ctx SpecContext) {
 		s := newSpace(ctx, false)
 		runningJob := s.runningJob(ctx, "running")
-		var waiting []gang
 		for _, k := range kinds {
-			gg := k.create(ctx, s.ns, "w-"+strings.ReplaceAll(strings.ToLower(k.name), " ", ""), "")
-			s.waiting(ctx, gg)
-			waiting = append(waiting, gg)
+			s.waiting(ctx, k.create(ctx, s.ns, "w-"+strings.ReplaceAll(strings.ToLower(k.name), " ", ""), ""))
 		}
 		s.holdPods(ctx, gang{labels: map[string]string{batchv1.JobNameLabel: runningJob.Name}})
 

@@ -40,7 +40,7 @@ const (
 	timeout  = 90 * time.Second
 	interval = 200 * time.Millisecond
 	// held is how long a spec watches quota stay held.
-	held = 1500 * time.Millisecond
+	held = time.Second
 	// productLabel selects the H200 nodes; each spec's flavor uses it.
 	productLabel = "nvidia.com/gpu.product"
 	product      = "NVIDIA-H200"
@@ -203,6 +203,15 @@ func (s *space) waits(ctx context.Context, job *batchv1.Job, why string) {
 		g.Expect(fresh.Spec.Suspend).To(HaveValue(BeTrue()), why)
 		g.Expect(s.jobPods(ctx, g, job)).To(BeEmpty(), why)
 	}, held, interval).Should(Succeed())
+}
+
+// starts waits until a Job is admitted and its pod runs.
+func (s *space) starts(ctx context.Context, job *batchv1.Job) {
+	Eventually(func(g Gomega) {
+		pods := s.jobPods(ctx, g, job)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].Status.Phase).To(BeElementOf(corev1.PodRunning, corev1.PodSucceeded))
+	}, timeout, interval).Should(Succeed())
 }
 
 // completes waits until a Job completed.
