@@ -100,8 +100,17 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		cq.Status.AdmittedWorkloads = st.AdmittedWorkloads
 		cq.Status.FlavorsUsage = st.FlavorsUsage
 	}
+	// The engine can change after this read without another event for the
+	// queue: a Workload's event reaches this reconciler and the one that
+	// feeds the engine at once, in either order. A queue that holds
+	// workloads is looked at again, so its counts are never left stale
+	// (without a write unless they changed).
+	recheck := reconcile.Result{}
+	if cq.Status.PendingWorkloads+cq.Status.AdmittedWorkloads > 0 {
+		recheck.RequeueAfter = r.throttle.interval
+	}
 	if equality.Semantic.DeepEqual(base.Status, cq.Status) {
-		return reconcile.Result{}, nil
+		return recheck, nil
 	}
 	// Conditions are written at once; counts and usage at most once per
 	// interval.
@@ -115,7 +124,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, fmt.Errorf("writing status of ClusterQueue %s: %w", cq.Name, err)
 	}
 	r.throttle.wrote(cq.Name)
-	return reconcile.Result{}, nil
+	return recheck, nil
 }
 
 // drain evicts every workload admitted by a ClusterQueue stopped with
