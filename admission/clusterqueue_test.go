@@ -224,8 +224,8 @@ func TestClusterQueueLifecycle(t *testing.T) {
 	e := newEngine(t, DefaultOptions())
 	mustWL(t, e, job("j1", "a", 0, 1, 1, 4))
 	res := cycle(t, e)
-	if p, ok := pendingReason(res, "j1"); !ok || p.Reason != ClusterQueueNotFound {
-		t.Fatalf("want ClusterQueueNotFound, got %s", fmtResult(res))
+	if p, ok := pendingReason(res, "j1"); !ok || p.Reason != ClusterQueueNotFound || !strings.Contains(p.Message, "create it") {
+		t.Fatalf("want ClusterQueueNotFound saying what to do, got %s", fmtResult(res))
 	}
 	stopped := newCQ("a", "", []string{"h200"}, []int64{8})
 	stopped.Stopped = true
@@ -233,6 +233,19 @@ func TestClusterQueueLifecycle(t *testing.T) {
 	res = cycle(t, e)
 	if p, ok := pendingReason(res, "j1"); !ok || p.Reason != ClusterQueueStopped {
 		t.Fatalf("want ClusterQueueStopped, got %s", fmtResult(res))
+	}
+	// A queue whose flavor is missing is held too, and says which flavor
+	// to create: a waiting workload's message is what its owner reads.
+	missing := newCQ("a", "", []string{"h200"}, []int64{8})
+	missing.MissingFlavors = []string{"h200"}
+	mustCQ(t, e, missing)
+	res = cycle(t, e)
+	if p, ok := pendingReason(res, "j1"); !ok || p.Reason != FlavorNotFound ||
+		!strings.Contains(p.Message, "ResourceFlavors h200") || !strings.Contains(p.Message, "create them") {
+		t.Fatalf("want FlavorNotFound naming h200, got %s", fmtResult(res))
+	}
+	if ex, ok := e.Explain(key("j1")); !ok || ex.Reason != FlavorNotFound {
+		t.Fatalf("explained %+v", ex)
 	}
 	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{8}))
 	if got := admittedNames(cycle(t, e)); !eqStrings(got, []string{"j1"}) {

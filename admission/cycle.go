@@ -109,7 +109,7 @@ func (e *Engine) serveReady(res *Result) {
 	for _, w := range ws {
 		c := e.cqs[w.cqName]
 		head, _ := c.pending.min()
-		if c.spec == nil || c.spec.Stopped || (c.strict() && w != head) {
+		if c.spec == nil || c.spec.held() || (c.strict() && w != head) {
 			continue
 		}
 		// No head reservation applies: the quota was freed (and held) for this
@@ -181,7 +181,7 @@ func (e *Engine) tenantKeyOf(c *cqState) tenantKey {
 // none is left (false).
 func (e *Engine) serve(c *cqState, res *Result) bool {
 	e.refresh(c)
-	if c.spec == nil || c.spec.Stopped {
+	if c.spec == nil || c.spec.held() {
 		e.holdAll(c, res)
 		return false
 	}
@@ -226,10 +226,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 
 // holdAll reports every fresh workload of a missing or stopped queue.
 func (e *Engine) holdAll(c *cqState, res *Result) {
-	reason, msg := ClusterQueueNotFound, msgNotFound(c.name)
-	if c.spec != nil {
-		reason, msg = ClusterQueueStopped, msgStopped(c.name)
-	}
+	reason, msg := heldBecause(c)
 	c.fresh.ascend(func(w *wl) bool {
 		e.report(w, reason, msg, res)
 		return true

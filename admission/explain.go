@@ -26,10 +26,8 @@ func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
 	ex.FairShare = e.fairShare(c)
 	head, _ := c.pending.min()
 	switch {
-	case c.spec == nil:
-		ex.Reason, ex.Message = ClusterQueueNotFound, msgNotFound(c.name)
-	case c.spec.Stopped:
-		ex.Reason, ex.Message = ClusterQueueStopped, msgStopped(c.name)
+	case c.spec == nil || c.spec.held():
+		ex.Reason, ex.Message = heldBecause(c)
 	case c.strict() && w != head:
 		ex.Reason, ex.Message = BlockedByHead, msgBlocked(c.name, head.key)
 	default:

@@ -9,7 +9,28 @@ import (
 // Messages are deterministic and never include a queue position: the caller writes
 // them to a status condition only when they change.
 
-func msgNotFound(cq string) string { return fmt.Sprintf("ClusterQueue %q not found", cq) }
+// heldBecause says why a missing or held queue admits nothing, and what to do
+// about it: the reason is written to workloads that wait there, so its
+// message names the object to create or change.
+func heldBecause(c *cqState) (PendingReason, string) {
+	switch {
+	case c.spec == nil:
+		return ClusterQueueNotFound, msgNotFound(c.name)
+	case len(c.spec.MissingFlavors) > 0:
+		return FlavorNotFound, msgFlavorsNotFound(c.name, c.spec.MissingFlavors)
+	}
+	return ClusterQueueStopped, msgStopped(c.name)
+}
+
+func msgNotFound(cq string) string {
+	return fmt.Sprintf("ClusterQueue %q does not exist: create it, or point the workload's LocalQueue at another; "+
+		"the workload waits until then", cq)
+}
+
+func msgFlavorsNotFound(cq string, flavors []string) string {
+	return fmt.Sprintf("ResourceFlavors %s of ClusterQueue %q do not exist: create them, or remove them from the queue; "+
+		"until then it admits nothing (admitted workloads keep running)", strings.Join(flavors, ", "), cq)
+}
 
 func msgStopped(cq string) string {
 	return fmt.Sprintf("ClusterQueue %q is stopped; admitted workloads keep running, pending ones wait", cq)

@@ -10,6 +10,9 @@ const (
 	ClusterQueueNotFound PendingReason = "ClusterQueueNotFound"
 	// ClusterQueueStopped means the ClusterQueue is stopped and admits nothing.
 	ClusterQueueStopped PendingReason = "ClusterQueueStopped"
+	// FlavorNotFound means the ClusterQueue names ResourceFlavors that do not exist
+	// (ClusterQueue.MissingFlavors); it admits nothing until they are created.
+	FlavorNotFound PendingReason = "FlavorNotFound"
 	// UnsupportedResource means the workload requests a resource that no resource group of
 	// its ClusterQueue covers. It is held until the ClusterQueue changes.
 	UnsupportedResource PendingReason = "UnsupportedResource"
@@ -44,7 +47,7 @@ const (
 
 // PendingReasons lists every PendingReason, for callers that map them.
 func PendingReasons() []PendingReason {
-	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
+	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
 		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
 		ExceedsDomainCapacity}
 }

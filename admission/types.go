@@ -105,7 +105,15 @@ type ClusterQueue struct {
 	FairShareWeight int64
 	// Stopped holds pending workloads (admits nothing); admitted workloads stay.
 	Stopped bool
+	// MissingFlavors names the flavors the queue's quota is in that do not exist.
+	// A queue with any is held like a stopped one, and its pending workloads are
+	// told (FlavorNotFound) which flavors to create: the nodes a missing flavor
+	// would select are unknown, so nothing can be admitted on it.
+	MissingFlavors []string
 }
+
+// held reports whether the queue admits nothing.
+func (q *ClusterQueue) held() bool { return q.Stopped || len(q.MissingFlavors) > 0 }
 
 // WorkloadKey identifies a workload. It is unique and is the last tie-breaker of every
 // ordering in the engine.

@@ -76,6 +76,10 @@ const (
 	// ReasonClusterQueueStopped (actionable; also Evicted=True): the
 	// ClusterQueue is stopped.
 	ReasonClusterQueueStopped WorkloadReason = "ClusterQueueStopped"
+	// ReasonFlavorsNotFound (actionable): the ClusterQueue names
+	// ResourceFlavors that do not exist, and admits nothing until they are
+	// created.
+	ReasonFlavorsNotFound WorkloadReason = "FlavorNotFound"
 	// ReasonNamespaceNotAllowed (actionable): the ClusterQueue's
 	// namespaceSelector does not select the workload's namespace.
 	ReasonNamespaceNotAllowed WorkloadReason = "NamespaceNotAllowed"

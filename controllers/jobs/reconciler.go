@@ -43,9 +43,15 @@ const (
 // flavorRetry is how long to wait for a missing ResourceFlavor.
 const flavorRetry = 10 * time.Second
 
+// podsPoll is how often an evicted job whose pods still terminate is
+// looked at again: berth does not watch a job's pods, and the job's own
+// status may not change when the last of them goes.
+const podsPoll = 2 * time.Second
+
 // Reconciler keeps the jobs of one Kind and their Workloads in step.
 type Reconciler struct {
 	client   client.Client
+	reader   client.Reader
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
 	kind     Kind
@@ -58,7 +64,7 @@ func NewReconciler(c client.Client, reader client.Reader, recorder events.EventR
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Reconciler{client: c, recorder: recorder, kind: kind, opts: opts,
+	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
 		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock}}
 }
 
@@ -195,7 +201,7 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	}
 	switch phase := lifecycle.PhaseOf(wl); {
 	case phase == lifecycle.Evicting:
-		return reconcile.Result{}, r.stop(ctx, job, wl)
+		return r.stop(ctx, job, wl)
 	case lifecycle.MayRun(phase) && (!job.IsSuspended() || wl.DeletionTimestamp.IsZero()):
 		// A Workload being deleted keeps its quota while its job runs, but
 		// a job that has not started does not start on it.
@@ -364,27 +370,33 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 
 // stop suspends a job whose workload is being evicted and, once its pods
 // are gone, releases the workload's quota so it queues again.
-func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
 	obj := job.Object()
 	if mustStop(job) {
 		job.Suspend()
 		if err := r.write(ctx, job); err != nil {
-			return fmt.Errorf("suspending evicted %s: %w", client.ObjectKeyFromObject(obj), err)
+			return reconcile.Result{}, fmt.Errorf("suspending evicted %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStopped, "Stop", "%s",
 			workloadMessage(wl, berthv1.ConditionEvicted, "evicted"))
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if job.IsActive() {
-		return nil // the job's controller deletes the pods; their updates requeue us
+		return reconcile.Result{}, nil // the job's controller deletes the pods; their updates requeue us
+	}
+	// A job's status can say it is stopped while its pods still terminate
+	// and hold their GPUs (a JobSet counts a child Job whose pods terminate
+	// as inactive): the pods themselves decide.
+	if n, err := lifecycle.PodsRunning(ctx, r.reader, wl); err != nil || n > 0 {
+		return reconcile.Result{RequeueAfter: podsPoll}, err
 	}
 	// A job that grew is queued again at its new size: the pod sets change
 	// before the quota is released, so it is never admitted at the old one.
 	if dequeued, err := r.syncSpec(ctx, job, wl); err != nil || dequeued {
-		return err
+		return reconcile.Result{}, err
 	}
 	_, err := r.writer.Write(ctx, wl, lifecycle.Requeue{Message: "evicted and stopped; waiting for admission again"})
-	return err
+	return reconcile.Result{}, err
 }
 
 // finish records that the job ended, which releases its quota.

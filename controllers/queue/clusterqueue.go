@@ -78,7 +78,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, err
 	}
 	active := metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady, Message: "the ClusterQueue can admit workloads"}
-	if err := r.sched.UpsertClusterQueue(cq, len(missing) > 0); err != nil {
+	if err := r.sched.UpsertClusterQueue(cq, missing, false); err != nil {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonQueueInvalidSpec, Message: err.Error()}
 	} else if len(missing) > 0 {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonFlavorNotFound,
@@ -100,8 +100,17 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		cq.Status.AdmittedWorkloads = st.AdmittedWorkloads
 		cq.Status.FlavorsUsage = st.FlavorsUsage
 	}
+	// The engine can change after this read without another event for the
+	// queue: a Workload's event reaches this reconciler and the one that
+	// feeds the engine at once, in either order. A queue that holds
+	// workloads is looked at again, so its counts are never left stale
+	// (without a write unless they changed).
+	recheck := reconcile.Result{}
+	if cq.Status.PendingWorkloads+cq.Status.AdmittedWorkloads > 0 {
+		recheck.RequeueAfter = r.throttle.interval
+	}
 	if equality.Semantic.DeepEqual(base.Status, cq.Status) {
-		return reconcile.Result{}, nil
+		return recheck, nil
 	}
 	// Conditions are written at once; counts and usage at most once per
 	// interval.
@@ -115,7 +124,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, fmt.Errorf("writing status of ClusterQueue %s: %w", cq.Name, err)
 	}
 	r.throttle.wrote(cq.Name)
-	return reconcile.Result{}, nil
+	return recheck, nil
 }
 
 // drain evicts every workload admitted by a ClusterQueue stopped with

@@ -69,8 +69,14 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	meta.SetStatusCondition(&lq.Status.Conditions, active)
 	counts := r.sched.LocalQueueCounts(lq.Namespace, lq.Name)
 	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = counts.Pending, counts.Admitted
+	// As for ClusterQueues: a queue that holds workloads is looked at again,
+	// since the counts can change after this read without another event.
+	recheck := reconcile.Result{}
+	if lq.Status.PendingWorkloads+lq.Status.AdmittedWorkloads > 0 {
+		recheck.RequeueAfter = r.throttle.interval
+	}
 	if equality.Semantic.DeepEqual(base.Status, lq.Status) {
-		return reconcile.Result{}, nil
+		return recheck, nil
 	}
 	if meta.FindStatusCondition(base.Status.Conditions, berthv1.ConditionActive) != nil &&
 		equality.Semantic.DeepEqual(base.Status.Conditions, lq.Status.Conditions) {
@@ -82,7 +88,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, fmt.Errorf("writing status of LocalQueue %s: %w", req, err)
 	}
 	r.throttle.wrote(req.String())
-	return reconcile.Result{}, nil
+	return recheck, nil
 }
 
 func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.LocalQueue) (metav1.Condition, error) {

@@ -12,6 +12,7 @@ import (
 var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
 	admission.ClusterQueueNotFound:  berthv1.ReasonClusterQueueNotFound,
 	admission.ClusterQueueStopped:   berthv1.ReasonClusterQueueStopped,
+	admission.FlavorNotFound:        berthv1.ReasonFlavorsNotFound,
 	admission.UnsupportedResource:   berthv1.ReasonUnsupportedResource,
 	admission.ExceedsMaxQuota:       berthv1.ReasonExceedsMaxQuota,
 	admission.InsufficientQuota:     berthv1.ReasonInsufficientQuota,
@@ -37,7 +38,7 @@ func ReasonOf(r admission.PendingReason) berthv1.WorkloadReason {
 // gang — as opposed to the workload just waiting its turn.
 func actionable(r admission.PendingReason) bool {
 	switch r {
-	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped, admission.UnsupportedResource,
+	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped, admission.FlavorNotFound, admission.UnsupportedResource,
 		admission.ExceedsMaxQuota, admission.UnknownTopologyLevel, admission.ExceedsDomainCapacity:
 		return true
 	}

@@ -120,12 +120,15 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 // NeedLeaderElection makes the admission loop run only on the leader.
 func (s *Scheduler) NeedLeaderElection() bool { return true }
 
-// UpsertClusterQueue gives the engine a ClusterQueue's current spec; hold
-// keeps it from admitting (for example while a flavor it names is missing).
-// An invalid spec is returned as an error and leaves the engine unchanged.
-func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, hold bool) error {
+// UpsertClusterQueue gives the engine a ClusterQueue's current spec and the
+// flavors it names that do not exist (the queue admits nothing while there
+// are any, and its waiting workloads are told to create them); hold keeps it
+// from admitting until its flavors were checked. An invalid spec is returned
+// as an error and leaves the engine unchanged.
+func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, missingFlavors []string, hold bool) error {
 	ecq := ClusterQueueToEngine(cq)
 	ecq.Stopped = ecq.Stopped || hold
+	ecq.MissingFlavors = missingFlavors
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.engine.UpsertClusterQueue(ecq); err != nil {
@@ -248,7 +251,7 @@ func (s *Scheduler) load(ctx context.Context) error {
 	for i := range cqs.Items {
 		// A queue naming a missing flavor is held until its reconciler
 		// sees the flavor, so nothing is admitted into it meanwhile.
-		if err := s.UpsertClusterQueue(&cqs.Items[i], true); err != nil {
+		if err := s.UpsertClusterQueue(&cqs.Items[i], nil, true); err != nil {
 			// An invalid ClusterQueue is reported on its status by its
 			// reconciler; its workloads stay held.
 			log.FromContext(ctx).Info("ClusterQueue not loaded", "clusterQueue", cqs.Items[i].Name, "error", err.Error())

@@ -160,7 +160,7 @@ func gone(wl *berthv1.Workload) bool {
 // twice. An orphaned Workload is deleted then.
 func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconcile.Result, error) {
 	if lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
-		running, err := r.podsRunning(ctx, wl)
+		running, err := lifecycle.PodsRunning(ctx, r.reader, wl)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -181,24 +181,6 @@ func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconci
 		ctrl.LoggerFrom(ctx).Info("deleted a workload whose job was deleted with orphan propagation, once its pods were gone", "workload", wl.Name)
 	}
 	return reconcile.Result{}, nil
-}
-
-// podsRunning counts the pods that run on the workload's quota and have not
-// ended: berth labels every pod it starts with the Workload's UID. They are
-// read from the API server (berth caches only queued pods), which happens
-// only while a Workload waits to go.
-func (r *Reconciler) podsRunning(ctx context.Context, wl *berthv1.Workload) (int, error) {
-	pods := &corev1.PodList{}
-	if err := r.reader.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1.WorkloadLabel: string(wl.UID)}); err != nil {
-		return 0, fmt.Errorf("listing the pods of workload %s/%s: %w", wl.Namespace, wl.Name, err)
-	}
-	n := 0
-	for i := range pods.Items {
-		if p := pods.Items[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // ownerOf is a reference object for the workload's controlling owner (its
