@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
@@ -76,6 +77,11 @@ var _ = Describe("bookings of started gangs", func() {
 			got := workload(ctx, g, wl)
 			g.Expect(got.Status.Provisioning.State).To(Equal(berthv1.ProvisioningBookingExpired))
 		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		expectJob(ctx, job, func(g Gomega, j *batchv1.Job) { g.Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue()) })
+		// The quota waits for the pods, bound or not; no Job controller
+		// runs here to delete the suspended Job's pods, so the spec does.
+		Expect(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(wl.Namespace),
+			client.MatchingLabels{berthv1.WorkloadLabel: string(wl.UID)})).To(Succeed())
 		expectStoppedAndRequeued(ctx, job, wl)
 	})
 

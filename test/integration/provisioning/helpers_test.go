@@ -205,9 +205,15 @@ func expectJob(ctx context.Context, job *batchv1.Job, check func(g Gomega, j *ba
 // berth starts it (labelled with the Workload's UID), bound to node ("":
 // not bound) and Ready or not.
 func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, ready bool) {
+	// Controlled by the Workload's Job, as the Job controller would
+	// create it: berth's pod webhook lets only a pod of the gang carry its
+	// Workload's UID.
+	job := metav1.GetControllerOf(wl)
+	Expect(job).NotTo(BeNil(), "the workload has a job")
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, GenerateName: "train-",
-			Labels: map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
+			OwnerReferences: []metav1.OwnerReference{*job},
+			Labels:          map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
 			Annotations: map[string]string{
 				autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
 				autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
