@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,5 +140,88 @@ var _ = Describe("DRA devices as capacity", func() {
 			return env.Client.Update(ctx, class)
 		}, timeout, interval).Should(Succeed())
 		Eventually(templateSelector(ctx, job), timeout, interval).Should(HaveKeyWithValue(corev1.LabelHostname, node))
+	})
+})
+
+// nicClass is a DeviceClass the suite's berth does not map: its devices
+// cost no quota.
+const nicClass = "nic.example.com"
+
+// firstAvailableSetup creates, for one spec, a flavor without topology, a
+// ClusterQueue of quota GPUs, a LocalQueue "team", the unmapped DeviceClass
+// nicClass, and a ResourceClaimTemplate "nic-or-gpus" of one request whose
+// first alternative is one device of nicClass and whose second is gpus
+// devices of draClass; it returns the namespace and the ClusterQueue.
+func firstAvailableSetup(ctx context.Context, quota string, gpus int64) (string, *berthv1.ClusterQueue) {
+	ns := newNamespace(ctx)
+	Expect(env.Client.Create(ctx, builders.Flavor(ns, nil))).To(Succeed())
+	cq := builders.ClusterQueue(ns).Quota(ns, builders.GPU, quota, "").Obj()
+	Expect(env.Client.Create(ctx, cq)).To(Succeed())
+	Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", cq.Name))).To(Succeed())
+	nic := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: nicClass}}
+	Expect(env.Client.Create(ctx, nic)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, nic)) })
+	tmpl := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nic-or-gpus"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "accel", FirstAvailable: []resourcev1.DeviceSubRequest{
+				{Name: "nic", DeviceClassName: nicClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+				{Name: "gpus", DeviceClassName: draClass, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: gpus},
+			}}},
+		}}},
+	}
+	Expect(env.Client.Create(ctx, tmpl)).To(Succeed())
+	return ns, cq
+}
+
+// gpuUsage returns the GPUs the ClusterQueue's status reports in use.
+func gpuUsage(ctx context.Context, name string) func(Gomega) string {
+	return func(g Gomega) string {
+		cq := &berthv1.ClusterQueue{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, cq)).To(Succeed())
+		for _, fu := range cq.Status.FlavorsUsage {
+			for _, r := range fu.Resources {
+				if r.Name == builders.GPU {
+					return r.Total.String()
+				}
+			}
+		}
+		return "0"
+	}
+}
+
+var _ = Describe("DRA requests with alternatives", func() {
+	It("charges a firstAvailable request whose first alternative is unmapped its GPU alternative", func(ctx SpecContext) {
+		ns, cq := firstAvailableSetup(ctx, "3", 4)
+		job := builders.Job(ns, "alt", "team").Pods(1).Obj()
+		job.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "accel", ResourceClaimTemplateName: ptr.To("nic-or-gpus")}}
+		job.Spec.Template.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "accel"}}
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+
+		By("charging the pod four GPUs, the most any alternative costs, not the NIC's nothing")
+		Eventually(func(g Gomega) string {
+			wl, err := workloadOf(ctx, job)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+			return wl.Spec.PodSets[0].Requests.Name(builders.GPU, resource.DecimalSI).String()
+		}, timeout, interval).Should(Equal("4"))
+
+		By("holding the job while the queue has three GPUs")
+		Eventually(pendingReason(ctx, job), timeout, interval).Should(Or(
+			HavePrefix(string(admission.ExceedsMaxQuota)), HavePrefix(string(admission.InsufficientQuota))))
+		Consistently(suspended(ctx, job), "1s", interval).Should(BeTrue())
+		Expect(gpuUsage(ctx, cq.Name)(Default)).To(Equal("0"))
+
+		By("admitting it, charged four GPUs, once the queue has four")
+		Eventually(func() error {
+			fresh := &berthv1.ClusterQueue{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cq), fresh); err != nil {
+				return err
+			}
+			fresh.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("4")
+			return env.Client.Update(ctx, fresh)
+		}, timeout, interval).Should(Succeed())
+		Eventually(suspended(ctx, job), timeout, interval).Should(BeFalse())
+		Eventually(gpuUsage(ctx, cq.Name), timeout, interval).Should(Equal("4"))
 	})
 })

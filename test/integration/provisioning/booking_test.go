@@ -138,13 +138,7 @@ var _ = Describe("capacity bookings", func() {
 		pod.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimTemplateName: ptr.To("rdma")}}
 		pod.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", Value: "not-for-the-autoscaler"}}
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
-		wl := &berthv1.Workload{}
-		Eventually(func(g Gomega) {
-			wls := &berthv1.WorkloadList{}
-			g.Expect(env.Client.List(ctx, wls, client.InNamespace(tc.ns))).To(Succeed())
-			g.Expect(wls.Items).To(HaveLen(1))
-			*wl = wls.Items[0]
-		}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
+		wl := onlyWorkload(ctx, tc.ns)
 
 		p := tc.reserve(ctx, wl, tc.rack("r1"))
 		tmpl := &corev1.PodTemplate{}

@@ -102,14 +102,20 @@ func (tc *testCase) pool(ctx context.Context, rack string, maxNodes int32, annot
 func (tc *testCase) job(ctx context.Context) (*batchv1.Job, *berthv1.Workload) {
 	job := builders.Job(tc.ns, "train", tc.queue).Pods(2).Request(gpu, "8").Obj()
 	Expect(env.Client.Create(ctx, job)).To(Succeed())
+	return job, onlyWorkload(ctx, tc.ns)
+}
+
+// onlyWorkload waits until the namespace holds exactly one Workload and
+// returns it.
+func onlyWorkload(ctx context.Context, ns string) *berthv1.Workload {
 	wl := &berthv1.Workload{}
 	Eventually(func(g Gomega) {
 		wls := &berthv1.WorkloadList{}
-		g.Expect(env.Client.List(ctx, wls, client.InNamespace(tc.ns))).To(Succeed())
+		g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
 		g.Expect(wls.Items).To(HaveLen(1))
 		*wl = wls.Items[0]
 	}).WithTimeout(timeout).WithPolling(interval).Should(Succeed())
-	return job, wl
+	return wl
 }
 
 // rack is the topology assignment of one rack of the case's flavor.
@@ -251,4 +257,17 @@ func eventReasons(ctx context.Context, g Gomega, ns, name string) []string {
 		}
 	}
 	return reasons
+}
+
+// warnings lists the Warning events about the object.
+func warnings(ctx context.Context, g Gomega, ns, name string) []corev1.Event {
+	evs := &corev1.EventList{}
+	g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
+	var out []corev1.Event
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning {
+			out = append(out, e)
+		}
+	}
+	return out
 }
