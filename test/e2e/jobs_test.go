@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
 )
 
 var _ = Describe("GPU Jobs on a real cluster", func() {
@@ -128,7 +129,7 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 
 		By("restarting berth while one Job runs and two wait")
 		Expect(env.StopBerth()).To(Succeed())
-		berth, err := env.StartBerth(frameworkOptions())
+		berth, err := env.StartBerth(framework.BerthOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
 			st, ok := berth.Scheduler.ClusterQueueStatus(ns)

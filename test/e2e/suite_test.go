@@ -6,7 +6,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -14,15 +13,14 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 const (
@@ -43,16 +41,9 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.Start(ctx, true)
-	Expect(err).NotTo(HaveOccurred())
 	// Two 8-GPU nodes: room for two 8-GPU jobs at once, so only berth's
 	// quota can make them run one after the other.
-	for i := range 2 {
-		node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), 8, map[string]string{productLabel: product})
-		Expect(env.Client.Create(ctx, node)).To(Succeed())
-		Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
-	}
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product}})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 
@@ -70,16 +61,7 @@ func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
-		// Jobs first, or their controller would replace the pods.
-		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns.Name),
-			client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
-		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name),
-			client.GracePeriodSeconds(0)))).To(Succeed())
-		Eventually(func(g Gomega) {
-			pods := &corev1.PodList{}
-			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns.Name))).To(Succeed())
-			g.Expect(pods.Items).To(BeEmpty())
-		}, timeout, interval).Should(Succeed())
+		Expect(env.CleanNamespace(ctx, ns.Name, framework.CleanOptions{Timeout: timeout})).To(Succeed())
 	}, NodeTimeout(2*timeout))
 	return ns.Name
 }
@@ -105,28 +87,13 @@ func podsOf(ctx context.Context, g Gomega, job *batchv1.Job) []corev1.Pod {
 }
 
 func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
-	wls := &berthv1.WorkloadList{}
-	g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
-	for i := range wls.Items {
-		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == job.UID {
-			return &wls.Items[i]
-		}
-	}
-	g.Expect(fmt.Errorf("no workload for job %s", job.Name)).NotTo(HaveOccurred())
-	return nil
+	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, job)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wls).To(HaveLen(1), "the Workload of Job %s", job.Name)
+	return &wls[0]
 }
 
 // events lists "Reason: note" of the events about the named object.
 func events(ctx context.Context, g Gomega, namespace, name string) []string {
-	evs := &eventsv1.EventList{}
-	g.Expect(env.Client.List(ctx, evs, client.InNamespace(namespace))).To(Succeed())
-	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == name {
-			out = append(out, e.Reason+": "+e.Note)
-		}
-	}
-	return out
+	return jobsuite.EventReasons(ctx, env.Client, namespace, name)(g)
 }
-
-func frameworkOptions() framework.BerthOptions { return framework.BerthOptions{} }

@@ -218,12 +218,25 @@ func (r *Recorder) problem(s string) {
 var errNotSettled = errors.New("not settled")
 
 // trimWorkload keeps what Replay reads of a Workload, so hours of
-// versions fit in memory.
+// versions fit in memory: identity, deletion, what its pods request,
+// its admission and what decides whether it holds quota (conditions
+// without their messages, provisioning state).
 func trimWorkload(wl *berthv1.Workload) *berthv1.Workload {
-	return &berthv1.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion},
-		Status:     berthv1.WorkloadStatus{Admission: wl.Status.Admission},
+	out := &berthv1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
+			DeletionTimestamp: wl.DeletionTimestamp},
+		Status: berthv1.WorkloadStatus{Admission: wl.Status.Admission},
 	}
+	for _, ps := range wl.Spec.PodSets {
+		out.Spec.PodSets = append(out.Spec.PodSets, berthv1.PodSet{Name: ps.Name, Count: ps.Count, Requests: ps.Requests})
+	}
+	for _, c := range wl.Status.Conditions {
+		out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+	}
+	if p := wl.Status.Provisioning; p != nil {
+		out.Status.Provisioning = &berthv1.ProvisioningStatus{State: p.State, GaveUp: p.GaveUp}
+	}
+	return out
 }
 
 // trimPod keeps what Replay reads of a Pod: identity, berth's labels,

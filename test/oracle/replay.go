@@ -10,6 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // Observation is one version of an object as a watch delivered it: the
@@ -48,6 +49,8 @@ type replay struct {
 	queues      map[string]*berthv1.ClusterQueue
 	pods        map[types.UID]chargedPod
 	usage       map[usageKey]int64
+	held        map[types.UID]map[usageKey]int64
+	heldUsage   map[usageKey]int64
 	violations  []string
 	reportedPod map[types.UID]bool
 }
@@ -55,7 +58,11 @@ type replay struct {
 // Replay applies the observations in revision order and returns every
 // broken invariant:
 //   - a Workload whose admission is replaced by another without being
-//     cleared first (admitted twice in one cycle);
+//     cleared first (admitted twice in one cycle), or that is admitted
+//     while it is being deleted;
+//   - an admission after which the Workloads holding quota of a
+//     ClusterQueue (reserved, admitted, running or evicting) request more
+//     than its quota, or than its cohort's;
 //   - a pod of a managed namespace bound to a node while it does not belong
 //     to an admitted Workload (it runs outside quota);
 //   - a bound pod after whose binding the requests of the bound,
@@ -71,6 +78,7 @@ func Replay(obs []Observation, managedNamespaces []string) []string {
 		managed: map[string]bool{}, admissions: map[types.UID]*berthv1.Admission{},
 		workloads: map[types.UID]string{}, queues: map[string]*berthv1.ClusterQueue{},
 		pods: map[types.UID]chargedPod{}, usage: map[usageKey]int64{}, reportedPod: map[types.UID]bool{},
+		held: map[types.UID]map[usageKey]int64{}, heldUsage: map[usageKey]int64{},
 	}
 	for _, ns := range managedNamespaces {
 		r.managed[ns] = true
@@ -104,7 +112,8 @@ func Replay(obs []Observation, managedNamespaces []string) []string {
 
 func (r *replay) workload(o Observation) {
 	wl := o.Workload
-	r.workloads[wl.UID] = wl.Namespace + "/" + wl.Name
+	name := wl.Namespace + "/" + wl.Name
+	r.workloads[wl.UID] = name
 	prev := r.admissions[wl.UID]
 	next := wl.Status.Admission
 	if o.Deleted {
@@ -112,14 +121,68 @@ func (r *replay) workload(o Observation) {
 	}
 	if prev != nil && next != nil && !equality.Semantic.DeepEqual(prev, next) {
 		r.violations = append(r.violations, fmt.Sprintf(
-			"at revision %d Workload %s/%s was admitted again without being evicted: ClusterQueue %s, %v became ClusterQueue %s, %v",
-			o.RV, wl.Namespace, wl.Name, prev.ClusterQueue, prev.PodSetAssignments, next.ClusterQueue, next.PodSetAssignments))
+			"at revision %d Workload %s was admitted again without being evicted: ClusterQueue %s, %v became ClusterQueue %s, %v",
+			o.RV, name, prev.ClusterQueue, prev.PodSetAssignments, next.ClusterQueue, next.PodSetAssignments))
 	}
+	if prev == nil && next != nil && wl.DeletionTimestamp != nil {
+		r.violations = append(r.violations, fmt.Sprintf("at revision %d Workload %s was admitted while being deleted", o.RV, name))
+	}
+	r.hold(o)
 	if next == nil {
 		delete(r.admissions, wl.UID)
 		return
 	}
 	r.admissions[wl.UID] = next.DeepCopy()
+}
+
+// hold charges a Workload that holds quota with what its admission
+// requests, and checks its ClusterQueue's quota when it starts to hold.
+func (r *replay) hold(o Observation) {
+	wl := o.Workload
+	old, had := r.held[wl.UID]
+	for k, v := range old {
+		r.heldUsage[k] -= v
+	}
+	delete(r.held, wl.UID)
+	if o.Deleted || !lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
+		return
+	}
+	adm := wl.Status.Admission
+	charges := map[usageKey]int64{}
+	covered := r.covered(adm.ClusterQueue)
+	for _, psa := range adm.PodSetAssignments {
+		for _, ps := range wl.Spec.PodSets {
+			if ps.Name != psa.Name {
+				continue
+			}
+			for res, q := range ps.Requests {
+				if flavor, ok := psa.Flavors[res]; ok && covered[res] {
+					charges[usageKey{cq: adm.ClusterQueue, flavor: flavor, resource: res}] += q.MilliValue() * int64(psa.Count)
+				}
+			}
+		}
+	}
+	for k, v := range charges {
+		r.heldUsage[k] += v
+	}
+	r.held[wl.UID] = charges
+	if !had {
+		after := fmt.Sprintf("Workload %s/%s was admitted", wl.Namespace, wl.Name)
+		r.violations = append(r.violations, r.excess(o.RV, after, "admitted Workloads", adm.ClusterQueue, r.heldUsage)...)
+	}
+}
+
+// covered is the set of resources ClusterQueue cq covers.
+func (r *replay) covered(cq string) map[corev1.ResourceName]bool {
+	out := map[corev1.ResourceName]bool{}
+	if q := r.queues[cq]; q != nil {
+		for _, rg := range q.Spec.ResourceGroups {
+			for _, res := range rg.CoveredResources {
+				out[res] = true
+			}
+		}
+	}
+	return out
 }
 
 func (r *replay) pod(o Observation) {
@@ -152,7 +215,8 @@ func (r *replay) pod(o Observation) {
 	for k, v := range charges {
 		r.usage[k] += v
 	}
-	r.violations = append(r.violations, r.excess(o.RV, p, adm.ClusterQueue)...)
+	after := fmt.Sprintf("pod %s/%s was bound", p.Namespace, p.Name)
+	r.violations = append(r.violations, r.excess(o.RV, after, "bound pods", adm.ClusterQueue, r.usage)...)
 }
 
 // charges maps the pod's requests of the resources its ClusterQueue covers
@@ -162,14 +226,7 @@ func (r *replay) charges(p *corev1.Pod, adm *berthv1.Admission) map[usageKey]int
 	if psa == nil {
 		return nil
 	}
-	covered := map[corev1.ResourceName]bool{}
-	if cq := r.queues[adm.ClusterQueue]; cq != nil {
-		for _, rg := range cq.Spec.ResourceGroups {
-			for _, res := range rg.CoveredResources {
-				covered[res] = true
-			}
-		}
-	}
+	covered := r.covered(adm.ClusterQueue)
 	out := map[usageKey]int64{}
 	for res, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 		flavor, ok := psa.Flavors[res]
@@ -193,28 +250,27 @@ func podSetOf(p *corev1.Pod, adm *berthv1.Admission) *berthv1.PodSetAssignment {
 	return nil
 }
 
-// excess describes how the usage of ClusterQueue cq, or of its cohort,
-// exceeds its quota right after pod p was bound.
-func (r *replay) excess(rv uint64, p *corev1.Pod, cqName string) []string {
+// excess describes how what of ClusterQueue cqName (its bound pods or its
+// admitted Workloads), or of its cohort, uses more than its quota in usage,
+// right after the write described by after.
+func (r *replay) excess(rv uint64, after, what, cqName string, usage map[usageKey]int64) []string {
 	cq := r.queues[cqName]
 	if cq == nil {
-		return []string{fmt.Sprintf("at revision %d pod %s/%s was bound on quota of ClusterQueue %s, which does not exist",
-			rv, p.Namespace, p.Name, cqName)}
+		return []string{fmt.Sprintf("at revision %d, after %s, on quota of ClusterQueue %s, which does not exist", rv, after, cqName)}
 	}
 	var out []string
 	for _, rg := range cq.Spec.ResourceGroups {
 		for _, fq := range rg.Flavors {
 			for _, rq := range fq.Resources {
-				k := usageKey{cq: cq.Name, flavor: fq.Name, resource: rq.Name}
-				used := r.usage[k]
+				used := usage[usageKey{cq: cq.Name, flavor: fq.Name, resource: rq.Name}]
 				limit, bounded := cqLimit(cq, rq)
 				if bounded && used > limit {
 					out = append(out, fmt.Sprintf(
-						"at revision %d, after pod %s/%s was bound, ClusterQueue %s used %dm of %s in flavor %s, its limit is %dm",
-						rv, p.Namespace, p.Name, cq.Name, used, rq.Name, fq.Name, limit))
+						"at revision %d, after %s, the %s of ClusterQueue %s used %dm of %s in flavor %s, its limit is %dm",
+						rv, after, what, cq.Name, used, rq.Name, fq.Name, limit))
 				}
 				if cq.Spec.Cohort != "" {
-					out = append(out, r.cohortExcess(rv, p, cq.Spec.Cohort, fq.Name, rq.Name)...)
+					out = append(out, r.cohortExcess(rv, after, what, usage, cq.Spec.Cohort, fq.Name, rq.Name)...)
 				}
 			}
 		}
@@ -236,13 +292,13 @@ func cqLimit(cq *berthv1.ClusterQueue, rq berthv1.ResourceQuota) (int64, bool) {
 
 // cohortExcess describes how the cohort's members together use more of a
 // resource of a flavor than their nominal quotas add up to.
-func (r *replay) cohortExcess(rv uint64, p *corev1.Pod, cohort, flavor string, res corev1.ResourceName) []string {
+func (r *replay) cohortExcess(rv uint64, after, what string, usage map[usageKey]int64, cohort, flavor string, res corev1.ResourceName) []string {
 	var used, pool int64
 	for _, cq := range r.queues {
 		if cq.Spec.Cohort != cohort {
 			continue
 		}
-		used += r.usage[usageKey{cq: cq.Name, flavor: flavor, resource: res}]
+		used += usage[usageKey{cq: cq.Name, flavor: flavor, resource: res}]
 		for _, rg := range cq.Spec.ResourceGroups {
 			for _, fq := range rg.Flavors {
 				for _, rq := range fq.Resources {
@@ -256,6 +312,6 @@ func (r *replay) cohortExcess(rv uint64, p *corev1.Pod, cohort, flavor string, r
 	if used <= pool {
 		return nil
 	}
-	return []string{fmt.Sprintf("at revision %d, after pod %s/%s was bound, cohort %s used %dm of %s in flavor %s, its pool is %dm",
-		rv, p.Namespace, p.Name, cohort, used, res, flavor, pool)}
+	return []string{fmt.Sprintf("at revision %d, after %s, the %s of cohort %s used %dm of %s in flavor %s, its pool is %dm",
+		rv, after, what, cohort, used, res, flavor, pool)}
 }

@@ -25,13 +25,21 @@ func queue(name, cohort string) Observation {
 	}}
 }
 
-func admitted(rv uint64, uid, cq string) Observation {
-	return Observation{RV: rv, Workload: &berthv1.Workload{
+// admitted is Workload wl-<uid> admitted to cq, for one pod of 8 GPUs,
+// with the conditions given as "Type" (True).
+func admitted(rv uint64, uid, cq string, conditions ...string) Observation {
+	wl := &berthv1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wl-" + uid, UID: types.UID(uid)},
+		Spec: berthv1.WorkloadSpec{PodSets: []berthv1.PodSet{{Name: "main", Count: 1,
+			Requests: corev1.ResourceList{gpu: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("1")}}}},
 		Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: cq, PodSetAssignments: []berthv1.PodSetAssignment{{
 			Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{gpu: "h200"},
 		}}}},
-	}}
+	}
+	for _, c := range conditions {
+		wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue})
+	}
+	return Observation{RV: rv, Workload: wl}
 }
 
 func evicted(rv uint64, uid string) Observation {
@@ -59,22 +67,40 @@ func TestReplay(t *testing.T) {
 	}{{
 		name: "two pods within quota one after the other",
 		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), pod(3, "a0", "a", "n1", corev1.PodRunning, "8"),
-			pod(4, "a0", "a", "n1", corev1.PodSucceeded, "8"), admitted(5, "b", "cq"), pod(6, "b0", "b", "n1", corev1.PodRunning, "8")},
+			pod(4, "a0", "a", "n1", corev1.PodSucceeded, "8"), admitted(5, "a", "cq", berthv1.ConditionFinished),
+			admitted(6, "b", "cq"), pod(7, "b0", "b", "n1", corev1.PodRunning, "8")},
 	}, {
-		name: "second pod bound while the first still runs",
+		name: "a second workload admitted and its pod bound while the first still runs",
 		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), pod(3, "a0", "a", "n1", corev1.PodRunning, "8"),
 			admitted(5, "b", "cq"), pod(6, "b0", "b", "n2", corev1.PodPending, "8")},
-		want: []string{"ClusterQueue cq used 16000m of nvidia.com/gpu in flavor h200, its limit is 8000m"},
+		want: []string{
+			"after Workload ns/wl-b was admitted, the admitted Workloads of ClusterQueue cq used 16000m of nvidia.com/gpu in flavor h200, its limit is 8000m",
+			"after pod ns/b0 was bound, the bound pods of ClusterQueue cq used 16000m of nvidia.com/gpu in flavor h200, its limit is 8000m",
+		},
 	}, {
 		name: "observations out of order are replayed in revision order",
-		obs: []Observation{pod(6, "b0", "b", "n1", corev1.PodRunning, "8"), pod(4, "a0", "a", "n1", corev1.PodSucceeded, "8"),
-			queue("cq", ""), admitted(5, "b", "cq"), pod(3, "a0", "a", "n1", corev1.PodRunning, "8"), admitted(2, "a", "cq")},
+		obs: []Observation{pod(7, "b0", "b", "n1", corev1.PodRunning, "8"), pod(4, "a0", "a", "n1", corev1.PodSucceeded, "8"),
+			admitted(5, "a", "cq", berthv1.ConditionFinished), queue("cq", ""), admitted(6, "b", "cq"),
+			pod(3, "a0", "a", "n1", corev1.PodRunning, "8"), admitted(2, "a", "cq")},
 	}, {
 		name: "a deleting pod holds its quota until it is gone",
 		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), pod(3, "a0", "a", "n1", corev1.PodRunning, "8"),
 			evicted(4, "a"), admitted(5, "b", "cq"), pod(6, "b0", "b", "n2", corev1.PodRunning, "8"),
 			{RV: 7, Deleted: true, Pod: pod(7, "a0", "a", "n1", corev1.PodRunning, "8").Pod}},
-		want: []string{"after pod ns/b0 was bound, ClusterQueue cq used 16000m"},
+		want: []string{"after pod ns/b0 was bound, the bound pods of ClusterQueue cq used 16000m"},
+	}, {
+		name: "an evicting workload holds its quota until its admission is cleared",
+		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), admitted(3, "a", "cq", berthv1.ConditionEvicted),
+			admitted(4, "b", "cq"), evicted(5, "a")},
+		want: []string{"after Workload ns/wl-b was admitted, the admitted Workloads of ClusterQueue cq used 16000m"},
+	}, {
+		name: "a workload admitted while being deleted",
+		obs: func() []Observation {
+			o := admitted(3, "d", "cq")
+			o.Workload.DeletionTimestamp = &metav1.Time{}
+			return []Observation{queue("cq", ""), evicted(2, "d"), o}
+		}(),
+		want: []string{"Workload ns/wl-d was admitted while being deleted"},
 	}, {
 		name: "a pod bound without an admitted workload",
 		obs:  []Observation{queue("cq", ""), pod(3, "x", "", "n1", corev1.PodRunning, "1"), pod(4, "x", "", "n1", corev1.PodRunning, "1")},
@@ -98,7 +124,10 @@ func TestReplay(t *testing.T) {
 		name: "a cohort over its pool",
 		obs: []Observation{queue("a", "co"), queue("b", "co"), admitted(2, "x", "a"), admitted(3, "y", "a"), admitted(4, "z", "b"),
 			pod(5, "x0", "x", "n1", corev1.PodRunning, "8"), pod(6, "y0", "y", "n2", corev1.PodRunning, "8"), pod(7, "z0", "z", "n3", corev1.PodRunning, "8")},
-		want: []string{"cohort co used 24000m of nvidia.com/gpu in flavor h200, its pool is 16000m"},
+		want: []string{
+			"after Workload ns/wl-z was admitted, the admitted Workloads of cohort co used 24000m of nvidia.com/gpu in flavor h200, its pool is 16000m",
+			"after pod ns/z0 was bound, the bound pods of cohort co used 24000m of nvidia.com/gpu in flavor h200, its pool is 16000m",
+		},
 	}, {
 		name: "unmanaged namespaces are not checked for unadmitted pods",
 		obs: []Observation{queue("cq", ""), {RV: 3, Pod: &corev1.Pod{

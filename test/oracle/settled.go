@@ -137,6 +137,17 @@ func lost(wl *berthv1.Workload, warned map[types.UID]bool) string {
 	return fmt.Sprintf("Workload %s/%s has not finished (%s)", wl.Namespace, wl.Name, state)
 }
 
+// Orphans lists the Workloads, PodTemplates and ProvisioningRequests of
+// namespace ns none of whose owners is alive: what a bound on cleanup
+// checks while jobs still run (Settled also wants every job finished).
+func Orphans(ctx context.Context, c client.Client, ns string) ([]string, error) {
+	wls := &berthv1.WorkloadList{}
+	if err := c.List(ctx, wls, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Workloads of %s: %w", ns, err)
+	}
+	return orphans(ctx, c, ns, wls)
+}
+
 // orphans lists the Workloads, PodTemplates and ProvisioningRequests of
 // the namespace none of whose owners is alive.
 func orphans(ctx context.Context, c client.Client, ns string, wls *berthv1.WorkloadList) ([]string, error) {

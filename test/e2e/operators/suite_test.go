@@ -7,7 +7,6 @@ package operators_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -21,8 +20,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 const (
@@ -44,26 +43,13 @@ func TestOperators(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var crds []string
-	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
-		crd, err := framework.OperatorCRD(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		crds = append(crds, crd)
-	}
 	var err error
-	env, err = framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: crds})
-	Expect(err).NotTo(HaveOccurred())
 	// Two 8-GPU nodes: room for two 8-GPU gangs at once, so only berth's
 	// quota can make them wait.
-	for i := range 2 {
-		node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), 8, map[string]string{productLabel: product})
-		Expect(env.Client.Create(ctx, node)).To(Succeed())
-		Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
-	}
-	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
-		Expect(env.StartOperator(ctx, o)).To(Succeed(), "starting the %s operator", o.Name)
-	}
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
+		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
+		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
+	})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 
@@ -93,13 +79,7 @@ func podsWith(ctx context.Context, g Gomega, ns string, labels map[string]string
 
 // workloadsOf lists the Workloads controlled by the object.
 func workloadsOf(ctx context.Context, g Gomega, obj client.Object) []berthv1.Workload {
-	wls := &berthv1.WorkloadList{}
-	g.Expect(env.Client.List(ctx, wls, client.InNamespace(obj.GetNamespace()))).To(Succeed())
-	var out []berthv1.Workload
-	for i := range wls.Items {
-		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && ref.UID == obj.GetUID() {
-			out = append(out, wls.Items[i])
-		}
-	}
-	return out
+	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	return wls
 }

@@ -8,17 +8,15 @@ package bypass_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,8 +25,8 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 	"github.com/berth-dev/berth/test/oracle"
 )
 
@@ -54,12 +52,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	crd, err := framework.JobSetCRD()
 	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: []string{crd}})
-	Expect(err).NotTo(HaveOccurred())
-	node := controlplane.GPUNode("h200-0", 8, map[string]string{productLabel: product})
-	Expect(env.Client.Create(ctx, node)).To(Succeed())
-	Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
+		Nodes: 1, NodeLabels: map[string]string{productLabel: product}, CRDPaths: []string{crd},
+	})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 
@@ -86,15 +81,7 @@ func newTeam(ctx context.Context, gpus string) string {
 	Expect(env.Client.Create(ctx, cq)).To(Succeed())
 	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, queue, ns.Name))).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
-		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns.Name),
-			client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
-		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name),
-			client.GracePeriodSeconds(0)))).To(Succeed())
-		Eventually(func(g Gomega) {
-			pods := &corev1.PodList{}
-			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns.Name))).To(Succeed())
-			g.Expect(pods.Items).To(BeEmpty())
-		}, timeout, interval).Should(Succeed())
+		Expect(env.CleanNamespace(ctx, ns.Name, framework.CleanOptions{Timeout: timeout})).To(Succeed())
 	}, NodeTimeout(2*timeout))
 	// Registered last, so it runs first: the recording is judged before
 	// the spec's objects are deleted.
@@ -157,26 +144,14 @@ func tenant(ctx context.Context, ns string) client.Client {
 
 // workloadOf returns the Workload controlled by the object of uid.
 func workloadOf(ctx context.Context, g Gomega, ns string, uid string) *berthv1.Workload {
-	wls := &berthv1.WorkloadList{}
-	g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
-	for i := range wls.Items {
-		if ref := metav1.GetControllerOf(&wls.Items[i]); ref != nil && string(ref.UID) == uid {
-			return &wls.Items[i]
-		}
-	}
-	g.Expect(fmt.Errorf("no workload for %s", uid)).NotTo(HaveOccurred())
-	return nil
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, UID: types.UID(uid)}}
+	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wls).To(HaveLen(1), "the Workload of %s", uid)
+	return &wls[0]
 }
 
 // events lists "Reason: note" of the events about the named object.
 func events(ctx context.Context, g Gomega, ns, name string) []string {
-	evs := &eventsv1.EventList{}
-	g.Expect(env.Client.List(ctx, evs, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == name {
-			out = append(out, e.Reason+": "+e.Note)
-		}
-	}
-	return out
+	return jobsuite.EventReasons(ctx, env.Client, ns, name)(g)
 }

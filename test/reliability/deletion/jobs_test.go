@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -127,16 +128,8 @@ func (s *space) deleteEvicting(ctx context.Context, k kind, policy metav1.Deleti
 	victim := k.create(ctx, s.ns, "victim", s.ns+"-low")
 	wl := s.running(ctx, k, victim)
 	s.holdPods(ctx, victim)
-	high := builders.Job(s.ns, "high", "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(time.Second)).Obj()
-	high.Spec.Template.Spec.PriorityClassName = s.ns + "-high"
-	Expect(env.Client.Create(ctx, high)).To(Succeed())
+	high := s.preempt(ctx, wl)
 	Eventually(func(g Gomega) {
-		fresh := &berthv1.Workload{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh)).To(Succeed())
-		c := findCondition(fresh, berthv1.ConditionEvicted)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(string(berthv1.ReasonPreempted)))
 		terminating := 0
 		for _, p := range s.gangPods(ctx, g, victim) {
 			if !p.DeletionTimestamp.IsZero() {
@@ -158,6 +151,23 @@ func (s *space) deleteEvicting(ctx context.Context, k kind, policy metav1.Deleti
 	Eventually(func(g Gomega) bool { return victim.gone(ctx, g) }, timeout, interval).Should(BeTrue(), "nothing hangs")
 	s.starts(ctx, high)
 	s.neverStarted(ctx, victim)
+}
+
+// preempt submits an 8-GPU Job of high priority and waits until it has
+// preempted the Workload.
+func (s *space) preempt(ctx context.Context, wl *berthv1.Workload) *batchv1.Job {
+	high := builders.Job(s.ns, "high", "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(time.Second)).Obj()
+	high.Spec.Template.Spec.PriorityClassName = s.ns + "-high"
+	Expect(env.Client.Create(ctx, high)).To(Succeed())
+	Eventually(func(g Gomega) {
+		fresh := &berthv1.Workload{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), fresh)).To(Succeed())
+		c := lifecycle.Condition(fresh, berthv1.ConditionEvicted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(string(berthv1.ReasonPreempted)))
+	}, timeout, interval).Should(Succeed())
+	return high
 }
 
 // quotaHeld checks, for a while, that the Workload still exists and holds

@@ -19,6 +19,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -180,7 +181,7 @@ func (s *space) waiting(ctx context.Context, gg gang) *berthv1.Workload {
 	var wl *berthv1.Workload
 	Eventually(func(g Gomega) {
 		wl = s.workload(ctx, g, gg)
-		c := findCondition(wl, berthv1.ConditionQuotaReserved)
+		c := lifecycle.Condition(wl, berthv1.ConditionQuotaReserved)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(wl.Finalizers).To(ContainElement(berthv1.WorkloadFinalizer))

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -38,7 +39,7 @@ func (s *space) events(ctx context.Context, g Gomega, name string) []string {
 func (s *space) told(ctx context.Context, job *batchv1.Job, reason berthv1.WorkloadReason, fix string) {
 	Eventually(func(g Gomega) {
 		wl := s.workloadOf(ctx, g, string(job.UID))
-		c := findCondition(wl, berthv1.ConditionQuotaReserved)
+		c := lifecycle.Condition(wl, berthv1.ConditionQuotaReserved)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(string(reason)))
@@ -79,41 +80,41 @@ func (s *space) clusterQueue(ctx context.Context, g Gomega) *berthv1.ClusterQueu
 // stopPolicy HoldAndDrain is for), their quota stays counted, waiting
 // ones say what to fix, and once it is fixed they are admitted.
 var _ = Describe("deleting and editing queues and flavors under workloads", func() {
-	It("tells the waiting workloads of a deleted LocalQueue to create it, and admits them once it is back", func(ctx SpecContext) {
-		s := newSpace(ctx, false)
-		running := s.runningJob(ctx, "running")
-		next := s.next(ctx, "next")
-		s.waitingFor(ctx, next)
+	DescribeTable("keeps running workloads whose queue or flavor is deleted, tells the waiting ones to create it, and admits them once it is back",
+		func(ctx SpecContext, removed func(ns string) client.Object, recreate func(ns string) client.Object, reason berthv1.WorkloadReason, hint string) {
+			s := newSpace(ctx, false)
+			running := s.runningJob(ctx, "running")
+			next := s.next(ctx, "next")
+			s.waitingFor(ctx, next)
 
-		Expect(env.Client.Delete(ctx, &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "team"}})).To(Succeed())
-		s.told(ctx, next, berthv1.ReasonLocalQueueNotFound, "create it")
-		s.keepsRunning(ctx, running)
+			gone := removed(s.ns)
+			Expect(env.Client.Delete(ctx, gone)).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(gone), gone))
+			}, timeout, interval).Should(BeTrue(), "nothing of berth's keeps it from going")
+			s.told(ctx, next, reason, hint)
+			s.keepsRunning(ctx, running)
 
-		Expect(env.Client.Create(ctx, builders.LocalQueue(s.ns, "team", s.ns))).To(Succeed())
-		s.waits(ctx, next, "the running job still holds the quota")
-		Expect(env.Client.Delete(ctx, running, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		s.completes(ctx, next)
-		s.settled(ctx)
-	})
-
-	It("keeps the usage of a deleted ClusterQueue's running workloads, tells the waiting ones to create it, and admits them once it is back", func(ctx SpecContext) {
-		s := newSpace(ctx, false)
-		running := s.runningJob(ctx, "running")
-		next := s.next(ctx, "next")
-		s.waitingFor(ctx, next)
-		cq := s.clusterQueue(ctx, Default)
-
-		Expect(env.Client.Delete(ctx, cq)).To(Succeed())
-		s.told(ctx, next, berthv1.ReasonClusterQueueNotFound, "create it")
-		s.keepsRunning(ctx, running)
-
-		By("re-creating the ClusterQueue: the running job's 8 GPUs still count")
-		Expect(env.Client.Create(ctx, builders.ClusterQueue(s.ns).Quota(s.ns, builders.GPU, "8", "").Obj())).To(Succeed())
-		s.waits(ctx, next, "the running job still holds the quota")
-		Expect(env.Client.Delete(ctx, running, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		s.completes(ctx, next)
-		s.settled(ctx)
-	})
+			By("re-creating it: the running job's 8 GPUs still count")
+			Expect(env.Client.Create(ctx, recreate(s.ns))).To(Succeed())
+			s.waits(ctx, next, "the running job still holds the quota")
+			s.runsAfter(ctx, running, next)
+		},
+		Entry("a LocalQueue",
+			func(ns string) client.Object {
+				return &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"}}
+			},
+			func(ns string) client.Object { return builders.LocalQueue(ns, "team", ns) },
+			berthv1.ReasonLocalQueueNotFound, "create it"),
+		Entry("a ClusterQueue",
+			func(ns string) client.Object { return &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}} },
+			func(ns string) client.Object { return builders.ClusterQueue(ns).Quota(ns, builders.GPU, "8", "").Obj() },
+			berthv1.ReasonClusterQueueNotFound, "create it"),
+		Entry("a ResourceFlavor (its quota is the ClusterQueue's)",
+			func(ns string) client.Object { return &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns}} },
+			func(ns string) client.Object { return builders.Flavor(ns, map[string]string{productLabel: product}) },
+			berthv1.ReasonFlavorsNotFound, "create them"),
+	)
 
 	It("admits nothing over a lowered quota while running workloads use more, and admits what fits once they end", func(ctx SpecContext) {
 		s := newSpace(ctx, false)
@@ -129,30 +130,7 @@ var _ = Describe("deleting and editing queues and flavors under workloads", func
 		}, timeout, interval).Should(Succeed())
 		s.keepsRunning(ctx, running)
 		s.waits(ctx, small, "8 GPUs in use, over the 4 of the quota")
-
-		Expect(env.Client.Delete(ctx, running, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		s.completes(ctx, small)
-		s.settled(ctx)
-	})
-
-	It("keeps running workloads whose ResourceFlavor is deleted, tells the waiting ones to create it, and admits them once it is back", func(ctx SpecContext) {
-		s := newSpace(ctx, false)
-		running := s.runningJob(ctx, "running")
-		next := s.next(ctx, "next")
-		s.waitingFor(ctx, next)
-
-		Expect(env.Client.Delete(ctx, &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: s.ns}, &berthv1.ResourceFlavor{}))
-		}, timeout, interval).Should(BeTrue(), "a flavor in use is not kept from going: its quota is the ClusterQueue's")
-		s.told(ctx, next, berthv1.ReasonFlavorsNotFound, "create them")
-		s.keepsRunning(ctx, running)
-
-		Expect(env.Client.Create(ctx, builders.Flavor(s.ns, map[string]string{productLabel: product}))).To(Succeed())
-		s.waits(ctx, next, "the running job still holds the quota")
-		Expect(env.Client.Delete(ctx, running, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		s.completes(ctx, next)
-		s.settled(ctx)
+		s.runsAfter(ctx, running, small)
 	})
 
 	It("starts jobs admitted after a flavor's node labels changed on the new labels, and leaves running ones alone", func(ctx SpecContext) {
@@ -181,6 +159,14 @@ var _ = Describe("deleting and editing queues and flavors under workloads", func
 		s.settled(ctx)
 	})
 })
+
+// runsAfter deletes the running Job and checks that next then runs to
+// completion, and that the space settles.
+func (s *space) runsAfter(ctx context.Context, running, next *batchv1.Job) {
+	Expect(env.Client.Delete(ctx, running, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	s.completes(ctx, next)
+	s.settled(ctx)
+}
 
 // waitingFor waits until a Job's Workload waits for quota.
 func (s *space) waitingFor(ctx context.Context, job *batchv1.Job) {

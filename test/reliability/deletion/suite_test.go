@@ -17,23 +17,23 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
+	"github.com/berth-dev/berth/test/oracle"
 )
 
 const (
@@ -61,24 +61,11 @@ func TestDeletion(t *testing.T) {
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var crds []string
-	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
-		crd, err := framework.OperatorCRD(ctx, o)
-		Expect(err).NotTo(HaveOccurred())
-		crds = append(crds, crd)
-	}
 	var err error
-	env, err = framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: crds})
-	Expect(err).NotTo(HaveOccurred())
-	for i := range 2 {
-		node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), 8, map[string]string{productLabel: product})
-		Expect(env.Client.Create(ctx, node)).To(Succeed())
-		Expect(controlplane.WaitForNodeReady(ctx, env.Client, node.Name)).To(Succeed())
-	}
-	for _, o := range []framework.Operator{framework.JobSetOperator, framework.LWSOperator} {
-		Expect(env.StartOperator(ctx, o)).To(Succeed(), "starting the %s operator", o.Name)
-	}
-	_, err = env.StartBerth(framework.BerthOptions{})
+	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
+		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
+		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
+	})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 
@@ -90,15 +77,17 @@ var _ = AfterSuite(func() {
 
 // space is one spec's namespace, with a flavor, a ClusterQueue of
 // quotaGPUs GPUs and a LocalQueue "team" (all named after the namespace
-// where cluster-scoped), priority classes "<ns>-low" and "<ns>-high", and a
-// recorder of the invariants.
+// where cluster-scoped), priority classes "<ns>-low" and "<ns>-high", and
+// the invariant oracle recording it.
 type space struct {
 	ns  string
-	rec *recorder
+	rec *oracle.Recorder
 }
 
-// newSpace creates a space. When the spec ends, the recorder's violations
-// are checked, and every workload object, then every pod, of the namespace
+// newSpace creates a space. When the spec ends, the oracle's verdict on
+// everything the spec did is checked (no double admission, no admission
+// while deleting, no quota overshoot by admitted Workloads or bound pods,
+// no pod bound outside an admitted Workload), and every workload object, then every pod, of the namespace
 // is deleted and waited for: the specs share two nodes and run in random
 // order, and a pod left behind would hold GPUs the next spec needs.
 func newSpace(ctx context.Context, preempt bool) *space {
@@ -116,13 +105,14 @@ func newSpace(ctx context.Context, preempt bool) *space {
 	} {
 		Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}
-	rec, err := startRecorder(ctx, env, ns, quotaGPUs)
+	rec, err := oracle.Start(ctx, env.Plane.Config, oracle.Options{Namespaces: []string{ns}})
 	Expect(err).NotTo(HaveOccurred())
 	s := &space{ns: ns, rec: rec}
 	DeferCleanup(func(ctx SpecContext) {
-		rec.stop()
-		Expect(rec.violations()).To(BeEmpty(), "invariants held throughout the spec")
-		s.cleanup(ctx)
+		violations := rec.Violations()
+		rec.Stop()
+		Expect(violations).To(BeEmpty(), "invariants held throughout the spec")
+		Expect(env.CleanNamespace(ctx, ns, framework.CleanOptions{Owners: framework.AllOwners(), Finalizers: []string{linger}, Timeout: timeout})).To(Succeed())
 		for _, o := range []client.Object{
 			&berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 			&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -133,25 +123,6 @@ func newSpace(ctx context.Context, preempt bool) *space {
 		}
 	}, NodeTimeout(2*timeout))
 	return s
-}
-
-// cleanup deletes the namespace's jobs of every kind (the owners first, or
-// their controllers would replace the pods), lets lingering pods go, and
-// waits until no pod is left.
-func (s *space) cleanup(ctx context.Context) {
-	bg := client.PropagationPolicy(metav1.DeletePropagationBackground)
-	for _, o := range []client.Object{&jobsetv1.JobSet{}, &lwsv1.LeaderWorkerSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}} {
-		Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, o, client.InNamespace(s.ns), bg))).To(Succeed())
-	}
-	Expect(client.IgnoreNotFound(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.ns), client.GracePeriodSeconds(0)))).To(Succeed())
-	Eventually(func(g Gomega) {
-		pods := &corev1.PodList{}
-		g.Expect(env.Client.List(ctx, pods, client.InNamespace(s.ns))).To(Succeed())
-		for i := range pods.Items {
-			release(ctx, g, &pods.Items[i])
-		}
-		g.Expect(pods.Items).To(BeEmpty())
-	}, timeout, interval).Should(Succeed())
 }
 
 // release removes the linger finalizer from a pod.
@@ -233,26 +204,22 @@ func (s *space) workloads(ctx context.Context, g Gomega) []berthv1.Workload {
 
 // workloadOf returns the Workload controlled by the object with uid.
 func (s *space) workloadOf(ctx context.Context, g Gomega, uid string) *berthv1.Workload {
-	for _, wl := range s.workloads(ctx, g) {
-		if ref := metav1.GetControllerOf(&wl); ref != nil && string(ref.UID) == uid {
-			return &wl
-		}
-	}
-	g.Expect(fmt.Errorf("no Workload controlled by %s", uid)).NotTo(HaveOccurred())
-	return nil
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, UID: types.UID(uid)}}
+	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wls).To(HaveLen(1), "the Workload controlled by %s", uid)
+	return &wls[0]
 }
 
 // settled checks that the namespace's ClusterQueue counts exactly the
-// Workloads that hold its quota and that every Workload left has a live
-// owner: quota released once, nothing leaked, nothing orphaned.
+// Workloads that hold its quota and that no Workload, PodTemplate or
+// ProvisioningRequest is left without a live owner: quota released once,
+// nothing leaked, nothing orphaned.
 func (s *space) settled(ctx context.Context) {
 	Eventually(func(g Gomega) {
+		g.Expect(oracle.Orphans(ctx, env.Client, s.ns)).To(BeEmpty())
 		var admitted, gpus int64
 		for _, wl := range s.workloads(ctx, g) {
-			g.Expect(wl.OwnerReferences).NotTo(BeEmpty(), "Workload %s has an owner", wl.Name)
-			for _, ref := range wl.OwnerReferences {
-				g.Expect(ownerExists(ctx, s.ns, ref)).To(BeTrue(), "Workload %s: owner %s %s exists", wl.Name, ref.Kind, ref.Name)
-			}
 			if lifecycle.HoldsQuota(lifecycle.PhaseOf(&wl)) {
 				admitted++
 				gpus += workloadGPUs(&wl)
@@ -263,4 +230,34 @@ func (s *space) settled(ctx context.Context) {
 		g.Expect(cq.Status.AdmittedWorkloads).To(BeEquivalentTo(admitted))
 		g.Expect(usedGPUs(cq)).To(Equal(gpus), "the ClusterQueue's usage is its admitted Workloads'")
 	}, timeout, interval).Should(Succeed())
+}
+
+// workloadGPUs is the GPUs a Workload's admission holds.
+func workloadGPUs(wl *berthv1.Workload) int64 {
+	if wl.Status.Admission == nil {
+		return 0
+	}
+	counts := map[string]int32{}
+	for _, a := range wl.Status.Admission.PodSetAssignments {
+		counts[a.Name] = a.Count
+	}
+	var n int64
+	for _, ps := range wl.Spec.PodSets {
+		q := ps.Requests[builders.GPU]
+		n += q.Value() * int64(counts[ps.Name])
+	}
+	return n
+}
+
+// usedGPUs is the GPUs a ClusterQueue's status counts as in use.
+func usedGPUs(cq *berthv1.ClusterQueue) int64 {
+	var n int64
+	for _, f := range cq.Status.FlavorsUsage {
+		for _, r := range f.Resources {
+			if r.Name == builders.GPU {
+				n += r.Total.Value()
+			}
+		}
+	}
+	return n
 }

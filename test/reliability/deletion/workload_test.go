@@ -1,17 +1,11 @@
 package deletion_test
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/controlplane"
 )
 
 // Expected when a user deletes a Workload: berth's finalizer keeps a
@@ -68,16 +62,7 @@ var _ = Describe("deleting a Workload", func() {
 		gg := jobKind.create(ctx, s.ns, "low", s.ns+"-low")
 		old := s.running(ctx, jobKind, gg)
 		s.holdPods(ctx, gg)
-		high := builders.Job(s.ns, "high", "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(time.Second)).Obj()
-		high.Spec.Template.Spec.PriorityClassName = s.ns + "-high"
-		Expect(env.Client.Create(ctx, high)).To(Succeed())
-		Eventually(func(g Gomega) {
-			fresh := &berthv1.Workload{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old), fresh)).To(Succeed())
-			c := findCondition(fresh, berthv1.ConditionEvicted)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		}, timeout, interval).Should(Succeed())
+		high := s.preempt(ctx, old)
 
 		Expect(env.Client.Delete(ctx, old)).To(Succeed())
 		s.quotaHeld(ctx, old, high)
