@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/faultproxy"
 	"github.com/berth-dev/berth/test/oracle"
+	"github.com/berth-dev/berth/test/reliability/soakstats"
 )
 
 // soakSettings are the soak's knobs. make test runs it briefly; make soak
@@ -47,14 +48,6 @@ func soakFromEnv() soakSettings {
 	return s
 }
 
-// sample is one reading of one berth process.
-type sample struct {
-	at         time.Duration
-	process    string // replica and start number
-	rssKiB     int64
-	goroutines int64
-}
-
 // soak is the running soak: its load, faults and readings.
 type soak struct {
 	set     *replicaSet
@@ -65,7 +58,7 @@ type soak struct {
 	mu      sync.Mutex
 	created int
 	faults  map[string]int
-	samples []sample
+	samples []soakstats.Sample
 }
 
 var _ = Describe("a soak of steady load and faults", func() {
@@ -119,7 +112,7 @@ var _ = Describe("a soak of steady load and faults", func() {
 		violations := rec.Violations()
 		s.publish(settings, rec.Observed(), violations)
 		Expect(violations).To(BeEmpty())
-		Expect(s.growth()).To(BeEmpty(), "a berth process grew over its life")
+		Expect(s.growth()).To(BeEmpty(), "a berth process grew while in one role")
 	}, SpecTimeout(6*time.Hour))
 })
 
@@ -185,12 +178,13 @@ func (s *soak) read(ctx context.Context, _ *rand.Rand) {
 				continue
 			}
 			rss, errRSS := rssKiB(p.PID())
-			gr, errGr := goroutines(ctx, s.set.metrics[i])
-			if errRSS != nil || errGr != nil {
+			gr, leader, errMetrics := readMetrics(ctx, s.set.metrics[i])
+			if errRSS != nil || errMetrics != nil {
 				continue // stopping or starting
 			}
 			s.mu.Lock()
-			s.samples = append(s.samples, sample{at: time.Since(s.start), process: fmt.Sprintf("berth-%d pid %d", i, p.PID()), rssKiB: rss, goroutines: gr})
+			s.samples = append(s.samples, soakstats.Sample{At: time.Since(s.start), Process: fmt.Sprintf("berth-%d pid %d", i, p.PID()),
+				Leader: leader, RSSKiB: rss, Goroutines: gr})
 			s.mu.Unlock()
 		}
 	}
@@ -264,22 +258,36 @@ func rssKiB(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
-func goroutines(ctx context.Context, port int) (int64, error) {
+// readMetrics reads a process's goroutines and whether it leads from its
+// metrics endpoint.
+func readMetrics(ctx context.Context, port int) (goroutines int64, leader bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	found := false
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			return strconv.ParseInt(v, 10, 64)
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			if goroutines, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return 0, false, err
+			}
+			found = true
+		}
+		// controller-runtime's leader election gauge: 1 while it leads.
+		if strings.HasPrefix(line, "leader_election_master_status{") && strings.HasSuffix(line, " 1") {
+			leader = true
 		}
 	}
-	return 0, fmt.Errorf("no go_goroutines on port %d", port)
+	if !found {
+		return 0, false, fmt.Errorf("no go_goroutines on port %d", port)
+	}
+	return goroutines, leader, nil
 }

@@ -9,73 +9,20 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/berth-dev/berth/test/reliability/soakstats"
 )
 
-// minLife is how long a process must have lived for its growth to be
-// judged: shorter lives are mostly start-up.
+// minLife is how long a process must have stayed in one role for its
+// growth to be judged: shorter stretches are mostly start-up.
 const minLife = 10 * time.Minute
 
-// lifetime is the samples of one process.
-type lifetime struct {
-	process string
-	samples []sample
-}
-
-// lifetimes groups the samples by process, in order of first sample.
-func (s *soak) lifetimes() []lifetime {
+// growth describes each stretch of a process in one role that lasted
+// minLife and grew (soakstats).
+func (s *soak) growth() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []lifetime
-	idx := map[string]int{}
-	for _, smp := range s.samples {
-		i, ok := idx[smp.process]
-		if !ok {
-			i = len(out)
-			idx[smp.process] = i
-			out = append(out, lifetime{process: smp.process})
-		}
-		out[i].samples = append(out[i].samples, smp)
-	}
-	return out
-}
-
-// quarters returns the mean RSS (KiB) and goroutines of the first and the
-// last quarter of a lifetime's samples.
-func (l lifetime) quarters() (rssFirst, rssLast, grFirst, grLast float64) {
-	n := max(len(l.samples)/4, 1)
-	mean := func(ss []sample) (float64, float64) {
-		var rss, gr float64
-		for _, s := range ss {
-			rss += float64(s.rssKiB)
-			gr += float64(s.goroutines)
-		}
-		return rss / float64(len(ss)), gr / float64(len(ss))
-	}
-	rssFirst, grFirst = mean(l.samples[:n])
-	rssLast, grLast = mean(l.samples[len(l.samples)-n:])
-	return rssFirst, rssLast, grFirst, grLast
-}
-
-func (l lifetime) life() time.Duration {
-	return l.samples[len(l.samples)-1].at - l.samples[0].at
-}
-
-// growth describes each process that lived minLife and whose memory or
-// goroutines grew by more than half from the first quarter of its life to
-// the last.
-func (s *soak) growth() []string {
-	var out []string
-	for _, l := range s.lifetimes() {
-		if l.life() < minLife {
-			continue
-		}
-		rssFirst, rssLast, grFirst, grLast := l.quarters()
-		if rssLast > 1.5*rssFirst || grLast > 1.5*grFirst+20 {
-			out = append(out, fmt.Sprintf("%s over %s: RSS %.0f → %.0f KiB, goroutines %.0f → %.0f",
-				l.process, l.life().Round(time.Second), rssFirst, rssLast, grFirst, grLast))
-		}
-	}
-	return out
+	return soakstats.Growth(s.samples, minLife)
 }
 
 // publish reports the soak's figures, and writes them to the report file
@@ -98,10 +45,13 @@ func (s *soak) publish(settings soakSettings, observed int, violations []string)
 		fmt.Fprintf(&b, "\nAPI faults injected by proxy %d: %v\n", i, p.Injected())
 	}
 	s.mu.Unlock()
-	b.WriteString("\n| process | life | RSS first → last quarter (MiB) | goroutines first → last quarter |\n|---|---|---|---|\n")
-	for _, l := range s.lifetimes() {
-		rssFirst, rssLast, grFirst, grLast := l.quarters()
-		fmt.Fprintf(&b, "| %s | %s | %.1f → %.1f | %.0f → %.0f |\n", l.process, l.life().Round(time.Second),
+	b.WriteString("\n| process and role | lasted | RSS first → last quarter (MiB) | goroutines first → last quarter |\n|---|---|---|---|\n")
+	s.mu.Lock()
+	stretches := soakstats.Stretches(s.samples)
+	s.mu.Unlock()
+	for _, st := range stretches {
+		rssFirst, rssLast, grFirst, grLast := st.Quarters()
+		fmt.Fprintf(&b, "| %s | %s | %.1f → %.1f | %.0f → %.0f |\n", st.Name(), st.Life().Round(time.Second),
 			rssFirst/1024, rssLast/1024, grFirst, grLast)
 	}
 	AddReportEntry("soak figures", b.String())
