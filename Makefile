@@ -81,9 +81,11 @@ test-reliability:
 SOAK_DURATION ?= 2h
 SOAK_FAULT_EVERY ?= 3m
 SOAK_REPORT ?= $(CURDIR)/soak-report.md
+# ginkgo stops a suite after an hour unless told otherwise.
+SOAK_SUITE_TIMEOUT ?= 12h
 soak:
 	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" BERTH_SOAK_DURATION=$(SOAK_DURATION) BERTH_SOAK_FAULT_EVERY=$(SOAK_FAULT_EVERY) BERTH_SOAK_REPORT=$(SOAK_REPORT) \
-		$(GO) test -count=1 -timeout 0 ./test/reliability/faults/ -ginkgo.label-filter=soak -ginkgo.v
+		$(GO) test -count=1 -timeout 0 ./test/reliability/faults/ -ginkgo.label-filter=soak -ginkgo.timeout=$(SOAK_SUITE_TIMEOUT) -ginkgo.v
 
 ## perf: run a performance scenario against a real apiserver and etcd and
 ## report it against its floors (not part of `make test`, which runs only

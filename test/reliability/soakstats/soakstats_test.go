@@ -1,6 +1,9 @@
 package soakstats
 
 import (
+	"encoding/csv"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +63,35 @@ func TestStretches(t *testing.T) {
 	if strings.Join(names, "|") != want {
 		t.Errorf("stretches %q, want %q", names, want)
 	}
+}
+
+// readTrace reads readings recorded during a soak: unix time, pid, VmRSS
+// in KiB, goroutines, leader (1 or 0), one line each.
+func readTrace(t *testing.T, path string) []Sample {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Sample
+	var start int64
+	for i, r := range rows[1:] {
+		var v [5]int64
+		for j := range v {
+			if v[j], err = strconv.ParseInt(r[j], 10, 64); err != nil {
+				t.Fatalf("line %d: %v", i+2, err)
+			}
+		}
+		if start == 0 {
+			start = v[0]
+		}
+		out = append(out, Sample{At: time.Duration(v[0]-start) * time.Second, Process: "pid " + r[1],
+			RSSKiB: v[2], Goroutines: v[3], Leader: v[4] == 1})
+	}
+	return out
 }
