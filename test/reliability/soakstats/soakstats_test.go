@@ -95,3 +95,23 @@ func readTrace(t *testing.T, path string) []Sample {
 	}
 	return out
 }
+
+// TestGrowthOnARecordedSoak judges readings of two berth-controller
+// replicas taken every 5 s during 13 minutes of `make soak` (a leader
+// killed, both restarted, a leader paused past its lease): no stretch in
+// one role grows, while judging whole lives would call each promotion
+// growth.
+func TestGrowthOnARecordedSoak(t *testing.T) {
+	samples := readTrace(t, "testdata/soak-trace.csv")
+	if got := Growth(samples, 2*time.Minute); len(got) > 0 {
+		t.Errorf("growth found in the recorded soak: %q", got)
+	}
+	blind := make([]Sample, len(samples))
+	for i, s := range samples {
+		s.Leader = false
+		blind[i] = s
+	}
+	if got := Growth(blind, 2*time.Minute); len(got) == 0 {
+		t.Error("judged by whole lives, a follower promoted to leader should look like growth")
+	}
+}
