@@ -121,7 +121,7 @@ func (r *Recorder) list(ctx context.Context, c client.WithWatch, l client.Object
 		}
 	}
 	for _, o := range items {
-		r.record(o, false)
+		r.record(o, false, true)
 	}
 	return lm.GetResourceVersion(), nil
 }
@@ -179,20 +179,20 @@ func (r *Recorder) drain(ctx context.Context, w watch.Interface, rv string) (str
 				if !ok {
 					continue
 				}
-				r.record(o, e.Type == watch.Deleted)
+				r.record(o, e.Type == watch.Deleted, false)
 				rv = o.GetResourceVersion()
 			}
 		}
 	}
 }
 
-func (r *Recorder) record(o client.Object, deleted bool) {
+func (r *Recorder) record(o client.Object, deleted, listed bool) {
 	rv, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
 	if err != nil {
 		r.problem(fmt.Sprintf("resourceVersion %q of %s is not a number: revisions cannot be ordered", o.GetResourceVersion(), o.GetName()))
 		return
 	}
-	ob := Observation{RV: rv, Deleted: deleted}
+	ob := Observation{RV: rv, Deleted: deleted, Listed: listed}
 	switch o := o.(type) {
 	case *berthv1.Workload:
 		ob.Workload = trimWorkload(o)

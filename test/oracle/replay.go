@@ -23,6 +23,9 @@ type Observation struct {
 	RV uint64
 	// Deleted marks the deletion of the object.
 	Deleted bool
+	// Listed marks a version the recorder found when it started, not one
+	// written while it watched: a baseline, charged but not judged.
+	Listed bool
 
 	Workload     *berthv1.Workload
 	Pod          *corev1.Pod
@@ -113,6 +116,9 @@ func Replay(obs []Observation, managedNamespaces []string) []string {
 func (r *replay) workload(o Observation) {
 	wl := o.Workload
 	name := wl.Namespace + "/" + wl.Name
+	// What the recorder found when it started is a baseline: charged, but
+	// not judged as an admission.
+	seen := !o.Listed
 	r.workloads[wl.UID] = name
 	prev := r.admissions[wl.UID]
 	next := wl.Status.Admission
@@ -124,10 +130,10 @@ func (r *replay) workload(o Observation) {
 			"at revision %d Workload %s was admitted again without being evicted: ClusterQueue %s, %v became ClusterQueue %s, %v",
 			o.RV, name, prev.ClusterQueue, prev.PodSetAssignments, next.ClusterQueue, next.PodSetAssignments))
 	}
-	if prev == nil && next != nil && wl.DeletionTimestamp != nil {
+	if seen && prev == nil && next != nil && wl.DeletionTimestamp != nil {
 		r.violations = append(r.violations, fmt.Sprintf("at revision %d Workload %s was admitted while being deleted", o.RV, name))
 	}
-	r.hold(o)
+	r.hold(o, seen)
 	if next == nil {
 		delete(r.admissions, wl.UID)
 		return
@@ -137,7 +143,7 @@ func (r *replay) workload(o Observation) {
 
 // hold charges a Workload that holds quota with what its admission
 // requests, and checks its ClusterQueue's quota when it starts to hold.
-func (r *replay) hold(o Observation) {
+func (r *replay) hold(o Observation, seen bool) {
 	wl := o.Workload
 	old, had := r.held[wl.UID]
 	for k, v := range old {
@@ -166,7 +172,7 @@ func (r *replay) hold(o Observation) {
 		r.heldUsage[k] += v
 	}
 	r.held[wl.UID] = charges
-	if !had {
+	if seen && !had {
 		after := fmt.Sprintf("Workload %s/%s was admitted", wl.Namespace, wl.Name)
 		r.violations = append(r.violations, r.excess(o.RV, after, "admitted Workloads", adm.ClusterQueue, r.heldUsage)...)
 	}
@@ -202,7 +208,7 @@ func (r *replay) pod(o Observation) {
 	uid := types.UID(p.Labels[berthv1.WorkloadLabel])
 	adm := r.admissions[uid]
 	if adm == nil {
-		if r.managed[p.Namespace] && !r.reportedPod[p.UID] {
+		if r.managed[p.Namespace] && !r.reportedPod[p.UID] && !o.Listed {
 			r.reportedPod[p.UID] = true
 			r.violations = append(r.violations, fmt.Sprintf(
 				"at revision %d pod %s/%s is bound to node %s without an admitted Workload (label %s=%q): it runs outside quota",
@@ -214,6 +220,9 @@ func (r *replay) pod(o Observation) {
 	r.pods[p.UID] = chargedPod{name: p.Namespace + "/" + p.Name, charges: charges}
 	for k, v := range charges {
 		r.usage[k] += v
+	}
+	if o.Listed {
+		return // bound before the recorder started: a baseline
 	}
 	after := fmt.Sprintf("pod %s/%s was bound", p.Namespace, p.Name)
 	r.violations = append(r.violations, r.excess(o.RV, after, "bound pods", adm.ClusterQueue, r.usage)...)

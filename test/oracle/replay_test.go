@@ -72,7 +72,7 @@ func TestReplay(t *testing.T) {
 	}, {
 		name: "a second workload admitted and its pod bound while the first still runs",
 		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), pod(3, "a0", "a", "n1", corev1.PodRunning, "8"),
-			admitted(5, "b", "cq"), pod(6, "b0", "b", "n2", corev1.PodPending, "8")},
+			evicted(4, "b"), admitted(5, "b", "cq"), pod(6, "b0", "b", "n2", corev1.PodPending, "8")},
 		want: []string{
 			"after Workload ns/wl-b was admitted, the admitted Workloads of ClusterQueue cq used 16000m of nvidia.com/gpu in flavor h200, its limit is 8000m",
 			"after pod ns/b0 was bound, the bound pods of ClusterQueue cq used 16000m of nvidia.com/gpu in flavor h200, its limit is 8000m",
@@ -90,8 +90,22 @@ func TestReplay(t *testing.T) {
 		want: []string{"after pod ns/b0 was bound, the bound pods of ClusterQueue cq used 16000m"},
 	}, {
 		name: "an evicting workload holds its quota until its admission is cleared",
-		obs: []Observation{queue("cq", ""), admitted(2, "a", "cq"), admitted(3, "a", "cq", berthv1.ConditionEvicted),
+		obs: []Observation{queue("cq", ""), evicted(1, "b"), admitted(2, "a", "cq"), admitted(3, "a", "cq", berthv1.ConditionEvicted),
 			admitted(4, "b", "cq"), evicted(5, "a")},
+		want: []string{"after Workload ns/wl-b was admitted, the admitted Workloads of ClusterQueue cq used 16000m"},
+	}, {
+		name: "workloads found admitted when recording starts are a baseline, charged but not judged",
+		obs: func() []Observation {
+			a := admitted(1, "a", "cq")
+			deleting := admitted(2, "d", "gone")
+			deleting.Workload.DeletionTimestamp = &metav1.Time{}
+			running := pod(2, "a0", "a", "n1", corev1.PodRunning, "8")
+			stray := pod(2, "x0", "", "n2", corev1.PodRunning, "8")
+			for _, o := range []*Observation{&a, &deleting, &running, &stray} {
+				o.Listed = true
+			}
+			return []Observation{queue("cq", ""), a, deleting, running, stray, evicted(3, "b"), admitted(4, "b", "cq")}
+		}(),
 		want: []string{"after Workload ns/wl-b was admitted, the admitted Workloads of ClusterQueue cq used 16000m"},
 	}, {
 		name: "a workload admitted while being deleted",
@@ -122,7 +136,7 @@ func TestReplay(t *testing.T) {
 			pod(4, "x0", "x", "n1", corev1.PodRunning, "8"), pod(5, "y0", "y", "n2", corev1.PodRunning, "8")},
 	}, {
 		name: "a cohort over its pool",
-		obs: []Observation{queue("a", "co"), queue("b", "co"), admitted(2, "x", "a"), admitted(3, "y", "a"), admitted(4, "z", "b"),
+		obs: []Observation{queue("a", "co"), queue("b", "co"), evicted(1, "z"), admitted(2, "x", "a"), admitted(3, "y", "a"), admitted(4, "z", "b"),
 			pod(5, "x0", "x", "n1", corev1.PodRunning, "8"), pod(6, "y0", "y", "n2", corev1.PodRunning, "8"), pod(7, "z0", "z", "n3", corev1.PodRunning, "8")},
 		want: []string{
 			"after Workload ns/wl-z was admitted, the admitted Workloads of cohort co used 24000m of nvidia.com/gpu in flavor h200, its pool is 16000m",
