@@ -23,6 +23,10 @@ type DispatchOptions struct {
 	Backoff, MaxBackoff time.Duration
 	// Timeout bounds one attempt.
 	Timeout time.Duration
+	// Prepare, when set, completes a report (its log tail and events)
+	// before its first attempt, in the sending goroutine: what it fetches
+	// never holds up whoever enqueued the report.
+	Prepare func(ctx context.Context, r *Report)
 }
 
 // DefaultDispatchOptions are berth-controller's defaults: a queue of 256,
@@ -97,6 +101,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 func (d *Dispatcher) send(ctx context.Context, dl delivery) {
 	actx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	if dl.attempt == 1 && d.opts.Prepare != nil {
+		d.opts.Prepare(actx, dl.report)
+	}
 	err := dl.sink.Send(actx, dl.report)
 	cancel()
 	if err == nil {

@@ -58,9 +58,11 @@ var verbs = map[Kind]string{
 type Gang struct {
 	// UID identifies the gang (its Workload) for deduplication.
 	UID types.UID
-	// JobKind and JobName name the job, e.g. "Job" and "train-x".
-	JobKind, JobName string
-	Namespace        string
+	// JobKind and JobName name the job, e.g. "Job" and "train-x";
+	// JobAPIVersion and JobUID complete its reference, for events on it.
+	JobKind, JobName      string
+	JobAPIVersion, JobUID string
+	Namespace             string
 	// LocalQueue and ClusterQueue it was admitted through, and the flavor.
 	LocalQueue, ClusterQueue, Flavor string
 	// Domain is the topology domain it was placed in ("" when none).
@@ -102,6 +104,9 @@ type Report struct {
 	LogTail string
 	// Events are recent events of the first failed pod, "Reason: note".
 	Events []string
+	// LogLines and LogBytes bound LogTail (the policy's limits; 0 lines:
+	// no log).
+	LogLines, LogBytes int64
 }
 
 // Affected is how many distinct pods the report covers (1 for a failure

@@ -10,9 +10,15 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
 // A Sink delivers reports somewhere. Send must not log or return the
@@ -140,4 +146,35 @@ func orDefault(c *http.Client) *http.Client {
 		return c
 	}
 	return &http.Client{Timeout: 10 * time.Second}
+}
+
+// EventReason is the reason of the Warning events the Event sink records.
+const EventReason = "GangFailure"
+
+// EventSink records each report as a Warning event on the job (or the
+// Workload, for a gang without a job), where `kubectl describe` shows it.
+type EventSink struct {
+	recorder events.EventRecorder
+}
+
+// NewEventSink returns a sink recording with recorder.
+func NewEventSink(recorder events.EventRecorder) *EventSink { return &EventSink{recorder: recorder} }
+
+// Type implements Sink.
+func (*EventSink) Type() string { return "event" }
+
+// Send implements Sink.
+func (s *EventSink) Send(_ context.Context, r *Report) error {
+	g := r.Gang
+	ref := &corev1.ObjectReference{APIVersion: g.JobAPIVersion, Kind: g.JobKind, Namespace: g.Namespace, Name: g.JobName, UID: types.UID(g.JobUID)}
+	if g.JobUID == "" {
+		ref = &corev1.ObjectReference{APIVersion: berthv1.GroupVersion.String(), Kind: "Workload", Namespace: g.Namespace, Name: g.JobName, UID: g.UID}
+	}
+	note := r.Headline()
+	if lines := r.podLines(slackMaxPods); lines != "" {
+		note += "; " + strings.ReplaceAll(strings.ReplaceAll(lines, "\n", "; "), "`", "")
+	}
+	// An event's note is at most 1 kB.
+	s.recorder.Eventf(ref, nil, corev1.EventTypeWarning, EventReason, "Notify", "%s", clip(note, 1024))
+	return nil
 }
