@@ -27,8 +27,13 @@ import (
 
 // reread is how often a policy's Secret is read again, so a rotated URL is
 // used without editing the policy (berth does not watch Secrets: it may
-// read only those it was granted, one by one).
-const reread = 10 * time.Minute
+// read only those it was granted, one by one); retry is how soon a policy
+// that is not Ready is looked at again, so that granting berth the Secret,
+// or creating it, is noticed without touching the policy.
+const (
+	reread = 10 * time.Minute
+	retry  = 20 * time.Second
+)
 
 // PolicyReconciler keeps the Notifier's policies in step with the
 // NotificationPolicy and ClusterNotificationPolicy objects, reads each
@@ -109,16 +114,19 @@ func (r *PolicyReconciler) apply(ctx context.Context, obj client.Object, st *ber
 	r.notifier.SetPolicy(p, sink)
 	cond := metav1.Condition{Type: berthv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
 		ObservedGeneration: obj.GetGeneration()}
+	after := reread
 	if sink == nil {
-		cond.Status = metav1.ConditionFalse
-		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Notify", "%s", msg)
+		cond.Status, after = metav1.ConditionFalse, retry
 	}
 	if meta.SetStatusCondition(&st.Conditions, cond) {
+		if sink == nil {
+			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Notify", "%s", msg)
+		}
 		if err := r.client.Status().Update(ctx, obj); err != nil {
 			return reconcile.Result{}, fmt.Errorf("writing the Ready condition of %s: %w", p.Key, err)
 		}
 	}
-	return reconcile.Result{RequeueAfter: reread}, nil
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // sink builds the policy's sink, or says why it cannot.
