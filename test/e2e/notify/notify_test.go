@@ -20,11 +20,11 @@ var _ = Describe("failure notifications of gangs on the full plane", func() {
 	It("reports a gang whose pods kwok OOM-kills in one message, with the pods' nodes and events", func(ctx SpecContext) {
 		ns := team(ctx, 60)
 		faultyJob(ctx, ns, "train", 4, controlplane.Terminate("OOMKilled", 2*time.Second))
-		msgs := slack.messages("/" + ns)
+		msgs := slack.Headlines("/" + ns)
 		Eventually(msgs, timeout, interval).Should(HaveLen(1))
 		Consistently(msgs, quiet, interval).Should(HaveLen(1), "four pods failing together are one message")
-		m := msgs()[0]
-		Expect(m).To(HavePrefix("4 of 4 pods of Job " + ns + "/train were OOM-killed: OOMKilled\n"))
+		Expect(msgs()[0]).To(Equal("4 of 4 pods of Job " + ns + "/train were OOM-killed: OOMKilled"))
+		m := slack.Posts("/" + ns)[0].Body
 		Expect(m).To(ContainSubstring("exit code 137"))
 		Expect(m).To(MatchRegexp(`on .h200-[01].`), "the node each pod ran on")
 		Expect(m).To(ContainSubstring("BackOff: Back-off restarting failed container"), "the pod's events")
@@ -33,8 +33,8 @@ var _ = Describe("failure notifications of gangs on the full plane", func() {
 	It("reports a crash loop after the restart that started it", func(ctx SpecContext) {
 		ns := team(ctx, 60)
 		faultyJob(ctx, ns, "serve", 2, controlplane.CrashLoop(2*time.Second))
-		Eventually(slack.messages("/"+ns), timeout, interval).Should(
-			ContainElement(HavePrefix("2 of 2 pods of Job " + ns + "/serve are crash-looping: CrashLoopBackOff")))
+		Eventually(slack.Headlines("/"+ns), timeout, interval).Should(
+			ContainElement("2 of 2 pods of Job " + ns + "/serve are crash-looping: CrashLoopBackOff"))
 	})
 
 	It("sends no more than a policy's rate, and counts what it drops", func(ctx SpecContext) {
@@ -43,7 +43,7 @@ var _ = Describe("failure notifications of gangs on the full plane", func() {
 		before := testutil.ToFloat64(dropped)
 		faultyJob(ctx, ns, "a", 1, controlplane.Terminate("Error", time.Second))
 		faultyJob(ctx, ns, "b", 1, controlplane.Terminate("Error", time.Second))
-		msgs := slack.messages("/" + ns)
+		msgs := slack.Headlines("/" + ns)
 		Eventually(msgs, timeout, interval).Should(HaveLen(1))
 		Eventually(func() float64 { return testutil.ToFloat64(dropped) - before }, timeout, interval).Should(BeEquivalentTo(1))
 		Consistently(msgs, quiet, interval).Should(HaveLen(1))
@@ -52,16 +52,16 @@ var _ = Describe("failure notifications of gangs on the full plane", func() {
 	It("tells one tenant nothing of another's gangs", func(ctx SpecContext) {
 		nsA, nsB := team(ctx, 60), team(ctx, 60)
 		faultyJob(ctx, nsA, "train", 1, controlplane.Terminate("OOMKilled", time.Second))
-		Eventually(slack.messages("/"+nsA), timeout, interval).Should(HaveLen(1))
-		Consistently(slack.messages("/"+nsB), quiet, interval).Should(BeEmpty())
+		Eventually(slack.Headlines("/"+nsA), timeout, interval).Should(HaveLen(1))
+		Consistently(slack.Headlines("/"+nsB), quiet, interval).Should(BeEmpty())
 	})
 
 	It("keeps admitting and running jobs while the sink hangs", func(ctx SpecContext) {
 		ns := team(ctx, 60)
-		slack.stall()
-		DeferCleanup(slack.release)
+		slack.Stall()
+		DeferCleanup(slack.Release)
 		faultyJob(ctx, ns, "failing", 1, controlplane.Terminate("OOMKilled", time.Second))
-		Eventually(slack.stalled, timeout, interval).Should(BeNumerically(">", 0), "berth is stuck posting the report")
+		Eventually(slack.Stalled, timeout, interval).Should(BeNumerically(">", 0), "berth is stuck posting the report")
 		for _, name := range []string{"one", "two", "three"} {
 			job := builders.Job(ns, name, "team").Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(time.Second)).Obj()
 			Expect(env.Client.Create(ctx, job)).To(Succeed())

@@ -7,11 +7,6 @@ package notify_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,9 +37,8 @@ const (
 
 var (
 	env *framework.Env
-	// slack stands in for Slack's incoming webhooks; hold makes it hang
-	// until released, as a sink that is down but accepts connections.
-	slack = newStandIn()
+	// slack stands in for Slack's incoming webhooks.
+	slack = framework.NewSinkStandIn()
 )
 
 func TestNotify(t *testing.T) {
@@ -58,7 +52,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
 		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
 		Berth: framework.BerthOptions{Setup: setup.Options{Notifications: notify.Options{
-			Enabled: true, Namespace: "default", HTTPClient: slack.srv.Client(),
+			Enabled: true, Namespace: "default", HTTPClient: slack.Client(),
 			Dispatch: notify.DispatchOptions{QueueSize: 8, Attempts: 2, Backoff: 100 * time.Millisecond,
 				MaxBackoff: time.Second, Timeout: 2 * time.Second},
 		}}},
@@ -67,86 +61,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 }, NodeTimeout(10*time.Minute))
 
 var _ = AfterSuite(func() {
-	slack.release()
-	slack.srv.Close()
+	slack.Close()
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
-
-// standIn records the Slack messages posted to it, by URL path (one path
-// per spec's Secret), and can be made to hang.
-type standIn struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	msgs map[string][]string // path → headlines
-	hold chan struct{}
-	// held counts the posts that hung.
-	held int
-}
-
-func newStandIn() *standIn {
-	si := &standIn{msgs: map[string][]string{}}
-	si.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		si.mu.Lock()
-		hold := si.hold
-		si.mu.Unlock()
-		if hold != nil {
-			si.mu.Lock()
-			si.held++
-			si.mu.Unlock()
-			select {
-			case <-hold:
-			case <-r.Context().Done():
-			}
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		var msg struct{ Text string }
-		body, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(body, &msg); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		si.mu.Lock()
-		si.msgs[r.URL.Path] = append(si.msgs[r.URL.Path], msg.Text+"\n"+string(body))
-		si.mu.Unlock()
-	}))
-	return si
-}
-
-// stall makes every post hang until release.
-func (si *standIn) stall() {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.hold = make(chan struct{})
-}
-
-func (si *standIn) release() {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	if si.hold != nil {
-		close(si.hold)
-		si.hold = nil
-	}
-}
-
-// stalled is how many posts hung.
-func (si *standIn) stalled() int {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	return si.held
-}
-
-// messages returns what was posted to path: each message's headline, a
-// newline, and its whole JSON.
-func (si *standIn) messages(path string) func() []string {
-	return func() []string {
-		si.mu.Lock()
-		defer si.mu.Unlock()
-		return append([]string(nil), si.msgs[path]...)
-	}
-}
 
 // team creates a namespace with a flavor for the H200 nodes, a
 // ClusterQueue of 16 GPUs and the LocalQueue "team", and a
@@ -163,7 +82,7 @@ func team(ctx context.Context, perHour int32) string {
 	Expect(env.Client.Create(ctx, builders.ClusterQueue(ns.Name).Quota(ns.Name, builders.GPU, "16", "").Obj())).To(Succeed())
 	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, "team", ns.Name))).To(Succeed())
 	Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "slack"},
-		StringData: map[string]string{"url": slack.srv.URL + "/" + ns.Name}})).To(Succeed())
+		StringData: map[string]string{"url": slack.URL("/" + ns.Name)}})).To(Succeed())
 	np := &berthv1.NotificationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "chat"},
 		Spec: berthv1.NotificationPolicySpec{NotificationSettings: berthv1.NotificationSettings{
 			DedupWindowSeconds: 300, MaxReportsPerHour: perHour,

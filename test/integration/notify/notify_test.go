@@ -25,17 +25,17 @@ const settleAndMore = 8 * time.Second
 var _ = Describe("failure notifications", func() {
 	It("reports 3 of 4 pods OOM-killed in one Slack message that names the gang and its idle GPUs", func(ctx SpecContext) {
 		ns := team(ctx)
-		slack := newStandIn()
-		slackPolicy(ctx, ns, slack, 300)
+		slackPolicy(ctx, ns, "/"+ns, 300)
+		slack := sinks.Headlines("/" + ns)
 		_, pods := runningGang(ctx, ns, "train-x", 4, "")
 
 		for _, p := range pods[:3] {
 			oomKill(ctx, p)
 		}
-		Eventually(slack.texts, timeout, interval).Should(HaveLen(1))
-		Consistently(slack.texts, settleAndMore, interval).Should(HaveLen(1), "siblings failing together are one message")
-		Expect(slack.texts()[0]).To(Equal("3 of 4 pods of Job " + ns + "/train-x were OOM-killed: OOMKilled"))
-		msg := slack.raw()[0]
+		Eventually(slack, timeout, interval).Should(HaveLen(1))
+		Consistently(slack, settleAndMore, interval).Should(HaveLen(1), "siblings failing together are one message")
+		Expect(slack()[0]).To(Equal("3 of 4 pods of Job " + ns + "/train-x were OOM-killed: OOMKilled"))
+		msg := sinks.Posts("/" + ns)[0].Body
 		for _, want := range []string{
 			`*Queue*\nteam → ` + ns, `*Flavor*\n` + ns, `*Affected*\n3 of 4 pods`,
 			`*Idle GPUs*\n2, on the 1 pods that wait for the rest of the gang`, "exit code 137",
@@ -48,61 +48,59 @@ var _ = Describe("failure notifications", func() {
 
 	It("folds failures inside the dedup window into one later report", func(ctx SpecContext) {
 		ns := team(ctx)
-		slack := newStandIn()
-		slackPolicy(ctx, ns, slack, 30)
+		slackPolicy(ctx, ns, "/"+ns, 30)
+		slack := sinks.Headlines("/" + ns)
 		_, pods := runningGang(ctx, ns, "train-y", 4, "")
 
 		oomKill(ctx, pods[0])
-		Eventually(slack.texts, timeout, interval).Should(HaveLen(1))
+		Eventually(slack, timeout, interval).Should(HaveLen(1))
 		sentAt := time.Now()
 		oomKill(ctx, pods[1])
 		oomKill(ctx, pods[2])
 		oomKill(ctx, pods[1]) // again: a repeat, not another pod
-		Eventually(slack.texts, timeout, interval).Should(HaveLen(2))
+		Eventually(slack, timeout, interval).Should(HaveLen(2))
 		Expect(time.Since(sentAt)).To(BeNumerically(">=", 30*time.Second), "not before the window has passed")
-		Expect(slack.texts()[1]).To(HavePrefix("2 of 4 pods of Job " + ns + "/train-y were OOM-killed"))
-		Expect(slack.raw()[1]).To(ContainSubstring("(1 repeats folded in)"))
+		Expect(slack()[1]).To(HavePrefix("2 of 4 pods of Job " + ns + "/train-y were OOM-killed"))
+		Expect(sinks.Posts("/" + ns)[1].Body).To(ContainSubstring("(1 repeats folded in)"))
 	})
 
 	It("reports to a tenant's policy only its own namespace's gangs", func(ctx SpecContext) {
 		nsA, nsB := team(ctx), team(ctx)
-		slackA, slackB := newStandIn(), newStandIn()
-		slackPolicy(ctx, nsA, slackA, 300)
-		slackPolicy(ctx, nsB, slackB, 300)
+		slackPolicy(ctx, nsA, "/"+nsA, 300)
+		slackPolicy(ctx, nsB, "/"+nsB, 300)
 		_, pods := runningGang(ctx, nsA, "train-a", 2, "")
 
 		terminate(ctx, pods[0], corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1},
 			&corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"})
-		Eventually(slackA.texts, timeout, interval).Should(ConsistOf(
+		Eventually(sinks.Headlines("/"+nsA), timeout, interval).Should(ConsistOf(
 			"1 of 2 pods of Job "+nsA+"/train-a restarted: Error",
 			"1 of 2 pods of Job "+nsA+"/train-a are crash-looping: CrashLoopBackOff"))
-		Consistently(slackB.texts, settleAndMore, interval).Should(BeEmpty(), "another namespace's policy sees nothing of it")
+		Consistently(sinks.Headlines("/"+nsB), settleAndMore, interval).Should(BeEmpty(), "another namespace's policy sees nothing of it")
 	})
 
 	It("reports berth's own eviction of a gang and its requeue", func(ctx SpecContext) {
 		ns := team(ctx)
-		slack := newStandIn()
-		slackPolicy(ctx, ns, slack, 30, "Evicted", "Requeued")
+		slackPolicy(ctx, ns, "/"+ns, 30, "Evicted", "Requeued")
+		slack := sinks.Headlines("/" + ns)
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
 		Expect(env.Client.Create(ctx, pc)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc))).To(Succeed()) })
 		_, pods := runningGang(ctx, ns, "low", 4, "")
 
 		runningGangAsync(ctx, ns, "high", pc.Name)
-		Eventually(slack.texts, timeout, interval).Should(ContainElement("Job " + ns + "/low evicted: Preempted"))
+		Eventually(slack, timeout, interval).Should(ContainElement("Job " + ns + "/low evicted: Preempted"))
 		for _, p := range pods {
 			// The Job controller would, once berth suspends the Job; with no
 			// kubelet to confirm, the pod goes at once.
 			Expect(env.Client.Delete(ctx, p, client.GracePeriodSeconds(0))).To(Succeed())
 		}
-		Eventually(slack.texts, 2*timeout, interval).Should(ContainElement("Job " + ns + "/low requeued: Requeued"))
+		Eventually(slack, 2*timeout, interval).Should(ContainElement("Job " + ns + "/low requeued: Requeued"))
 	})
 
 	It("keeps admitting while a sink fails, and counts what it gave up on", func(ctx SpecContext) {
 		ns := team(ctx)
-		slack := newStandIn()
-		slackPolicy(ctx, ns, slack, 30)
-		slack.answer(http.StatusServiceUnavailable)
+		sinks.Answer("/"+ns, http.StatusServiceUnavailable)
+		slackPolicy(ctx, ns, "/"+ns, 30)
 		_, pods := runningGang(ctx, ns, "train-z", 2, "")
 		oomKill(ctx, pods[0])
 		failed := env.Berth().Metrics.NotificationsTotal.WithLabelValues("slack", metrics.NotificationFailed)
@@ -110,7 +108,7 @@ var _ = Describe("failure notifications", func() {
 		// The next gang is admitted while the sink refuses every post.
 		runningGang(ctx, ns, "next", 2, "")
 		Eventually(func() float64 { return testutil.ToFloat64(failed) - before }, timeout, interval).Should(BeEquivalentTo(1))
-		Expect(slack.texts()).To(BeEmpty())
+		Expect(sinks.Posts("/" + ns)).To(BeEmpty())
 	})
 
 	DescribeTable("says in its Ready condition why a policy cannot be used, without quoting the URL",

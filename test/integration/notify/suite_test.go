@@ -7,12 +7,7 @@ package notify_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,9 +38,9 @@ const (
 
 var (
 	env *framework.Env
-	// sinks is every stand-in the suite runs; berth's HTTP client trusts
-	// their certificates.
-	sinks = &standIns{}
+	// sinks stands in for Slack and webhooks; each spec's Secret names its
+	// own path.
+	sinks = framework.NewSinkStandIn()
 )
 
 func TestNotify(t *testing.T) {
@@ -57,7 +52,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
-		Notifications: notify.Options{Enabled: true, Namespace: berthNamespace, HTTPClient: sinks.client(),
+		Notifications: notify.Options{Enabled: true, Namespace: berthNamespace, HTTPClient: sinks.Client(),
 			// Fast retries, so a failing sink's give-up is seen in a spec.
 			Dispatch: notify.DispatchOptions{QueueSize: 16, Attempts: 3, Backoff: 100 * time.Millisecond,
 				MaxBackoff: 500 * time.Millisecond, Timeout: 2 * time.Second}},
@@ -67,114 +62,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
-	sinks.close()
+	sinks.Close()
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
-
-// standIns is a set of HTTPS servers standing in for Slack and webhooks,
-// behind one client that trusts them all (each httptest server has its
-// own certificate).
-type standIns struct {
-	mu  sync.Mutex
-	all []*standIn
-}
-
-// client is an HTTP client whose transport asks the stand-in that owns
-// the address.
-func (s *standIns) client() *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: roundTripper(func(req *http.Request) (*http.Response, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, si := range s.all {
-			if si.srv.Listener.Addr().String() == req.URL.Host {
-				return si.srv.Client().Transport.RoundTrip(req)
-			}
-		}
-		return nil, fmt.Errorf("no stand-in at %s", req.URL.Host)
-	})}
-}
-
-func (s *standIns) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, si := range s.all {
-		si.srv.Close()
-	}
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// standIn records the JSON bodies posted to it and answers status.
-type standIn struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	status int
-	posts  []map[string]any
-	tries  int
-}
-
-// newStandIn starts a stand-in answering 200.
-func newStandIn() *standIn {
-	si := &standIn{status: http.StatusOK}
-	si.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		si.mu.Lock()
-		defer si.mu.Unlock()
-		si.tries++
-		if si.status == http.StatusOK {
-			var doc map[string]any
-			if err := json.Unmarshal(body, &doc); err == nil {
-				si.posts = append(si.posts, doc)
-			}
-		}
-		w.WriteHeader(si.status)
-	}))
-	sinks.mu.Lock()
-	sinks.all = append(sinks.all, si)
-	sinks.mu.Unlock()
-	return si
-}
-
-// url is the stand-in's address with a secret-looking path.
-func (si *standIn) url() string { return si.srv.URL + "/services/T000/B000/SECRET" }
-
-func (si *standIn) answer(status int) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.status = status
-}
-
-// texts returns the headline of every message received: Slack's "text",
-// or the webhook payload's "headline".
-func (si *standIn) texts() []string {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	var out []string
-	for _, p := range si.posts {
-		if t, ok := p["text"].(string); ok {
-			out = append(out, t)
-		} else if h, ok := p["headline"].(string); ok {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// raw returns every message received, as JSON.
-func (si *standIn) raw() []string {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	var out []string
-	for _, p := range si.posts {
-		b, _ := json.Marshal(p)
-		out = append(out, string(b))
-	}
-	return out
-}
 
 // team creates a namespace with a flavor, a ClusterQueue of 64 GPUs that
 // may preempt lower priorities, and the LocalQueue "team".
@@ -189,11 +81,12 @@ func team(ctx context.Context) string {
 	return ns.Name
 }
 
-// slackPolicy creates a Secret with the stand-in's URL and a
-// NotificationPolicy posting to it as Slack, with the dedup window.
-func slackPolicy(ctx context.Context, ns string, si *standIn, window int32, kinds ...berthv1.FailureKind) {
+// slackPolicy creates a Secret with the stand-in's URL for path and a
+// NotificationPolicy posting to it as Slack, with the dedup window, and
+// waits for it to be Ready.
+func slackPolicy(ctx context.Context, ns, path string, window int32, kinds ...berthv1.FailureKind) {
 	Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slack"},
-		StringData: map[string]string{"url": si.url()}})).To(Succeed())
+		StringData: map[string]string{"url": sinks.URL(path)}})).To(Succeed())
 	np := &berthv1.NotificationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat"},
 		Spec: berthv1.NotificationPolicySpec{NotificationSettings: berthv1.NotificationSettings{
 			Kinds: kinds, DedupWindowSeconds: window, MaxReportsPerHour: 60,
