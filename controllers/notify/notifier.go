@@ -141,8 +141,14 @@ func (n *Notifier) workloadSeen(oldObj, newObj any) {
 	if !ok {
 		return
 	}
+	g := GangOf(wl)
 	n.gangsMu.Lock()
-	n.gangs[wl.UID] = GangOf(wl)
+	if prev, ok := n.gangs[wl.UID]; ok && g.ClusterQueue == "" {
+		// Requeued: the admission is gone, but the report is about where
+		// the gang ran.
+		g.ClusterQueue, g.Flavor, g.Domain, g.Booking = prev.ClusterQueue, prev.Flavor, prev.Domain, prev.Booking
+	}
+	n.gangs[wl.UID] = g
 	n.gangsMu.Unlock()
 	old, _ := oldObj.(*berthv1.Workload)
 	for _, f := range DetectWorkload(old, wl, n.clock.Now()) {
