@@ -94,14 +94,13 @@ func team(ctx context.Context, perHour int32) string {
 
 // faultyJob submits a Job of pods 2-GPU pods with the fault annotations,
 // running for an hour otherwise.
-func faultyJob(ctx context.Context, ns, name string, pods int32, fault map[string]string) *batchv1.Job {
+func faultyJob(ctx context.Context, ns, name string, pods int32, fault map[string]string) {
 	annotations := controlplane.RunFor(time.Hour)
 	for k, v := range fault {
 		annotations[k] = v
 	}
 	job := builders.Job(ns, name, "team").Pods(pods).Request(builders.GPU, "2").PodAnnotations(annotations).Obj()
 	Expect(env.Client.Create(ctx, job)).To(Succeed())
-	return job
 }
 
 // complete reports whether the Job completed.

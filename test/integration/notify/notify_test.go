@@ -27,7 +27,7 @@ var _ = Describe("failure notifications", func() {
 		ns := team(ctx)
 		slackPolicy(ctx, ns, "/"+ns, 300)
 		slack := sinks.Headlines("/" + ns)
-		_, pods := runningGang(ctx, ns, "train-x", 4, "")
+		pods := runningGang(ctx, ns, "train-x", 4)
 
 		for _, p := range pods[:3] {
 			oomKill(ctx, p)
@@ -50,7 +50,7 @@ var _ = Describe("failure notifications", func() {
 		ns := team(ctx)
 		slackPolicy(ctx, ns, "/"+ns, 30)
 		slack := sinks.Headlines("/" + ns)
-		_, pods := runningGang(ctx, ns, "train-y", 4, "")
+		pods := runningGang(ctx, ns, "train-y", 4)
 
 		oomKill(ctx, pods[0])
 		Eventually(slack, timeout, interval).Should(HaveLen(1))
@@ -68,7 +68,7 @@ var _ = Describe("failure notifications", func() {
 		nsA, nsB := team(ctx), team(ctx)
 		slackPolicy(ctx, nsA, "/"+nsA, 300)
 		slackPolicy(ctx, nsB, "/"+nsB, 300)
-		_, pods := runningGang(ctx, nsA, "train-a", 2, "")
+		pods := runningGang(ctx, nsA, "train-a", 2)
 
 		terminate(ctx, pods[0], corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1},
 			&corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"})
@@ -85,7 +85,7 @@ var _ = Describe("failure notifications", func() {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
 		Expect(env.Client.Create(ctx, pc)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pc))).To(Succeed()) })
-		_, pods := runningGang(ctx, ns, "low", 4, "")
+		pods := runningGang(ctx, ns, "low", 4)
 
 		runningGangAsync(ctx, ns, "high", pc.Name)
 		Eventually(slack, timeout, interval).Should(ContainElement("Job " + ns + "/low evicted: Preempted"))
@@ -101,12 +101,12 @@ var _ = Describe("failure notifications", func() {
 		ns := team(ctx)
 		sinks.Answer("/"+ns, http.StatusServiceUnavailable)
 		slackPolicy(ctx, ns, "/"+ns, 30)
-		_, pods := runningGang(ctx, ns, "train-z", 2, "")
+		pods := runningGang(ctx, ns, "train-z", 2)
 		oomKill(ctx, pods[0])
 		failed := env.Berth().Metrics.NotificationsTotal.WithLabelValues("slack", metrics.NotificationFailed)
 		before := testutil.ToFloat64(failed)
 		// The next gang is admitted while the sink refuses every post.
-		runningGang(ctx, ns, "next", 2, "")
+		runningGang(ctx, ns, "next", 2)
 		Eventually(func() float64 { return testutil.ToFloat64(failed) - before }, timeout, interval).Should(BeEquivalentTo(1))
 		Expect(sinks.Posts("/" + ns)).To(BeEmpty())
 	})

@@ -26,7 +26,6 @@ import (
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
-	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 const (
@@ -110,12 +109,12 @@ func readyStatus(ctx context.Context, np *berthv1.NotificationPolicy) func(Gomeg
 	}
 }
 
-// runningGang submits a Job of pods pods of 2 GPUs, waits for its
+// runningGang submits a Job of pods pods of 2 GPUs (no priority class),
+// waits for its
 // admission, and creates its pods, bound and running, as the Job
 // controller and a kubelet would.
-func runningGang(ctx context.Context, ns, name string, pods int32, priority string) (*batchv1.Job, []*corev1.Pod) {
+func runningGang(ctx context.Context, ns, name string, pods int32) []*corev1.Pod {
 	job := builders.Job(ns, name, "team").Pods(pods).Request(builders.GPU, "2").Obj()
-	job.Spec.Template.Spec.PriorityClassName = priority
 	Expect(env.Client.Create(ctx, job)).To(Succeed())
 	Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
@@ -136,7 +135,7 @@ func runningGang(ctx context.Context, ns, name string, pods int32, priority stri
 		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 		out = append(out, pod)
 	}
-	return job, out
+	return out
 }
 
 // runningGangAsync submits a Job of 4 pods of 2 GPUs of the priority
@@ -168,12 +167,4 @@ func terminate(ctx context.Context, pod *corev1.Pod, last corev1.ContainerStateT
 		}
 		g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
-}
-
-// workloadOf returns the job's Workload.
-func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
-	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, job)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(wls).To(HaveLen(1))
-	return &wls[0]
 }
