@@ -65,7 +65,12 @@ func (r *Report) placement() [][2]string {
 		{"Affected", fmt.Sprintf("%d of %d pods", r.Affected(), g.Pods)},
 	}
 	if idle := r.IdleGPUs(); idle > 0 {
-		out = append(out, [2]string{"Idle GPUs", fmt.Sprintf("%d, on the %d pods that wait for the rest of the gang", idle, g.Pods-r.Affected())})
+		waiting := g.Pods - r.Affected()
+		who := fmt.Sprintf("the %d pods that wait", waiting)
+		if waiting == 1 {
+			who = "the 1 pod that waits"
+		}
+		out = append(out, [2]string{"Idle GPUs", fmt.Sprintf("%d, on %s for the rest of the gang", idle, who)})
 	}
 	if g.Domain != "" {
 		out = append(out, [2]string{"Domain", g.Domain})

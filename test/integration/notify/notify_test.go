@@ -38,7 +38,7 @@ var _ = Describe("failure notifications", func() {
 		msg := sinks.Posts("/" + ns)[0].Body
 		for _, want := range []string{
 			`*Queue*\nteam → ` + ns, `*Flavor*\n` + ns, `*Affected*\n3 of 4 pods`,
-			`*Idle GPUs*\n2, on the 1 pods that wait for the rest of the gang`, "exit code 137",
+			`*Idle GPUs*\n2, on the 1 pod that waits for the rest of the gang`, "exit code 137",
 			"kubectl berth explain job/train-x -n " + ns,
 		} {
 			Expect(msg).To(ContainSubstring(want))
