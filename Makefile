@@ -50,7 +50,7 @@ tools:
 test: verify-generated lint test-unit test-integration test-e2e test-reliability
 
 ## test-unit: pure Go tests (engine, adapters, fuzz seed corpora) and the
-## image and release tools' own modules.
+## tools' own modules (images, the Block Kit renderer, berth's kwok Stages, release).
 test-unit:
 	$(GO) test -race -count=1 ./admission/... ./apis/... ./controllers/... ./cmd/... ./test/oracle/... ./test/faultproxy/...
 	cd test/tools/images && $(GO) test -count=1 ./...
