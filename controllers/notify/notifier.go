@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,6 +62,9 @@ type Notifier struct {
 	gangs    map[types.UID]Gang // by Workload UID, from the Workload informer
 	policyMu sync.Mutex
 	policies map[string]*policyState
+	// leading is set while Start runs: only the leader aggregates, so a
+	// follower's handlers hand nothing over.
+	leading atomic.Bool
 }
 
 // NotifierOptions configure a Notifier.
@@ -169,6 +173,9 @@ func (n *Notifier) workloadGone(obj any) {
 
 // hand passes a failure to the aggregating goroutine without waiting.
 func (n *Notifier) hand(o observed) {
+	if !n.leading.Load() {
+		return
+	}
 	select {
 	case n.incoming <- o:
 	default:
@@ -178,6 +185,8 @@ func (n *Notifier) hand(o observed) {
 
 // Start aggregates and sends until ctx ends.
 func (n *Notifier) Start(ctx context.Context) error {
+	n.leading.Store(true)
+	defer n.leading.Store(false)
 	go n.dispatch.Run(ctx)
 	t := n.clock.NewTicker(tick)
 	defer t.Stop()

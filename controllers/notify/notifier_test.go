@@ -82,6 +82,8 @@ func startNotifier(t *testing.T, p Policy, sink Sink) (*Notifier, func(cond func
 	t.Cleanup(cancel)
 	go func() { _ = n.Start(ctx) }()
 	g := NewWithT(t)
+	// Only a leading notifier takes failures in.
+	g.Eventually(n.leading.Load).Should(BeTrue())
 	return n, func(cond func() bool) {
 		g.Eventually(func() bool {
 			clk.Step(time.Second)
@@ -156,6 +158,15 @@ func TestNotifierReportsARequeueWithItsQueue(t *testing.T) {
 		}
 	}
 	NewWithT(t).Expect(sink.headlines()).To(ConsistOf("Job team-a/train evicted: Preempted", "Job team-a/train requeued: Requeued"))
+}
+
+func TestNotifierFollowerTakesNothingIn(t *testing.T) {
+	n := NewNotifier(nil, nil, nil, metrics.New(), logr.Discard(), NotifierOptions{Dispatch: fastOptions()})
+	n.workloadSeen(nil, admittedWorkload())
+	n.podUpdated(gangPod(0, 0, nil), gangPod(0, 1, nil))
+	if len(n.incoming) != 0 {
+		t.Errorf("a follower queued %d failures", len(n.incoming))
+	}
 }
 
 func TestNotifierKeepsThePolicysRate(t *testing.T) {
