@@ -94,6 +94,24 @@ func startNotifier(t *testing.T, p Policy, sink Sink) (*Notifier, func(cond func
 
 // tenantPolicy is team-a's policy with a 5 min window and perHour
 // reports an hour.
+// collected counts the failures the notifier's policies hold, waiting
+// to be reported: the test steps the clock only once they are in.
+func collected(n *Notifier) func() int {
+	return func() int {
+		n.policyMu.Lock()
+		defer n.policyMu.Unlock()
+		total := 0
+		for _, ps := range n.policies {
+			for _, b := range ps.agg.buckets {
+				if b.report != nil {
+					total += len(b.report.Failures) + b.report.Suppressed
+				}
+			}
+		}
+		return total
+	}
+}
+
 func tenantPolicy(perHour int32) Policy {
 	return Policy{Key: "team-a/chat", Namespace: "team-a",
 		Settings: berthv1.NotificationSettings{DedupWindowSeconds: 300, MaxReportsPerHour: perHour}}
@@ -107,6 +125,7 @@ func TestNotifierFoldsAGangsFailures(t *testing.T) {
 	for i := range 3 {
 		n.podUpdated(gangPod(i, 0, nil), gangPod(i, 1, oom))
 	}
+	NewWithT(t).Eventually(collected(n)).Should(Equal(3))
 	advance(func() bool { return len(sink.headlines()) == 1 })
 	if got := sink.headlines()[0]; got != "3 of 4 pods of Job team-a/train were OOM-killed: OOMKilled" {
 		t.Errorf("headline %q", got)
@@ -133,6 +152,7 @@ func TestNotifierIgnoresPodsOfGangsItDidNotAdmit(t *testing.T) {
 	q := p.DeepCopy()
 	q.Status.ContainerStatuses[0].RestartCount = 1
 	n.podUpdated(p, q)
+	NewWithT(t).Eventually(collected(n)).Should(Equal(1))
 	advance(func() bool { return len(sink.headlines()) > 0 })
 	if got := sink.headlines(); len(got) != 1 || got[0] != "1 of 4 pods of Job team-a/train restarted: Restarted" {
 		t.Errorf("reports %q, want only the admitted gang's", got)
@@ -151,6 +171,7 @@ func TestNotifierReportsARequeueWithItsQueue(t *testing.T) {
 	requeued.Status.Admission = nil
 	requeued.Status.Conditions[0].Reason = "Requeued"
 	n.workloadSeen(evicted, requeued)
+	NewWithT(t).Eventually(collected(n)).Should(Equal(2))
 	advance(func() bool { return len(sink.headlines()) == 2 })
 	for _, r := range sink.got {
 		if r.Gang.ClusterQueue != "gpu" {
@@ -182,6 +203,7 @@ func TestNotifierKeepsThePolicysRate(t *testing.T) {
 		q.Status.ContainerStatuses[0].RestartCount = 1
 		n.podUpdated(p, q)
 	}
+	NewWithT(t).Eventually(collected(n)).Should(Equal(3))
 	advance(func() bool { return len(sink.headlines()) == 1 })
 	dropped := n.metrics.NotificationsTotal.WithLabelValues("webhook", metrics.NotificationDropped)
 	advance(func() bool { return testutil.ToFloat64(dropped) == 2 })
