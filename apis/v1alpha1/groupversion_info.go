@@ -1,7 +1,8 @@
 // Package v1alpha1 contains the berth.dev/v1alpha1 API: the objects a platform
 // team uses to describe GPU capacity and quota (ResourceFlavor, ClusterQueue,
-// LocalQueue, CapacityPool) and the Workload, berth's record of one gang waiting for, or
-// holding, an admission.
+// LocalQueue, CapacityPool), the Workload, berth's record of one gang waiting for, or
+// holding, an admission, and the notification policies that report the failures of
+// admitted gangs (NotificationPolicy, ClusterNotificationPolicy).
 //
 // +kubebuilder:object:generate=true
 // +groupName=berth.dev
@@ -24,6 +25,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		&LocalQueue{}, &LocalQueueList{},
 		&Workload{}, &WorkloadList{},
 		&CapacityPool{}, &CapacityPoolList{},
+		&NotificationPolicy{}, &NotificationPolicyList{},
+		&ClusterNotificationPolicy{}, &ClusterNotificationPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -33,6 +33,7 @@ type config struct {
 	localQueueFairSharing   bool
 	deviceClasses           jobs.DeviceClassMapping
 	leaseDuration, renewDue time.Duration
+	notifications           bool
 }
 
 func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
@@ -56,6 +57,8 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
 		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
+	fs.BoolVar(&c.notifications, "notifications", true,
+		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
 	zapOpts.BindFlags(fs)

@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/cmd/internal/buildinfo"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/leader"
+	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
 )
 
@@ -107,6 +108,7 @@ func run(ctx context.Context, c config) error {
 		ApplyWorkers:       c.applyWorkers,
 		PendingStatusDelay: c.pendingStatusDelay,
 		DeviceClasses:      c.deviceClasses,
+		Notifications:      notify.Options{Enabled: c.notifications, Namespace: c.namespace},
 	}); err != nil {
 		return err
 	}

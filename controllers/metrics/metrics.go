@@ -48,7 +48,18 @@ type Metrics struct {
 	// the seconds it stayed free while a gang that needs that flavor waited
 	// for capacity: GPU-seconds idle in the wrong place.
 	IdleWhileWaitingTotal *prometheus.CounterVec
+	// NotificationsTotal counts failure reports by sink type (slack,
+	// webhook, event) and result: sent, failed (given up after retries or
+	// refused) or dropped (the delivery queue was full).
+	NotificationsTotal *prometheus.CounterVec
 }
+
+// Values of the result label of NotificationsTotal.
+const (
+	NotificationSent    = "sent"
+	NotificationFailed  = "failed"
+	NotificationDropped = "dropped"
+)
 
 // Values of the path label of AdmissionWait.
 const (
@@ -89,13 +100,17 @@ func New() *Metrics {
 			Name: "berth_idle_capacity_while_waiting_seconds_total",
 			Help: "Free capacity (in units of the resource) times seconds, on schedulable nodes of a flavor, while a gang of that flavor waited for capacity: e.g. GPU-seconds idle in the wrong place.",
 		}, []string{"flavor", "resource"}),
+		NotificationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_notifications_total",
+			Help: "Failure reports of gangs, by sink type (slack, webhook, event) and result: sent, failed (refused, or given up after retries) or dropped (the delivery queue was full).",
+		}, []string{"sink", "result"}),
 	}
 }
 
 // Register adds every collector to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
-		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal} {
+		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -128,4 +143,9 @@ func (m *Metrics) ProvisioningOutcome(class, outcome string) {
 // AddIdle adds amount (in units of the resource) idle for d.
 func (m *Metrics) AddIdle(flavor, resource string, amount float64, d time.Duration) {
 	m.IdleWhileWaitingTotal.WithLabelValues(flavor, resource).Add(amount * d.Seconds())
+}
+
+// Notification records the result of one report to a sink.
+func (m *Metrics) Notification(sink, result string) {
+	m.NotificationsTotal.WithLabelValues(sink, result).Inc()
 }

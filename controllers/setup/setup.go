@@ -35,6 +35,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/provisioning"
 	"github.com/berth-dev/berth/controllers/queue"
 	"github.com/berth-dev/berth/controllers/scheduler"
@@ -71,6 +72,9 @@ type Options struct {
 	// time, condition transition times, the pods-ready deadline. The real
 	// clock when nil; tests inject a fake one.
 	Clock clock.PassiveClock
+	// Notifications configures the failure reports of admitted gangs
+	// (off unless Enabled).
+	Notifications notify.Options
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -142,6 +146,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		if err := r.Register(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("registering %s controller: %w", r.Name(), err)
 		}
+	}
+	if err := notify.Add(ctx, mgr, m, recorder, o.Notifications); err != nil {
+		return nil, fmt.Errorf("setting up notifications: %w", err)
 	}
 	if o.Webhooks {
 		if err := RegisterWebhooks(mgr); err != nil {

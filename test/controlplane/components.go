@@ -105,6 +105,13 @@ func (p *Plane) nodeComponents(opts Options) ([]nodeComponent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.KwokConfigPaths) == 0 {
+		faults, err := writeFaultStages(filepath.Join(p.Dir, "kwok-fault-stages"))
+		if err != nil {
+			return nil, err
+		}
+		stages = append(stages, faults...)
+	}
 	ports := make([]int, 3)
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {

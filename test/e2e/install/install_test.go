@@ -91,6 +91,7 @@ func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 			Should(BeTrue(), "job %s runs to completion", job.Name)
 	}
 	expectSecureMetrics(ctx, berth, objs)
+	expectSecretBoundary(ctx, deploy)
 	Expect(forbidden(berth.Log())).To(BeEmpty(), "berth needs no permission the install lacks")
 
 	By("uninstalling")

@@ -132,6 +132,9 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.localQueueFairSharing) }}
 - --local-queue-fair-sharing={{ $c.localQueueFairSharing }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.notifications) }}
+- --notifications={{ $c.notifications }}
+{{- end }}
 {{- with $c.draDeviceClasses }}
 - --dra-device-class={{ join "," . }}
 {{- end }}

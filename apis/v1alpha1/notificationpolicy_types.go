@@ -1,0 +1,223 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FailureKind is a kind of failure of a gang that a notification policy
+// reports.
+// +kubebuilder:validation:Enum=Restarted;OOMKilled;CrashLoopBackOff;ImagePullBackOff;Unschedulable;NodeLost;Evicted;Requeued;RetriesExhausted
+type FailureKind string
+
+// NotificationSinkType is where reports go.
+// +kubebuilder:validation:Enum=Slack;Webhook;Event
+type NotificationSinkType string
+
+// The sink types.
+const (
+	// SinkSlack posts Block Kit messages to a Slack incoming webhook.
+	SinkSlack NotificationSinkType = "Slack"
+	// SinkWebhook posts a JSON document (notify.berth.dev/v1alpha1) to a URL.
+	SinkWebhook NotificationSinkType = "Webhook"
+	// SinkEvent records a Warning event on the job.
+	SinkEvent NotificationSinkType = "Event"
+)
+
+// SecretKeyRef names one key of a Secret.
+type SecretKeyRef struct {
+	// name of the Secret. A NotificationPolicy's Secret is in the policy's
+	// namespace; a ClusterNotificationPolicy's is in berth's own namespace.
+	// berth reads it with a plain get: grant berth's service account get
+	// on this one Secret (docs/notifications.md).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key in the Secret's data holding the URL.
+	// +optional
+	// +kubebuilder:default=url
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// NotificationSink is where a policy's reports go.
+// +kubebuilder:validation:XValidation:rule="self.type == 'Event' || has(self.urlSecretRef)",message="a Slack or Webhook sink needs urlSecretRef: the Secret key holding its URL"
+type NotificationSink struct {
+	// type of the sink: Slack (an incoming webhook), Webhook (JSON to any
+	// URL) or Event (a Warning event on the job).
+	// +required
+	Type NotificationSinkType `json:"type"`
+	// urlSecretRef is the Secret key that holds the webhook URL (a
+	// credential: it is never logged or copied into events or status).
+	// +optional
+	URLSecretRef *SecretKeyRef `json:"urlSecretRef,omitempty"`
+}
+
+// NotificationSettings are what every notification policy has.
+type NotificationSettings struct {
+	// kinds of failure to report; empty means all.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=9
+	Kinds []FailureKind `json:"kinds,omitempty"`
+
+	// sink is where the reports go.
+	// +required
+	Sink NotificationSink `json:"sink"`
+
+	// dedupWindowSeconds: at most one report per gang and kind of failure
+	// per window; the failures inside it are folded into one ("3 of 8 pods
+	// restarted").
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=86400
+	DedupWindowSeconds int32 `json:"dedupWindowSeconds,omitempty"`
+
+	// maxReportsPerHour bounds the reports this policy sends in any hour,
+	// over all gangs; more are dropped and counted in
+	// berth_notifications_total{result="dropped"}.
+	// +optional
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	MaxReportsPerHour int32 `json:"maxReportsPerHour,omitempty"`
+
+	// logLines is how many lines of the previous container's log a report
+	// carries (0: none); logBytes bounds them.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=200
+	LogLines *int32 `json:"logLines,omitempty"`
+	// +optional
+	// +kubebuilder:default=2048
+	// +kubebuilder:validation:Minimum=256
+	// +kubebuilder:validation:Maximum=2800
+	LogBytes int32 `json:"logBytes,omitempty"`
+
+	// unschedulableAfterSeconds: a pod of an admitted gang still not bound
+	// after this long is reported, with the scheduler's message.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=30
+	UnschedulableAfterSeconds int32 `json:"unschedulableAfterSeconds,omitempty"`
+}
+
+// NotificationPolicySpec selects a namespace's gangs to report on.
+type NotificationPolicySpec struct {
+	NotificationSettings `json:",inline"`
+
+	// localQueues of this namespace whose gangs are reported; empty means
+	// all of the namespace's gangs.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	LocalQueues []string `json:"localQueues,omitempty"`
+}
+
+// ClusterNotificationPolicySpec selects gangs across namespaces.
+type ClusterNotificationPolicySpec struct {
+	NotificationSettings `json:",inline"`
+
+	// namespaceSelector selects the namespaces whose gangs are reported;
+	// empty selects all.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// clusterQueues whose gangs are reported; empty means all.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	ClusterQueues []string `json:"clusterQueues,omitempty"`
+}
+
+// NotificationPolicyStatus is what berth observed of a policy.
+type NotificationPolicyStatus struct {
+	// conditions: Ready says whether berth can read the sink's Secret and
+	// the URL in it is valid, and if not, what to do.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=4
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ConditionReady is the condition of a notification policy that says
+// whether its sink can be used.
+const ConditionReady = "Ready"
+
+// Reasons of a notification policy's Ready condition.
+const (
+	// ReasonSinkReady (Ready=True): the sink's URL was read and is valid.
+	ReasonSinkReady = "SinkReady"
+	// ReasonSecretNotReadable (Ready=False): the Secret is missing, berth
+	// may not read it, or it has no such key.
+	ReasonSecretNotReadable = "SecretNotReadable"
+	// ReasonInvalidURL (Ready=False): the Secret's value is not an https
+	// URL.
+	ReasonInvalidURL = "InvalidURL"
+)
+
+// NotificationPolicy sends failure reports of its namespace's gangs
+// (restarts, OOM kills, crash loops, stuck or lost pods, evictions) to
+// Slack, a webhook or events. Tenants create it; it sees only its own
+// namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Sink",type=string,JSONPath=`.spec.sink.type`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NotificationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the policy.
+	// +required
+	Spec NotificationPolicySpec `json:"spec"`
+	// status is what berth observed of the policy.
+	// +optional
+	Status NotificationPolicyStatus `json:"status,omitempty"`
+}
+
+// NotificationPolicyList is a list of NotificationPolicies.
+//
+// +kubebuilder:object:root=true
+type NotificationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NotificationPolicy `json:"items"`
+}
+
+// ClusterNotificationPolicy sends failure reports of the gangs of the
+// namespaces and ClusterQueues it selects. Platform teams create it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Sink",type=string,JSONPath=`.spec.sink.type`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterNotificationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the policy.
+	// +required
+	Spec ClusterNotificationPolicySpec `json:"spec"`
+	// status is what berth observed of the policy.
+	// +optional
+	Status NotificationPolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterNotificationPolicyList is a list of ClusterNotificationPolicies.
+//
+// +kubebuilder:object:root=true
+type ClusterNotificationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterNotificationPolicy `json:"items"`
+}

@@ -1,0 +1,134 @@
+package framework
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+)
+
+// SinkStandIn is an HTTPS server standing in for Slack's incoming webhooks
+// and any other webhook berth posts failure reports to. It records every
+// accepted post by URL path (give each spec's Secret its own path), can be
+// told to answer an error status, or to hang until released — a sink that
+// is down but still accepts connections.
+type SinkStandIn struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	status map[string]int // by path; 200 when not set
+	hold   chan struct{}
+	held   int
+	posts  map[string][]Post
+}
+
+// Post is one report the stand-in accepted.
+type Post struct {
+	// Headline is a Slack message's text, or a webhook payload's headline.
+	Headline string
+	// Body is the whole JSON document.
+	Body string
+}
+
+// NewSinkStandIn starts a stand-in that accepts every post.
+func NewSinkStandIn() *SinkStandIn {
+	s := &SinkStandIn{status: map[string]int{}, posts: map[string][]Post{}}
+	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+func (s *SinkStandIn) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	hold, status := s.hold, s.status[r.URL.Path]
+	if hold != nil {
+		s.held++
+	}
+	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if status != 0 && status != http.StatusOK {
+		w.WriteHeader(status)
+		return
+	}
+	var doc struct{ Text, Headline string }
+	if err := json.Unmarshal(body, &doc); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.posts[r.URL.Path] = append(s.posts[r.URL.Path], Post{Headline: doc.Text + doc.Headline, Body: string(body)})
+	s.mu.Unlock()
+}
+
+// URL is the stand-in's address for path (which starts with /).
+func (s *SinkStandIn) URL(path string) string { return s.srv.URL + path }
+
+// Client is an HTTP client that trusts the stand-in's certificate.
+func (s *SinkStandIn) Client() *http.Client { return s.srv.Client() }
+
+// Answer makes the stand-in answer status to every post on path (200
+// accepts).
+func (s *SinkStandIn) Answer(path string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status[path] = status
+}
+
+// Stall makes every post hang until Release.
+func (s *SinkStandIn) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		s.hold = make(chan struct{})
+	}
+}
+
+// Release lets stalled posts go (answered 503) and accepts posts again.
+func (s *SinkStandIn) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold != nil {
+		close(s.hold)
+		s.hold = nil
+	}
+}
+
+// Stalled is how many posts hung.
+func (s *SinkStandIn) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// Posts returns what was accepted on path.
+func (s *SinkStandIn) Posts(path string) []Post {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Post(nil), s.posts[path]...)
+}
+
+// Headlines returns a poller of the headlines accepted on path, for
+// Eventually.
+func (s *SinkStandIn) Headlines(path string) func() []string {
+	return func() []string {
+		var out []string
+		for _, p := range s.Posts(path) {
+			out = append(out, p.Headline)
+		}
+		return out
+	}
+}
+
+// Close releases stalled posts and stops the server.
+func (s *SinkStandIn) Close() {
+	s.Release()
+	s.srv.Close()
+}
