@@ -6,7 +6,7 @@ import (
 
 // FailureKind is a kind of failure of a gang that a notification policy
 // reports.
-// +kubebuilder:validation:Enum=Restarted;OOMKilled;CrashLoopBackOff;ImagePullBackOff;Unschedulable;NodeLost;Evicted;Requeued;RetriesExhausted
+// +kubebuilder:validation:Enum=Restarted;OOMKilled;CrashLoopBackOff;ImagePullBackOff;Unschedulable;NodeLost;Evicted;Requeued;RetriesExhausted;BookingFailed
 type FailureKind string
 
 // NotificationSinkType is where reports go.
@@ -58,7 +58,7 @@ type NotificationSettings struct {
 	// kinds of failure to report; empty means all.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:MaxItems=10
 	Kinds []FailureKind `json:"kinds,omitempty"`
 
 	// sink is where the reports go.

@@ -103,6 +103,13 @@ func DetectWorkload(old, wl *berthv1.Workload, now time.Time) []Failure {
 		}
 		out = append(out, Failure{Kind: kind, Reason: c.Reason, Message: c.Message, At: now})
 	}
+	// A failed booking releases the quota: QuotaReserved turns False with
+	// ProvisioningFailed (tried again later) or ProvisioningGaveUp.
+	q, pq := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved), meta.FindStatusCondition(old.Status.Conditions, berthv1.ConditionQuotaReserved)
+	if q != nil && q.Status == metav1.ConditionFalse && (q.Reason == string(berthv1.ReasonProvisioningFailed) || q.Reason == string(berthv1.ReasonProvisioningGaveUp)) &&
+		(pq == nil || pq.Status != q.Status || pq.Reason != q.Reason) {
+		out = append(out, Failure{Kind: BookingFailed, Reason: q.Reason, Message: q.Message, At: now})
+	}
 	if c := newlyTrue(old, wl, berthv1.ConditionFinished); c != nil && c.Reason == string(berthv1.ReasonFailed) {
 		out = append(out, Failure{Kind: RetriesExhausted, Reason: c.Reason, Message: c.Message, At: now})
 	}

@@ -104,6 +104,10 @@ func TestDetectWorkload(t *testing.T) {
 		return metav1.Condition{Type: berthv1.ConditionEvicted, Status: metav1.ConditionTrue, Reason: reason, Message: "m"}
 	}
 	failed := metav1.Condition{Type: berthv1.ConditionFinished, Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonFailed), Message: "BackoffLimitExceeded"}
+	reserved := metav1.Condition{Type: berthv1.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"}
+	booking := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: berthv1.ConditionQuotaReserved, Status: metav1.ConditionFalse, Reason: reason, Message: "m"}
+	}
 	succeeded := metav1.Condition{Type: berthv1.ConditionFinished, Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonSucceeded)}
 	cases := []struct {
 		name     string
@@ -116,6 +120,10 @@ func TestDetectWorkload(t *testing.T) {
 		{"failed for good", wl(), wl(failed), []Kind{RetriesExhausted}},
 		{"succeeded", wl(), wl(succeeded), nil},
 		{"first sight", nil, wl(evicted("Preempted")), nil},
+		{"a booking failed", wl(reserved), wl(booking("ProvisioningFailed")), []Kind{BookingFailed}},
+		{"and then given up", wl(booking("ProvisioningFailed")), wl(booking("ProvisioningGaveUp")), []Kind{BookingFailed}},
+		{"still failed", wl(booking("ProvisioningFailed")), wl(booking("ProvisioningFailed")), nil},
+		{"waiting for quota is not a failure", wl(reserved), wl(booking("InsufficientQuota")), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

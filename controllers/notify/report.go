@@ -45,6 +45,9 @@ const (
 	Requeued Kind = "Requeued"
 	// RetriesExhausted: the job will not be retried any more.
 	RetriesExhausted Kind = "RetriesExhausted"
+	// BookingFailed: capacity booked for the gang was not provisioned;
+	// berth released its quota and tries again later, or gave up.
+	BookingFailed Kind = "BookingFailed"
 )
 
 // verbs say what happened to a pod of each kind, for the headline.
@@ -52,6 +55,7 @@ var verbs = map[Kind]string{
 	Restarted: "restarted", OOMKilled: "were OOM-killed", CrashLoopBackOff: "are crash-looping",
 	ImagePullBackOff: "cannot pull their image", Unschedulable: "are not scheduled", NodeLost: "were lost with their node",
 	Evicted: "were evicted", Requeued: "were requeued", RetriesExhausted: "ran out of retries",
+	BookingFailed: "could not book their capacity",
 }
 
 // Gang is what berth knows of the gang a failure belongs to.
@@ -124,7 +128,7 @@ func (r *Report) Affected() int {
 // for kinds after which the gang no longer holds them.
 func (r *Report) IdleGPUs() int64 {
 	switch r.Kind {
-	case Evicted, Requeued, RetriesExhausted:
+	case Evicted, Requeued, RetriesExhausted, BookingFailed:
 		return 0
 	}
 	return int64(max(r.Gang.Pods-r.Affected(), 0)) * r.Gang.GPUsPerPod
@@ -135,7 +139,11 @@ func (r *Report) IdleGPUs() int64 {
 func (r *Report) Headline() string {
 	what := fmt.Sprintf("%s %s/%s", r.Gang.JobKind, r.Gang.Namespace, r.Gang.JobName)
 	if r.Affected() == 1 && r.Failures[0].Pod == "" {
-		return fmt.Sprintf("%s %s: %s", what, strings.TrimPrefix(verbs[r.Kind], "were "), r.reasons())
+		verb := strings.TrimPrefix(verbs[r.Kind], "were ")
+		if r.Kind == BookingFailed {
+			verb = "could not book its capacity"
+		}
+		return fmt.Sprintf("%s %s: %s", what, verb, r.reasons())
 	}
 	return fmt.Sprintf("%d of %d pods of %s %s: %s", r.Affected(), r.Gang.Pods, what, verbs[r.Kind], r.reasons())
 }

@@ -26,18 +26,21 @@ const (
 	// FaultAfterAnnotation is how long after the pod runs the fault comes
 	// (a Go duration; default 1 s).
 	FaultAfterAnnotation = "fault.stage.berth.dev/after"
+	// podCompleteWeightAnnotation weighs kwok's pod-complete Stage; 0
+	// keeps it from being picked over a fault Stage.
+	podCompleteWeightAnnotation = "pod-complete.stage.kwok.x-k8s.io/weight"
 )
 
 // Terminate returns pod annotations that make kwok terminate and restart
 // the pod's containers with reason (e.g. "OOMKilled") after d.
 func Terminate(reason string, d time.Duration) map[string]string {
-	return map[string]string{TerminateAnnotation: reason, FaultAfterAnnotation: d.String()}
+	return map[string]string{TerminateAnnotation: reason, FaultAfterAnnotation: d.String(), podCompleteWeightAnnotation: "0"}
 }
 
 // CrashLoop returns pod annotations that make kwok put the pod's
 // containers in CrashLoopBackOff after d.
 func CrashLoop(d time.Duration) map[string]string {
-	return map[string]string{CrashLoopAnnotation: "true", FaultAfterAnnotation: d.String()}
+	return map[string]string{CrashLoopAnnotation: "true", FaultAfterAnnotation: d.String(), podCompleteWeightAnnotation: "0"}
 }
 
 // writeFaultStages writes the fault Stages into dir and returns their

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 )
 
 // SinkStandIn is an HTTPS server standing in for Slack's incoming webhooks
@@ -29,6 +30,8 @@ type Post struct {
 	Headline string
 	// Body is the whole JSON document.
 	Body string
+	// At is when the stand-in received it.
+	At time.Time
 }
 
 // NewSinkStandIn starts a stand-in that accepts every post.
@@ -64,7 +67,7 @@ func (s *SinkStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.posts[r.URL.Path] = append(s.posts[r.URL.Path], Post{Headline: doc.Text + doc.Headline, Body: string(body)})
+	s.posts[r.URL.Path] = append(s.posts[r.URL.Path], Post{Headline: doc.Text + doc.Headline, Body: string(body), At: time.Now()})
 	s.mu.Unlock()
 }
 

@@ -88,7 +88,7 @@ func slackPolicy(ctx context.Context, ns, path string, window int32, kinds ...be
 		StringData: map[string]string{"url": sinks.URL(path)}})).To(Succeed())
 	np := &berthv1.NotificationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat"},
 		Spec: berthv1.NotificationPolicySpec{NotificationSettings: berthv1.NotificationSettings{
-			Kinds: kinds, DedupWindowSeconds: window, MaxReportsPerHour: 60,
+			Kinds: kinds, DedupWindowSeconds: window, MaxReportsPerHour: 60, UnschedulableAfterSeconds: 30,
 			Sink: berthv1.NotificationSink{Type: berthv1.SinkSlack, URLSecretRef: &berthv1.SecretKeyRef{Name: "slack"}},
 		}}}
 	Expect(env.Client.Create(ctx, np)).To(Succeed())
