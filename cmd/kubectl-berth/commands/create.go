@@ -47,10 +47,13 @@ func (o *createOptions) create(ctx context.Context, e *env, obj client.Object) e
 	if err != nil {
 		return err
 	}
+	// Read before the create: the client clears the kind when it decodes
+	// the answer into obj.
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	if err := c.Create(ctx, obj); err != nil {
-		return fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		return fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
 	}
-	_, err = fmt.Fprintf(e.streams.Out, "%s/%s created\n", strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind), obj.GetName())
+	_, err = fmt.Fprintf(e.streams.Out, "%s/%s created\n", strings.ToLower(kind), obj.GetName())
 	return err
 }
 

@@ -57,6 +57,11 @@ var _ = Describe("kubectl berth import kueue", func() {
 	It("reads Kueue's objects from the cluster and makes berth objects berth accepts", func(ctx SpecContext) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kueue-"}}
 		Expect(env.Client.Create(ctx, ns)).To(Succeed())
+		scheme, err := framework.NewScheme()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(kueue.AddToScheme(scheme)).To(Succeed())
+		kueueClient, err := client.New(env.Plane.Config, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
 		for _, o := range []client.Object{
 			&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "k-" + ns.Name}, Spec: kueue.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "h200"}}},
 			&kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "k-" + ns.Name}, Spec: kueue.ClusterQueueSpec{
@@ -67,7 +72,7 @@ var _ = Describe("kubectl berth import kueue", func() {
 			&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "team"},
 				Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference("k-" + ns.Name)}},
 		} {
-			Expect(env.Client.Create(ctx, o)).To(Succeed())
+			Expect(kueueClient.Create(ctx, o)).To(Succeed())
 		}
 		out, _, err := berth("", "import", "kueue", "--from-cluster")
 		Expect(err).NotTo(HaveOccurred())
