@@ -97,7 +97,7 @@ func readTrace(t *testing.T, path string) []Sample {
 }
 
 // TestGrowthOnARecordedSoak judges readings of two berth-controller
-// replicas taken every 5 s during 13 minutes of `make soak` (a leader
+// replicas taken every 5 s during 17 minutes of `make soak` (a leader
 // killed, both restarted, a leader paused past its lease): no stretch in
 // one role grows, while judging whole lives would call each promotion
 // growth.
