@@ -34,8 +34,8 @@ func evictReason(state admission.BookingState) berthv1.WorkloadReason {
 	return berthv1.ReasonBookingExpired
 }
 
-// bookingTransition is the transition that writes a booking decision.
-func bookingTransition(d admission.BookingDecision) lifecycle.Transition {
+// BookingTransition is the transition that writes a booking decision.
+func BookingTransition(d admission.BookingDecision) lifecycle.Transition {
 	if d.Action == admission.BookingStart {
 		return lifecycle.Provision{Attempt: d.Attempt, Failures: d.Failures, Detail: d.Detail}
 	}
@@ -72,7 +72,7 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 	if p := wl.Status.Provisioning; p != nil {
 		class = p.ClassName
 	}
-	s.commit(ctx, wl, decision{key: d.Key, transition: bookingTransition(d), done: done, what: "booking decision",
+	s.commit(ctx, wl, decision{key: d.Key, transition: BookingTransition(d), done: done, what: "booking decision",
 		onWritten: func(fresh *berthv1.Workload) { s.booked(d, fresh, class) }, undo: func() { s.undo(d.Key) }})
 }
 

@@ -28,18 +28,31 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		logWriteError(ctx, err, "reading workload to admit", a.Key)
 		return
 	}
-	apiAdmission := AdmissionToAPI(a.Admission)
-	msg := admissionMessage(a.Admission)
-	var t lifecycle.Transition = lifecycle.Admit{Admission: apiAdmission, Generation: a.Admission.Generation, Message: msg}
-	if p := a.Admission.Provisioning; p != nil {
-		t = lifecycle.Reserve{Admission: apiAdmission, Generation: a.Admission.Generation, Attempt: p.Attempt,
-			Flavor: p.Flavor, MaxAttempts: p.MaxAttempts, Message: msg}
-	}
+	t, apiAdmission := AdmissionTransition(a.Admission)
 	done := func(fresh *berthv1.Workload) bool {
 		return equality.Semantic.DeepEqual(fresh.Status.Admission, apiAdmission)
 	}
 	s.commit(ctx, wl, decision{key: a.Key, transition: t, done: done, what: "admission",
 		onWritten: func(fresh *berthv1.Workload) { s.admitted(a, fresh) }, undo: func() { s.rollback(a.Key) }})
+}
+
+// AdmissionTransition is the transition that writes an engine admission,
+// and the admission in its API form: Admit, or Reserve when the admission
+// books capacity first.
+func AdmissionTransition(a admission.Admission) (lifecycle.Transition, *berthv1.Admission) {
+	apiAdmission := AdmissionToAPI(a)
+	msg := admissionMessage(a)
+	if p := a.Provisioning; p != nil {
+		return lifecycle.Reserve{Admission: apiAdmission, Generation: a.Generation, Attempt: p.Attempt,
+			Flavor: p.Flavor, MaxAttempts: p.MaxAttempts, Message: msg}, apiAdmission
+	}
+	return lifecycle.Admit{Admission: apiAdmission, Generation: a.Generation, Message: msg}, apiAdmission
+}
+
+// PreemptionTransition is the transition that evicts a preemption's victim.
+func PreemptionTransition(p admission.Preemption) lifecycle.Evict {
+	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)
+	return lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}
 }
 
 // admitted records that admission a is in the API server, as wl.
@@ -89,14 +102,15 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 		}
 		return
 	}
-	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)
+	t := PreemptionTransition(p)
+	msg := t.Message
 	done := func(fresh *berthv1.Workload) bool {
 		c := lifecycle.Condition(fresh, berthv1.ConditionEvicted)
 		return c != nil && c.Status == "True" && c.Reason == string(berthv1.ReasonPreempted) && c.Message == msg
 	}
 	// Undone, the engine stops holding the victim's quota for the
 	// preemptor: the victim is not going.
-	s.commit(ctx, wl, decision{key: p.Victim, transition: lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}, done: done,
+	s.commit(ctx, wl, decision{key: p.Victim, transition: t, done: done,
 		what: "preemption", onWritten: func(fresh *berthv1.Workload) { s.preempted(p, fresh, msg) }, undo: func() { s.undo(p.Victim) }})
 }
 

@@ -50,15 +50,22 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (Q
 	if err != nil {
 		return Queue{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
 	}
-	q := Queue{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
-	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
-		q.LocalQueueWeight = fs.Weight.MilliValue()
-	}
+	q := QueueOf(lq)
 	unq, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
 	if err != nil || unq != nil {
 		return Queue{}, unq, err
 	}
 	return q, nil, nil
+}
+
+// QueueOf is where a LocalQueue queues its pending workloads: its
+// ClusterQueue, with the LocalQueue's fair-sharing weight.
+func QueueOf(lq *berthv1.LocalQueue) Queue {
+	q := Queue{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
+		q.LocalQueueWeight = fs.Weight.MilliValue()
+	}
+	return q
 }
 
 // checkClusterQueue says whether a ClusterQueue accepts workloads from a

@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
+)
+
+// meter integrates a run's measures over simulated time. Every quantity is
+// piecewise constant between events, so advancing to the next event's time
+// before the event changes anything integrates it exactly.
+type meter struct {
+	r     *run
+	last  time.Duration
+	every time.Duration
+	next  time.Duration
+
+	// GPUs (whole units) of ready nodes, of bound pods, of bound pods of
+	// gangs not running whole, and asked for by waiting gangs; nodes that
+	// exist or are being created.
+	readyGPU, boundGPU, partialGPU, waitingGPU int64
+	nodes                                      int64
+	// per tenant (ClusterQueue): GPUs held, and jobs not done.
+	held, active map[string]int64
+
+	// integrals, in GPU-seconds and node-seconds
+	idleWhileWaiting, partial, busy, idle, nodeSeconds float64
+
+	busySeries, idleSeries, partialSeries plot.Series
+	shares                                map[string]*plot.Series
+	entitled, shareSum                    map[string]float64
+	shareSamples                          map[string]int
+
+	scaleUps scaleUpCounts
+	evicted  int
+}
+
+// scaleUpCounts sorts the nodes the autoscaler created by whether the job
+// that triggered them ran there.
+type scaleUpCounts struct {
+	// Total nodes created for a job; Unused those its job never ran on
+	// whole, of which HalfGang held part of its gang and NotReached were
+	// never reached by it (wrong domain, too late, taken by another).
+	Total, Unused, HalfGang, NotReached int
+}
+
+func newMeter(r *run, every time.Duration) *meter {
+	return &meter{r: r, every: every, held: map[string]int64{}, active: map[string]int64{},
+		shares: map[string]*plot.Series{}, entitled: map[string]float64{}, shareSum: map[string]float64{}, shareSamples: map[string]int{},
+		busySeries: plot.Series{Name: "busy"}, idleSeries: plot.Series{Name: "idle"}, partialSeries: plot.Series{Name: "partial"}}
+}
+
+// advance integrates up to t and takes the samples due by t.
+func (m *meter) advance(t time.Duration) {
+	for m.next <= t {
+		m.integrate(m.next)
+		m.sample(m.next)
+		m.next += m.every
+	}
+	m.integrate(t)
+}
+
+func (m *meter) integrate(t time.Duration) {
+	dt := (t - m.last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	m.last = t
+	idle := max(0, m.readyGPU-m.boundGPU)
+	m.idle += float64(idle) * dt
+	m.idleWhileWaiting += float64(min(idle, max(0, m.waitingGPU-m.partialGPU))) * dt
+	m.partial += float64(m.partialGPU) * dt
+	m.busy += float64(m.boundGPU-m.partialGPU) * dt
+	m.nodeSeconds += float64(m.nodes) * dt
+}
+
+func (m *meter) sample(t time.Duration) {
+	m.busySeries.Points = append(m.busySeries.Points, plot.Point{At: t, Value: float64(m.boundGPU - m.partialGPU)})
+	m.idleSeries.Points = append(m.idleSeries.Points, plot.Point{At: t, Value: float64(max(0, m.readyGPU-m.boundGPU))})
+	m.partialSeries.Points = append(m.partialSeries.Points, plot.Point{At: t, Value: float64(m.partialGPU)})
+	var total int64
+	var weights float64
+	for cq, n := range m.active {
+		if n > 0 {
+			total += m.held[cq]
+			weights += m.r.weight(cq)
+		}
+	}
+	if total == 0 {
+		return
+	}
+	for _, cq := range sortedKeys(m.active) {
+		if m.active[cq] == 0 {
+			continue
+		}
+		s := m.shares[cq]
+		if s == nil {
+			s = &plot.Series{Name: cq}
+			m.shares[cq] = s
+		}
+		share := float64(m.held[cq]) / float64(total)
+		s.Points = append(s.Points, plot.Point{At: t, Value: share})
+		m.shareSum[cq] += share
+		m.entitled[cq] += m.r.weight(cq) / weights
+		m.shareSamples[cq]++
+	}
+}
+
+func (m *meter) gpusOf(p *pod) int64 { return p.requests[m.r.c.gpu] / 1000 }
+
+func (m *meter) submitted(j *job) {
+	m.waitingGPU += j.gpus
+	m.active[m.r.tenant(j)]++
+}
+
+func (m *meter) podBound(p *pod) {
+	g := m.gpusOf(p)
+	m.boundGPU += g
+	if p.job.state != jobRunning {
+		m.partialGPU += g
+	}
+	m.held[m.r.tenant(p.job)] += g
+	if n := p.node; n.trigger == p.job.spec.ID {
+		n.triggerBound = true
+	}
+}
+
+func (m *meter) podRemoved(p *pod) {
+	g := m.gpusOf(p)
+	m.boundGPU -= g
+	if p.job.state != jobRunning {
+		m.partialGPU -= g
+	}
+	m.held[m.r.tenant(p.job)] -= g
+}
+
+// started moves a gang's GPUs from partial to busy.
+func (m *meter) started(j *job) {
+	for _, p := range j.pods {
+		m.partialGPU -= m.gpusOf(p)
+		if p.node.trigger == j.spec.ID {
+			p.node.triggerUsed = true
+		}
+	}
+	m.waitingGPU -= j.gpus
+}
+
+// requeued counts an evicted running gang as waiting again.
+func (m *meter) requeued(j *job) {
+	m.waitingGPU += j.gpus
+	m.evicted++
+}
+
+// finished counts a job as done.
+func (m *meter) finished(j *job) { m.active[m.r.tenant(j)]-- }
+
+func (m *meter) nodeChanged(n *node) {
+	if !n.counted {
+		n.counted = true
+		m.nodes++
+	}
+	if n.ready && !n.readyCounted {
+		n.readyCounted = true
+		m.readyGPU += n.alloc[m.r.c.gpu] / 1000
+	}
+}
+
+func (m *meter) nodeRemoved(n *node) {
+	m.nodes--
+	if n.readyCounted {
+		m.readyGPU -= n.alloc[m.r.c.gpu] / 1000
+	}
+	m.countScaleUp(n)
+}
+
+func (m *meter) countScaleUp(n *node) {
+	if n.trigger == "" {
+		return
+	}
+	m.scaleUps.Total++
+	if n.triggerUsed {
+		return
+	}
+	m.scaleUps.Unused++
+	if n.triggerBound {
+		m.scaleUps.HalfGang++
+	} else {
+		m.scaleUps.NotReached++
+	}
+}
+
+// result is the run's measures.
+func (m *meter) result(policy string) PolicyResult {
+	for _, name := range sortedKeys(m.r.c.nodes) {
+		m.countScaleUp(m.r.c.nodes[name])
+	}
+	res := PolicyResult{Policy: policy, Jobs: len(m.r.jobs), Evictions: m.evicted, ScaleUps: m.scaleUps,
+		GPUHours:  GPUHours{Busy: m.busy / 3600, Idle: m.idle / 3600, IdleWhileWaiting: m.idleWhileWaiting / 3600, Partial: m.partial / 3600},
+		NodeHours: m.nodeSeconds / 3600, starts: map[string][]time.Duration{},
+		Usage: plot.Usage{Policy: policy, Busy: m.busySeries, Idle: m.idleSeries, Partial: m.partialSeries}}
+	for _, j := range m.r.jobs {
+		class := j.spec.ClassOf()
+		switch {
+		case j.firstStart >= 0:
+			res.Started++
+			res.starts[class] = append(res.starts[class], j.firstStart-j.spec.Submit)
+		case j.state == jobGaveUp:
+			res.GaveUp++
+		default:
+			res.NeverStarted++
+		}
+		if j.spec.SLO > 0 {
+			res.SLO.Jobs++
+			if j.firstStart >= 0 && j.firstStart-j.spec.Submit <= j.spec.SLO {
+				res.SLO.Met++
+			}
+		}
+	}
+	if res.SLO.Jobs > 0 {
+		res.SLO.Attainment = float64(res.SLO.Met) / float64(res.SLO.Jobs)
+	}
+	for _, class := range sortedKeys(res.starts) {
+		res.StartTimes = append(res.StartTimes, percentilesOf(class, res.starts[class]))
+	}
+	for _, cq := range sortedKeys(m.shares) {
+		n := float64(m.shareSamples[cq])
+		res.Tenants = append(res.Tenants, TenantShare{ClusterQueue: cq, Weight: m.r.weight(cq),
+			MeanShare: m.shareSum[cq] / n, EntitledShare: m.entitled[cq] / n})
+		res.shares = append(res.shares, *m.shares[cq])
+	}
+	return res
+}
+
+// percentilesOf summarises the times to start of one class.
+func percentilesOf(class string, d []time.Duration) StartTimes {
+	slices.Sort(d)
+	at := func(q float64) Duration { return Duration(d[min(len(d)-1, int(q*float64(len(d))))]) }
+	return StartTimes{Class: class, Jobs: len(d), P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+}

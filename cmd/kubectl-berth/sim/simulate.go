@@ -1,0 +1,180 @@
+// Package sim is berth's coordination simulator: it replays a workload
+// trace against a model of a cluster — node groups that grow through a
+// cluster-autoscaler model, pods bound by a kube-scheduler model — in
+// virtual time and in one process, under several policies side by side,
+// and measures what each costs: GPUs idle while gangs wait, GPUs held by
+// partial gangs, nodes created that their job could not use, time to
+// start, SLO attainment, node-hours and tenants' shares.
+//
+// The berth policy runs berth's own admission engine (admission) through
+// the controller's own translations and Workload lifecycle: what it
+// measures is what the controller decides. docs/coordination.md describes
+// the model and its sources.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+)
+
+// The policies a simulation compares.
+const (
+	// Uncoordinated has no queue: each job's pods are created at
+	// submission, bound one by one where they fit, and the autoscaler
+	// scales for pending pods, unaware of gangs and topology.
+	Uncoordinated = "uncoordinated"
+	// QuotaOnly admits by quota and fair share, then books unpinned
+	// capacity for each admission and places the pods after it (Kueue's
+	// ProvisioningRequest admission check).
+	QuotaOnly = "quota-only"
+	// Berth is berth's engine with pinned bookings.
+	Berth = "berth"
+)
+
+// Policies are every policy, in the order reports show them.
+func Policies() []string { return []string{Uncoordinated, QuotaOnly, Berth} }
+
+// Options configure a simulation.
+type Options struct {
+	// Policies to compare; empty means all.
+	Policies []string
+	// GPUResource is the resource the measures count; default nvidia.com/gpu.
+	GPUResource corev1.ResourceName
+	// Seed draws the nodes' boot latencies; the same seed, scenario and
+	// trace give the same report.
+	Seed uint64
+	// Log, when set, hears every decision of every run, one line each.
+	Log io.Writer
+}
+
+// Report is what a simulation found, one result per policy.
+type Report struct {
+	Jobs    int            `json:"jobs"`
+	End     Duration       `json:"end"`
+	Results []PolicyResult `json:"results"`
+}
+
+// Simulate runs tr on sc under each policy of opts and reports the
+// measures. An invalid scenario or trace is an error saying what to fix;
+// nothing is run then.
+func Simulate(sc Scenario, tr trace.Trace, opts Options) (Report, error) {
+	if len(opts.Policies) == 0 {
+		opts.Policies = Policies()
+	}
+	if opts.GPUResource == "" {
+		opts.GPUResource = "nvidia.com/gpu"
+	}
+	if err := check(sc, tr, opts); err != nil {
+		return Report{}, err
+	}
+	rep := Report{Jobs: len(tr.Jobs)}
+	for _, name := range opts.Policies {
+		r := newRun(sc, tr, opts.GPUResource, opts.Seed)
+		r.log = opts.Log
+		r.logf(0, "policy %s", name)
+		if err := r.use(name); err != nil {
+			return Report{}, err
+		}
+		res, err := r.simulate(name)
+		if err != nil {
+			return Report{}, err
+		}
+		rep.End = Duration(r.end)
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// check reports what in the options, the scenario or the trace keeps the
+// simulation from running.
+func check(sc Scenario, tr trace.Trace, opts Options) error {
+	var errs []error
+	for _, p := range opts.Policies {
+		if !slices.Contains(Policies(), p) {
+			errs = append(errs, fmt.Errorf("policy %q: use %v", p, Policies()))
+		}
+	}
+	if err := sc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	lqs := map[types.NamespacedName]bool{}
+	for _, lq := range sc.LocalQueues {
+		lqs[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = true
+	}
+	missing := 0
+	for _, j := range tr.Jobs {
+		if !lqs[types.NamespacedName{Namespace: j.Namespace, Name: j.LocalQueue}] {
+			if missing++; missing <= 5 {
+				errs = append(errs, fmt.Errorf("job %s: LocalQueue %s/%s is not in the scenario", j.ID, j.Namespace, j.LocalQueue))
+			}
+		}
+	}
+	if missing > 5 {
+		errs = append(errs, fmt.Errorf("%d more jobs name LocalQueues that are not in the scenario", missing-5))
+	}
+	if len(tr.Jobs) == 0 {
+		errs = append(errs, errors.New("the trace has no job"))
+	}
+	return errors.Join(errs...)
+}
+
+// use sets the run's policy.
+func (r *run) use(name string) error {
+	switch name {
+	case Uncoordinated:
+		r.pol = &uncoordinated{r: r}
+	case QuotaOnly, Berth:
+		s, err := newEngineShell(r, name == QuotaOnly)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r.pol = s
+	default:
+		return fmt.Errorf("policy %q: use %v", name, Policies())
+	}
+	return nil
+}
+
+// tenant is the ClusterQueue j's LocalQueue points at.
+func (r *run) tenant(j *job) string {
+	if r.tenants == nil {
+		r.tenants = map[types.NamespacedName]string{}
+		for _, lq := range r.sc.LocalQueues {
+			r.tenants[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = lq.Spec.ClusterQueue
+		}
+	}
+	return r.tenants[types.NamespacedName{Namespace: j.spec.Namespace, Name: j.spec.LocalQueue}]
+}
+
+// weight is a ClusterQueue's fair-sharing weight (1 when unset).
+func (r *run) weight(cq string) float64 {
+	for _, q := range r.sc.ClusterQueues {
+		if q.Name == cq && q.Spec.FairSharing.Weight != nil {
+			return q.Spec.FairSharing.Weight.AsApproximateFloat64()
+		}
+	}
+	return 1
+}
+
+// uncoordinated has no queue: pods are created at submission.
+type uncoordinated struct{ r *run }
+
+func (u *uncoordinated) submit(j *job, now time.Duration) {
+	together := ""
+	if j.spec.Topology.Mode == trace.Required {
+		together = j.spec.Topology.Level
+	}
+	u.r.createPods(j, j.spec.NodeSelector, together, "", now)
+}
+
+func (u *uncoordinated) settle(time.Duration) bool    { return false }
+func (u *uncoordinated) started(*job, time.Duration)  {}
+func (u *uncoordinated) finished(*job, time.Duration) {}
