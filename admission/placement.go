@@ -140,12 +140,12 @@ func (e *Engine) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels [
 // fitsEver reports whether the gang would fit the domain with all its nodes empty
 // and its pools grown to their maximum.
 func (e *Engine) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
-	for _, n := range tf.nodes {
-		if n.alloc == nil && inDomain(tf, n.labels, key) && w.admitsAny(n) {
+	for _, n := range tf.nodesIn(key) {
+		if n.alloc == nil && w.admitsAny(n) {
 			return true // its capacity is unknown: it might
 		}
 	}
-	pk := e.packNodes(tf, w, key, w.req[0].res, true)
+	pk := e.packNodes(tf, w, key, w.req[0].res, true, false)
 	if pk.remaining == nil {
 		return true
 	}
@@ -168,11 +168,13 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 	var bestNew int32
 	var bestLeft, bestScore int64
 	dom := w.dominant()
-	for _, key := range domainsOf(tf, l, withPools) {
+	domains := domainsOf(tf, l, withPools)
+	for _, key := range domains {
 		if avoided(avoid, flavor, key) {
 			continue
 		}
-		pk := e.packNodes(tf, w, key, dom, false)
+		// Only domains compete on what they leave free.
+		pk := e.packNodes(tf, w, key, dom, false, len(domains) > 1)
 		var newNodes map[string]int32
 		var total int32
 		if pk.remaining != nil {
@@ -190,7 +192,8 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 		if better {
 			best = &placement{shares: pk.shares, newNodes: newNodes}
 			if l >= 0 {
-				best.assign = TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: key}
+				// The key is the domain index's own: the assignment gets a copy.
+				best.assign = TopologyAssignment{Level: tf.levels[l], Levels: tf.levels[:l+1], Domain: slices.Clone(key)}
 			}
 			bestNew, bestLeft, bestScore = total, pk.left, pk.score
 		}
@@ -254,8 +257,11 @@ type packing struct {
 // packNodes places w's pods on the domain's nodes, pod set by pod set, filling
 // each node (in name order) before the next, on the nodes each pod set's own
 // constraints admit and keeping apart the pod sets that must be. With ever,
-// every node counts as empty (its allocatable, nothing reserved).
-func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever bool) packing {
+// every node counts as empty (its allocatable, nothing reserved). Without
+// measure, it stops at the node that takes the last pod, and the packing's
+// left and score count only the nodes visited: enough to say whether and
+// where the gang fits, which is all a lone domain is asked.
+func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever, measure bool) packing {
 	planned := map[string]map[int32]int64{}
 	var out packing
 	remaining := make([]int32, len(w.podSets))
@@ -263,8 +269,8 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever 
 		remaining[i] = ps.count
 	}
 	onNode := make([]int32, len(w.podSets))
-	for _, n := range tf.nodes {
-		if !inDomain(tf, n.labels, key) || !w.admitsAny(n) {
+	for _, n := range tf.nodesIn(key) {
+		if !w.admitsAny(n) {
 			continue
 		}
 		free, reserved := n.free, n.reserved
@@ -294,6 +300,9 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever 
 			out.score += int64(k) * ps.score(n.labels)
 		}
 		out.left += max(0, free[dom]-reserved[dom]-extra[dom])
+		if !measure && !slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
+			break
+		}
 	}
 	out.shares = sharesOf(planned)
 	if slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
@@ -376,8 +385,8 @@ func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare
 	for i := range w.podSets {
 		ps := &w.podSets[i]
 		left := ps.count
-		for _, n := range tf.nodes {
-			if !inDomain(tf, n.labels, key) || !ps.admitsNode(n) {
+		for _, n := range tf.nodesIn(key) {
+			if !ps.admitsNode(n) {
 				continue
 			}
 			if first == nil {
@@ -441,8 +450,8 @@ func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix
 	var bestFree int64 = -1
 	for _, key := range domainsOf(tf, l, false) {
 		var free int64
-		for _, n := range tf.nodes {
-			if inDomain(tf, n.labels, key) && w.admitsAny(n) {
+		for _, n := range tf.nodesIn(key) {
+			if w.admitsAny(n) {
 				free += max(0, n.left(dom, nil))
 			}
 		}
@@ -473,8 +482,8 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 	var most int64 = -1
 	for _, key := range domainsOf(tf, max(l, -1), withPools) {
 		var total int64
-		for _, n := range tf.nodes {
-			if inDomain(tf, n.labels, key) && w.admitsAny(n) {
+		for _, n := range tf.nodesIn(key) {
+			if w.admitsAny(n) {
 				total += n.alloc[dom]
 			}
 		}

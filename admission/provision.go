@@ -105,6 +105,7 @@ func (e *Engine) UpsertPool(p Pool) error {
 	tp.fits = nil
 	tf := e.topoFlavorFor(p.Flavor)
 	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
+	tf.invalidate()
 	e.capacityChanged()
 	return nil
 }
@@ -129,6 +130,7 @@ func (e *Engine) unlinkPool(tp *topoPool) {
 	}
 	tf := e.flavorTopo[tp.flavor]
 	tf.pools = slices.DeleteFunc(tf.pools, func(x *topoPool) bool { return x == tp })
+	tf.invalidate()
 }
 
 // provisioningFlavor returns the flavor, among those chosen for w's resource

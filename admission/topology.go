@@ -89,6 +89,53 @@ type topoFlavor struct {
 	policy ProvisioningPolicy
 	nodes  []*topoNode // sorted by name
 	pools  []*topoPool // sorted by name
+	// index caches the flavor's domains and each domain's nodes; nil once
+	// its nodes, pools or levels changed (see domainIndex).
+	index *domainIndex
+}
+
+// domainIndex caches what placement asks of a flavor's topology in every
+// evaluation: the domains of each level, and the nodes of each domain in
+// name order. Without it each evaluation of a topology gang walked every
+// node of the flavor once per domain, which on a cluster of hundreds of
+// nodes dominated a cycle. It depends only on which nodes and pools the
+// flavor has and on their labels, which change rarely (free capacity, which
+// changes all the time, is not in it).
+type domainIndex struct {
+	// domains by level, without and with the pools' domains.
+	domains map[int][2][][]string
+	// nodes by domain key (its values joined by "\x00").
+	nodes map[string][]*topoNode
+}
+
+// invalidate drops tf's domain index.
+func (tf *topoFlavor) invalidate() { tf.index = nil }
+
+// nodesIn is the flavor's nodes in the domain key, in name order (all of
+// them for the empty key).
+func (tf *topoFlavor) nodesIn(key []string) []*topoNode {
+	if len(key) == 0 {
+		return tf.nodes
+	}
+	idx := tf.indexed()
+	k := strings.Join(key, "\x00")
+	nodes, ok := idx.nodes[k]
+	if !ok {
+		for _, n := range tf.nodes {
+			if inDomain(tf, n.labels, key) {
+				nodes = append(nodes, n)
+			}
+		}
+		idx.nodes[k] = nodes
+	}
+	return nodes
+}
+
+func (tf *topoFlavor) indexed() *domainIndex {
+	if tf.index == nil {
+		tf.index = &domainIndex{domains: map[int][2][][]string{}, nodes: map[string][]*topoNode{}}
+	}
+	return tf.index
 }
 
 // topoNode is a node's capacity: free as reported, and reserved by placements.
@@ -145,6 +192,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 	tf := e.topoFlavorFor(f.Name)
 	tf.levels = slices.Clone(f.Levels)
 	tf.policy = f.Provisioning
+	tf.invalidate()
 	e.capacityChanged()
 	return nil
 }
@@ -153,6 +201,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 func (e *Engine) DeleteFlavor(name string) {
 	if tf, ok := e.flavorTopo[name]; ok {
 		tf.levels, tf.policy = nil, ProvisioningPolicy{}
+		tf.invalidate()
 		e.capacityChanged()
 	}
 }
@@ -181,24 +230,57 @@ func (e *Engine) UpsertNode(n Node) error {
 			return fmt.Errorf("invalid node %q: allocatable %w", n.Name, err)
 		}
 	}
+	flavors := slices.Clone(n.Flavors)
+	slices.Sort(flavors)
+	flavors = slices.Compact(flavors)
 	tn, ok := e.nodes[n.Name]
+	if ok && tn.flavors != nil && slices.Equal(tn.flavors, flavors) && maps.Equal(tn.labels, n.Labels) {
+		// Only its capacity changed, as on every pod bound or gone: its
+		// place in the topology, and the domain index, stay. Less free
+		// capacity cannot make a gang that waits for capacity fit, so only
+		// more wakes the waiting ones.
+		allocChanged, grew := !maps.Equal(tn.alloc, alloc), anyAbove(free, tn.free)
+		tn.free, tn.alloc = free, alloc
+		switch {
+		case allocChanged:
+			e.capacityChanged()
+		case grew:
+			e.nodeGrew(tn)
+		}
+		return nil
+	}
 	if !ok {
 		tn = &topoNode{name: n.Name, reserved: map[int32]int64{}}
 		e.nodes[n.Name] = tn
 	}
 	e.unlinkNode(tn)
-	tn.flavors = slices.Clone(n.Flavors)
-	slices.Sort(tn.flavors)
-	tn.flavors = slices.Compact(tn.flavors)
+	tn.flavors = flavors
 	tn.labels = maps.Clone(n.Labels)
 	tn.fits = nil // the labels may have changed
 	tn.free, tn.alloc = free, alloc
 	for _, f := range tn.flavors {
 		tf := e.topoFlavorFor(f)
 		tf.nodes = insertByName(tf.nodes, tn, func(x *topoNode) string { return x.name })
+		tf.invalidate()
 	}
 	e.capacityChanged()
 	return nil
+}
+
+// anyAbove reports whether a holds more of some resource than b (a missing
+// resource is none).
+func anyAbove(a, b map[int32]int64) bool {
+	for r, v := range a {
+		if v > b[r] {
+			return true
+		}
+	}
+	for r, v := range b {
+		if _, ok := a[r]; !ok && v < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteNode forgets a node. Reservations on it stay with their workloads (the
@@ -220,6 +302,58 @@ func (e *Engine) unlinkNode(tn *topoNode) {
 	for _, f := range tn.flavors {
 		tf := e.flavorTopo[f]
 		tf.nodes = slices.DeleteFunc(tf.nodes, func(x *topoNode) bool { return x == tn })
+		tf.invalidate()
+	}
+}
+
+// nodeGrew wakes the workloads waiting for topology capacity that n, whose
+// free capacity grew, can now take a pod of. The others cannot fit any
+// better: no other node changed, and n still takes none of their pods.
+// Waking every waiting gang on every pod that ends would re-place each of
+// them on every node of its flavor, for nothing, many times a second on a
+// busy cluster.
+func (e *Engine) nodeGrew(n *topoNode) {
+	e.settleAwaiting()
+	if e.freed {
+		e.capacityChanged() // a reservation was returned: anything may fit
+		return
+	}
+	kept := e.topoWaiting[:0]
+	for _, w := range e.topoWaiting {
+		if w.phase == phasePending && e.workloads[w.key] == w && !w.takesAPodOf(n) {
+			kept = append(kept, w)
+			continue
+		}
+		e.wakeTopo(w)
+	}
+	clear(e.topoWaiting[len(kept):])
+	e.topoWaiting = kept
+}
+
+// takesAPodOf reports whether node n has room for one pod of some pod set
+// of w that may run there.
+func (w *wl) takesAPodOf(n *topoNode) bool {
+	for i := range w.podSets {
+		ps := &w.podSets[i]
+		if ps.admitsNode(n) && podsThatFit(n.free, n.reserved, ps.req, nil, 1) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeTopo makes a workload that waited for topology capacity a candidate
+// again.
+func (e *Engine) wakeTopo(w *wl) {
+	w.topoWait = false
+	if w.phase == phasePending && e.workloads[w.key] == w {
+		c := e.cqs[w.cqName]
+		if e.work != nil {
+			e.freshLater = append(e.freshLater, w)
+		} else {
+			e.makeFresh(c, w)
+		}
+		e.rekey(c)
 	}
 }
 
@@ -230,16 +364,7 @@ func (e *Engine) capacityChanged() {
 	e.settleAwaiting()
 	e.freed = false
 	for _, w := range e.topoWaiting {
-		w.topoWait = false
-		if w.phase == phasePending && e.workloads[w.key] == w {
-			c := e.cqs[w.cqName]
-			if e.work != nil {
-				e.freshLater = append(e.freshLater, w)
-			} else {
-				e.makeFresh(c, w)
-			}
-			e.rekey(c)
-		}
+		e.wakeTopo(w)
 	}
 	e.topoWaiting = e.topoWaiting[:0]
 }
@@ -251,10 +376,21 @@ func domainsOf(tf *topoFlavor, l int, withPools bool) [][]string {
 	if l < 0 {
 		return [][]string{{}}
 	}
-	var out [][]string
+	idx := tf.indexed()
+	cached := idx.domains[l]
+	which := 0
+	if withPools {
+		which = 1
+	}
+	if cached[which] != nil {
+		return cached[which]
+	}
+	out := [][]string{}
+	seen := map[string]bool{}
 	add := func(labels map[string]string) {
 		key, ok := domainKey(tf, labels, l)
-		if ok && !slices.ContainsFunc(out, func(k []string) bool { return slices.Equal(k, key) }) {
+		if k := strings.Join(key, "\x00"); ok && !seen[k] {
+			seen[k] = true
 			out = append(out, key)
 		}
 	}
@@ -267,6 +403,8 @@ func domainsOf(tf *topoFlavor, l int, withPools bool) [][]string {
 		}
 	}
 	slices.SortFunc(out, slices.Compare)
+	cached[which] = out
+	idx.domains[l] = cached
 	return out
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -40,7 +39,7 @@ type request struct {
 	backoff time.Duration
 	// reserved is the capacity the request books on existing nodes;
 	// nodes the nodes created for it.
-	reserved map[*node]amounts
+	reserved map[*node]*amounts
 	nodes    []*node
 	done     bool
 }
@@ -66,8 +65,6 @@ type autoscaler struct {
 	scanAt time.Duration
 	// answered hears every change of a request's conditions.
 	answered func(r *request, now time.Duration)
-	// reserved sums, per node, what provisioned requests book there.
-	reserved map[*node]amounts
 	// created counts the nodes the autoscaler created.
 	created int
 	// logf writes the run's log.
@@ -78,7 +75,7 @@ type autoscaler struct {
 }
 
 func newAutoscaler(m AutoscalerModel, c *cluster, q *eventQueue, rng *rand.Rand) *autoscaler {
-	return &autoscaler{model: m, c: c, q: q, rng: rng, scanAt: -1, reserved: map[*node]amounts{}}
+	return &autoscaler{model: m, c: c, q: q, rng: rng, scanAt: -1}
 }
 
 // submit queues a request; it is looked at in the next scan.
@@ -166,7 +163,7 @@ func (a *autoscaler) answer(r *request, now time.Duration) {
 	}
 	r.reserved = onFree
 	for n, amt := range onFree {
-		a.reservedOn(n).add(amt, 1)
+		n.caReserved.add(amt, 1)
 	}
 	reason := reasonFound
 	for range count {
@@ -194,7 +191,7 @@ func (a *autoscaler) expire(r *request, now time.Duration) {
 // release returns what r booked.
 func (a *autoscaler) release(r *request) {
 	for n, amt := range r.reserved {
-		a.reservedOn(n).add(amt, -1)
+		n.caReserved.add(amt, -1)
 	}
 	r.reserved = nil
 	for _, n := range r.nodes {
@@ -207,20 +204,11 @@ func (a *autoscaler) release(r *request) {
 	}
 }
 
-func (a *autoscaler) reservedOn(n *node) amounts {
-	amt, ok := a.reserved[n]
-	if !ok {
-		amt = amounts{}
-		a.reserved[n] = amt
-	}
-	return amt
-}
-
 // placeOnFree places up to count pods of r on ready nodes' capacity that is
 // neither used nor booked, and returns what it took per node and how many
 // pods are left.
-func (a *autoscaler) placeOnFree(r *request, count int32) (map[*node]amounts, int32) {
-	took := map[*node]amounts{}
+func (a *autoscaler) placeOnFree(r *request, count int32) (map[*node]*amounts, int32) {
+	took := map[*node]*amounts{}
 	probe := &pod{requests: r.requests, selector: r.selector}
 	for _, n := range a.c.sorted {
 		if count == 0 {
@@ -229,14 +217,14 @@ func (a *autoscaler) placeOnFree(r *request, count int32) (map[*node]amounts, in
 		if !probe.matchesLabels(n) {
 			continue
 		}
-		free := maps.Clone(n.free)
-		free.add(a.reserved[n], -1)
-		for count > 0 && free.fits(r.requests) {
-			free.add(r.requests, -1)
+		free := n.free
+		free.add(&n.caReserved, -1)
+		for count > 0 && free.fits(&r.requests) {
+			free.add(&r.requests, -1)
 			if took[n] == nil {
-				took[n] = amounts{}
+				took[n] = &amounts{}
 			}
-			took[n].add(r.requests, 1)
+			took[n].add(&r.requests, 1)
 			count--
 		}
 	}
@@ -256,7 +244,7 @@ func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count
 		if g.backoffUntil > now || (fits != nil && !fits(g)) || !probe.matchesTemplate(g) {
 			continue
 		}
-		perNode := podsPerNode(amountsOf(g.pool.Spec.NodeTemplate.Allocatable), req)
+		perNode := podsPerNode(&g.alloc, &req)
 		if perNode == 0 {
 			continue
 		}
@@ -264,11 +252,11 @@ func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count
 		if nodes > g.room() {
 			continue
 		}
-		used := amounts{}
+		var used amounts
 		for range count {
-			used.add(req, 1)
+			used.add(&req, 1)
 		}
-		if w := optionWaste(amountsOf(g.pool.Spec.NodeTemplate.Allocatable), used, int(nodes)); w < bestWaste {
+		if w := optionWaste(&g.alloc, &used, int(nodes)); w < bestWaste {
 			best, bestNodes, bestWaste = g, nodes, w
 		}
 	}
@@ -276,7 +264,7 @@ func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count
 }
 
 // podsPerNode is how many pods of req fit one empty node of alloc.
-func podsPerNode(alloc, req amounts) int32 {
+func podsPerNode(alloc, req *amounts) int32 {
 	n := int64(math.MaxInt32)
 	for r, v := range req {
 		if v == 0 {
@@ -322,7 +310,6 @@ func (a *autoscaler) armScaleDown(n *node, from time.Duration) {
 			a.armScaleDown(n, n.emptySince)
 			return
 		}
-		delete(a.reserved, n)
 		a.c.remove(n, t)
 	})
 }

@@ -13,30 +13,58 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
-// amounts are resource amounts in milli-units.
-type amounts map[corev1.ResourceName]int64
+// maxResources is how many distinct resources a simulation may name.
+const maxResources = 16
 
-func amountsOf(rl corev1.ResourceList) amounts {
-	out := make(amounts, len(rl))
+// amounts are resource amounts in milli-units, indexed by the run's
+// resource index: a fixed array, because fitting pods on nodes is the
+// simulator's innermost loop.
+type amounts [maxResources]int64
+
+// resourceIndex numbers the resources of a run.
+type resourceIndex struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+// of returns r's number, adding it; ok is false when there are too many.
+func (x *resourceIndex) of(r corev1.ResourceName) (int, bool) {
+	if i, ok := x.index[r]; ok {
+		return i, true
+	}
+	if len(x.names) == maxResources {
+		return 0, false
+	}
+	x.index[r] = len(x.names)
+	x.names = append(x.names, r)
+	return len(x.names) - 1, true
+}
+
+// amountsOf is rl in the index's numbering (resources beyond the index's
+// capacity are dropped; Simulate refuses such inputs first).
+func (x *resourceIndex) amountsOf(rl corev1.ResourceList) amounts {
+	var out amounts
 	for n, q := range rl {
-		out[n] = milliOf(q)
+		if i, ok := x.of(n); ok {
+			out[i] = milliOf(q)
+		}
 	}
 	return out
 }
 
-// fits says whether req fits in free.
-func (a amounts) fits(req amounts) bool {
-	for r, v := range req {
-		if a[r] < v {
+// fits says whether req fits in a.
+func (a *amounts) fits(req *amounts) bool {
+	for i := range a {
+		if a[i] < req[i] {
 			return false
 		}
 	}
 	return true
 }
 
-func (a amounts) add(b amounts, sign int64) {
-	for r, v := range b {
-		a[r] += sign * v
+func (a *amounts) add(b *amounts, sign int64) {
+	for i := range a {
+		a[i] += sign * b[i]
 	}
 }
 
@@ -49,7 +77,10 @@ type node struct {
 	taints []corev1.Taint
 	alloc  amounts
 	free   amounts
-	pods   int
+	// caReserved is what provisioned requests book on the node, as the
+	// autoscaler counts it.
+	caReserved amounts
+	pods       int
 	// ready: the node registered and is allocatable; created is when the
 	// autoscaler asked for it (it costs from then on).
 	ready          bool
@@ -71,6 +102,8 @@ type node struct {
 type group struct {
 	pool  *berthv1.CapacityPool
 	model GroupModel
+	// alloc is what a node of the group offers.
+	alloc amounts
 	// nodes counts the group's nodes, booting ones included (the target
 	// size the autoscaler has asked for).
 	nodes    int32
@@ -122,6 +155,9 @@ type pod struct {
 	placed  bool
 	node    *node
 	created time.Duration
+	// failedIn is the capacity epoch the pod last found no node in (0:
+	// not tried yet; epochs start at 1).
+	failedIn uint64
 }
 
 // cluster is the nodes, node groups and pods of one simulation.
@@ -132,6 +168,12 @@ type cluster struct {
 	sorted  []*node // ready nodes by name, for deterministic scans
 	pending []*pod  // unbound pods, in creation order
 	scoring string
+	res     *resourceIndex
+	// gpuIdx and cpuIdx number the GPU resource and cpu.
+	gpuIdx, cpuIdx int
+	// epoch counts the times capacity grew (a pod gone, a node joined): a
+	// pod that found no node is tried again only in a later epoch.
+	epoch uint64
 	// gpu is the resource the report counts.
 	gpu corev1.ResourceName
 	// listener hears of every node and pod change (the meter, and the
@@ -148,10 +190,13 @@ type clusterListener interface {
 }
 
 func newCluster(s Scenario, gpu corev1.ResourceName) *cluster {
-	c := &cluster{byPool: map[string]*group{}, nodes: map[string]*node{}, scoring: s.Model.Scheduler.Scoring, gpu: gpu}
+	c := &cluster{byPool: map[string]*group{}, nodes: map[string]*node{}, scoring: s.Model.Scheduler.Scoring, gpu: gpu, epoch: 1,
+		res: &resourceIndex{index: map[corev1.ResourceName]int{}}}
+	c.gpuIdx, _ = c.res.of(gpu)
+	c.cpuIdx, _ = c.res.of(corev1.ResourceCPU)
 	for i := range s.Pools {
 		p := &s.Pools[i]
-		g := &group{pool: p, model: s.Model.group(p.Name)}
+		g := &group{pool: p, model: s.Model.group(p.Name), alloc: c.res.amountsOf(p.Spec.NodeTemplate.Allocatable)}
 		c.groups = append(c.groups, g)
 		c.byPool[p.Name] = g
 	}
@@ -178,9 +223,8 @@ func (c *cluster) newNode(g *group, now time.Duration, trigger string) *node {
 	}
 	name := fmt.Sprintf("%s-%d", g.pool.Name, g.seq)
 	labels[corev1.LabelHostname] = name
-	alloc := amountsOf(g.pool.Spec.NodeTemplate.Allocatable)
-	n := &node{name: name, group: g, labels: labels, taints: g.pool.Spec.NodeTemplate.Taints, alloc: alloc,
-		free: maps.Clone(alloc), created: now, emptySince: now, trigger: trigger}
+	n := &node{name: name, group: g, labels: labels, taints: g.pool.Spec.NodeTemplate.Taints, alloc: g.alloc,
+		free: g.alloc, created: now, emptySince: now, trigger: trigger}
 	c.nodes[name] = n
 	return n
 }
@@ -189,6 +233,7 @@ func (c *cluster) newNode(g *group, now time.Duration, trigger string) *node {
 func (c *cluster) join(n *node, now time.Duration) {
 	n.ready = true
 	n.emptySince = now
+	c.epoch++
 	i, _ := slices.BinarySearchFunc(c.sorted, n.name, func(x *node, name string) int { return cmp.Compare(x.name, name) })
 	c.sorted = slices.Insert(c.sorted, i, n)
 	c.listener.nodeChanged(n, now)
@@ -235,10 +280,15 @@ func (c *cluster) schedule(now time.Duration) int {
 	bound := 0
 	kept := c.pending[:0]
 	for _, p := range c.pending {
-		if n := c.bestNode(p); n != nil {
-			c.bind(p, n, now)
-			bound++
-			continue
+		if p.failedIn != c.epoch {
+			if n := c.bestNode(p); n != nil {
+				c.bind(p, n, now)
+				bound++
+				continue
+			}
+			// Nothing but more capacity can change that: binding others
+			// only takes capacity.
+			p.failedIn = c.epoch
 		}
 		kept = append(kept, p)
 	}
@@ -252,7 +302,7 @@ func (c *cluster) bestNode(p *pod) *node {
 	var best *node
 	bestScore := int64(-1)
 	for _, n := range c.sorted {
-		if !n.free.fits(p.requests) || !p.matches(n) {
+		if !n.free.fits(&p.requests) || !p.matches(n) {
 			continue
 		}
 		s := c.score(n, p)
@@ -267,9 +317,9 @@ func (c *cluster) bestNode(p *pod) *node {
 // for pods without GPUs, CPU) left free after p (LeastAllocated), or used
 // (MostAllocated).
 func (c *cluster) score(n *node, p *pod) int64 {
-	r := c.gpu
+	r := c.gpuIdx
 	if p.requests[r] == 0 {
-		r = corev1.ResourceCPU
+		r = c.cpuIdx
 	}
 	total := n.alloc[r]
 	if total == 0 {
@@ -284,7 +334,7 @@ func (c *cluster) score(n *node, p *pod) int64 {
 
 func (c *cluster) bind(p *pod, n *node, now time.Duration) {
 	p.node = n
-	n.free.add(p.requests, -1)
+	n.free.add(&p.requests, -1)
 	n.pods++
 	if p.together != "" && p.job.domain == nil {
 		p.job.domain = map[string]string{}
@@ -303,8 +353,9 @@ func (c *cluster) removePods(j *job, now time.Duration) {
 	for _, p := range j.pods {
 		if p.node != nil {
 			n := p.node
-			n.free.add(p.requests, 1)
+			n.free.add(&p.requests, 1)
 			n.pods--
+			c.epoch++
 			if n.pods == 0 {
 				n.emptySince = now
 			}

@@ -33,7 +33,9 @@ type meter struct {
 	shareSamples                          map[string]int
 
 	scaleUps scaleUpCounts
-	evicted  int
+	// evicted counts evictions of gangs that had pods; done the jobs that
+	// ended (finished, or given up).
+	evicted, done int
 }
 
 // scaleUpCounts sorts the nodes the autoscaler created by whether the job
@@ -107,7 +109,7 @@ func (m *meter) sample(t time.Duration) {
 	}
 }
 
-func (m *meter) gpusOf(p *pod) int64 { return p.requests[m.r.c.gpu] / 1000 }
+func (m *meter) gpusOf(p *pod) int64 { return p.requests[m.r.c.gpuIdx] / 1000 }
 
 func (m *meter) submitted(j *job) {
 	m.waitingGPU += j.gpus
@@ -146,14 +148,22 @@ func (m *meter) started(j *job) {
 	m.waitingGPU -= j.gpus
 }
 
-// requeued counts an evicted running gang as waiting again.
-func (m *meter) requeued(j *job) {
-	m.waitingGPU += j.gpus
-	m.evicted++
+// requeued counts an evicted gang that had pods, and a running one as
+// waiting again.
+func (m *meter) requeued(j *job, wasRunning, hadPods bool) {
+	if wasRunning {
+		m.waitingGPU += j.gpus
+	}
+	if hadPods {
+		m.evicted++
+	}
 }
 
 // finished counts a job as done.
-func (m *meter) finished(j *job) { m.active[m.r.tenant(j)]-- }
+func (m *meter) finished(j *job) {
+	m.active[m.r.tenant(j)]--
+	m.done++
+}
 
 func (m *meter) nodeChanged(n *node) {
 	if !n.counted {
@@ -162,14 +172,14 @@ func (m *meter) nodeChanged(n *node) {
 	}
 	if n.ready && !n.readyCounted {
 		n.readyCounted = true
-		m.readyGPU += n.alloc[m.r.c.gpu] / 1000
+		m.readyGPU += n.alloc[m.r.c.gpuIdx] / 1000
 	}
 }
 
 func (m *meter) nodeRemoved(n *node) {
 	m.nodes--
 	if n.readyCounted {
-		m.readyGPU -= n.alloc[m.r.c.gpu] / 1000
+		m.readyGPU -= n.alloc[m.r.c.gpuIdx] / 1000
 	}
 	m.countScaleUp(n)
 }

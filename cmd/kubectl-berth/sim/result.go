@@ -16,7 +16,8 @@ type PolicyResult struct {
 	Started      int `json:"started"`
 	GaveUp       int `json:"gaveUp"`
 	NeverStarted int `json:"neverStarted"`
-	// Evictions of running gangs (preemptions, failed bookings).
+	// Evictions of gangs that had pods: preempted, or evicted when their
+	// booking failed or their pods were not Ready in time.
 	Evictions int `json:"evictions"`
 	// StartTimes are the times from submission to the whole gang
 	// running, per class.

@@ -93,8 +93,8 @@ func newRun(sc Scenario, tr trace.Trace, gpu corev1.ResourceName, seed uint64) *
 	var last time.Duration
 	for i := range tr.Jobs {
 		spec := tr.Jobs[i]
-		j := &job{spec: spec, requests: amountsOf(spec.Requests), firstStart: -1}
-		j.gpus = j.requests[gpu] * int64(spec.Pods) / 1000
+		j := &job{spec: spec, requests: r.c.res.amountsOf(spec.Requests), firstStart: -1}
+		j.gpus = j.requests[r.c.gpuIdx] * int64(spec.Pods) / 1000
 		r.jobs = append(r.jobs, j)
 		last = max(last, spec.Submit)
 	}
@@ -125,8 +125,16 @@ func (r *run) simulate(name string) (PolicyResult, error) {
 		if err := r.settle(t); err != nil {
 			return PolicyResult{}, fmt.Errorf("%s at %s: %w", name, t, err)
 		}
+		if r.m.done == len(r.jobs) {
+			// Every job ended: the run ends once the autoscaler had time
+			// to remove the nodes they left empty.
+			r.end = min(r.end, t+time.Duration(r.sc.Model.Autoscaler.ScaleDownDelay)+time.Duration(r.sc.Model.Autoscaler.ScanInterval))
+		}
 	}
 	r.m.advance(r.end)
+	if w, ok := r.pol.(interface{ explainWaiting(now time.Duration) }); ok {
+		w.explainWaiting(r.end)
+	}
 	return r.m.result(name), nil
 }
 
@@ -169,12 +177,10 @@ func (r *run) stop(j *job, now time.Duration) {
 
 // requeue returns an evicted job to the queue.
 func (r *run) requeue(j *job, now time.Duration) {
-	wasRunning := j.state == jobRunning
+	wasRunning, hadPods := j.state == jobRunning, len(j.pods) > 0
 	r.stop(j, now)
 	j.state = jobWaiting
-	if wasRunning {
-		r.m.requeued(j)
-	}
+	r.m.requeued(j, wasRunning, hadPods)
 }
 
 // nodeChanged implements clusterListener.

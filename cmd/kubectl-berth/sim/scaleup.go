@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"maps"
 	"math"
 	"time"
 )
@@ -89,7 +88,7 @@ func (a *autoscaler) uncoveredPods() []*pod {
 	var booting []upcoming
 	for _, name := range sortedKeys(a.c.nodes) {
 		if n := a.c.nodes[name]; !n.ready && n.booked == "" {
-			booting = append(booting, upcoming{n, maps.Clone(n.free)})
+			booting = append(booting, upcoming{n, n.free})
 		}
 	}
 	var out []*pod
@@ -98,9 +97,9 @@ func (a *autoscaler) uncoveredPods() []*pod {
 			continue
 		}
 		covered := false
-		for _, u := range booting {
-			if u.free.fits(p.requests) && p.matches(u.n) {
-				u.free.add(p.requests, -1)
+		for i := range booting {
+			if u := &booting[i]; u.free.fits(&p.requests) && p.matches(u.n) {
+				u.free.add(&p.requests, -1)
 				covered = true
 				break
 			}
@@ -123,18 +122,18 @@ type scaleOption struct {
 // optionFor places the pods that fit g's template first-fit onto new nodes
 // of g, as many as its room allows; nil if none fits.
 func optionFor(g *group, pods []*pod) *scaleOption {
-	alloc := amountsOf(g.pool.Spec.NodeTemplate.Allocatable)
+	alloc := g.alloc
 	var nodes []amounts
 	o := &scaleOption{g: g}
-	used := amounts{}
+	var used amounts
 	for _, p := range pods {
-		if !p.matchesTemplate(g) || !alloc.fits(p.requests) {
+		if !p.matchesTemplate(g) || !alloc.fits(&p.requests) {
 			continue
 		}
 		placed := false
-		for _, free := range nodes {
-			if free.fits(p.requests) {
-				free.add(p.requests, -1)
+		for i := range nodes {
+			if nodes[i].fits(&p.requests) {
+				nodes[i].add(&p.requests, -1)
 				placed = true
 				break
 			}
@@ -143,24 +142,24 @@ func optionFor(g *group, pods []*pod) *scaleOption {
 			if int32(len(nodes)) >= g.room() {
 				continue
 			}
-			free := maps.Clone(alloc)
-			free.add(p.requests, -1)
+			free := alloc
+			free.add(&p.requests, -1)
 			nodes = append(nodes, free)
 			o.triggers = append(o.triggers, p.job.spec.ID)
 		}
-		used.add(p.requests, 1)
+		used.add(&p.requests, 1)
 		o.pods++
 	}
 	if o.pods == 0 {
 		return nil
 	}
-	o.waste = optionWaste(alloc, used, len(nodes))
+	o.waste = optionWaste(&alloc, &used, len(nodes))
 	return o
 }
 
 // optionWaste is the share of the new nodes' capacity the pods leave
 // unused, averaged over the resources they use.
-func optionWaste(alloc, used amounts, nodes int) float64 {
+func optionWaste(alloc, used *amounts, nodes int) float64 {
 	sum, k := 0.0, 0
 	for r, v := range used {
 		capacity := float64(alloc[r]) * float64(nodes)

@@ -157,6 +157,19 @@ func (m Model) group(p string) GroupModel {
 // sim.berth.dev/v1alpha1, kind Model). Other objects are errors: the
 // simulator would silently ignore what they mean.
 func ReadScenario(r io.Reader, source string) (Scenario, error) {
+	s, err := readDocuments(r, source)
+	if err != nil {
+		return Scenario{}, err
+	}
+	s, err = s.Complete()
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", source, err)
+	}
+	return s, nil
+}
+
+// readDocuments decodes a scenario's documents without defaults.
+func readDocuments(r io.Reader, source string) (Scenario, error) {
 	var s Scenario
 	seenModel := false
 	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
@@ -172,7 +185,7 @@ func ReadScenario(r io.Reader, source string) (Scenario, error) {
 		}
 		isModel, err := s.add(u)
 		if err != nil {
-			return Scenario{}, fmt.Errorf("%s: document %d (%s %s): %w", source, doc, u.GetKind(), u.GetName(), err)
+			return Scenario{}, fmt.Errorf("%s: document %d (%s): %w", source, doc, describe(u), err)
 		}
 		if isModel {
 			if seenModel {
@@ -181,11 +194,39 @@ func ReadScenario(r io.Reader, source string) (Scenario, error) {
 			seenModel = true
 		}
 	}
+	return s, nil
+}
+
+// describe names a document in an error: its kind, and its name when it
+// has one (the Model has none, and "(Model )" reads like a typo).
+func describe(u *unstructured.Unstructured) string {
+	if u.GetName() == "" {
+		return u.GetKind()
+	}
+	return u.GetKind() + " " + u.GetName()
+}
+
+// Complete fills the model's unset fields with cluster-autoscaler's and
+// kube-scheduler's defaults and validates the scenario.
+func (s Scenario) Complete() (Scenario, error) {
 	s.Model = s.Model.withDefaults()
 	if err := s.Validate(); err != nil {
-		return Scenario{}, fmt.Errorf("%s: %w", source, err)
+		return Scenario{}, err
 	}
 	return s, nil
+}
+
+// ReadModel reads a Model document alone (for a scenario whose objects
+// come from a cluster).
+func ReadModel(r io.Reader, source string) (Model, error) {
+	s, err := readDocuments(r, source)
+	if err != nil {
+		return Model{}, err
+	}
+	if len(s.Flavors)+len(s.ClusterQueues)+len(s.LocalQueues)+len(s.Pools) > 0 {
+		return Model{}, fmt.Errorf("%s: holds berth objects; with objects from the cluster the file holds only the %s Model", source, ModelAPIVersion)
+	}
+	return s.Model, nil
 }
 
 // add decodes one document into s; it says whether it was the Model.

@@ -41,7 +41,9 @@ type engineShell struct {
 	byKey     map[admission.WorkloadKey]*job
 	// engineNodes are the nodes the engine was told of, with the free
 	// capacity last told.
-	engineNodes map[*node]amounts
+	engineNodes map[*node]*amounts
+	// nodeFlavors are the flavors each node is of (capacity.Matches).
+	nodeFlavors map[*node][]string
 	wakeAt      time.Duration
 	err         error
 }
@@ -62,7 +64,7 @@ func newEngineShell(r *run, quotaOnly bool) (*engineShell, error) {
 	}
 	s := &engineShell{r: r, eng: eng, quotaOnly: quotaOnly, flavors: map[string]*berthv1.ResourceFlavor{},
 		queues: map[types.NamespacedName]scheduler.Queue{}, pools: map[string]*berthv1.CapacityPool{},
-		byKey: map[admission.WorkloadKey]*job{}, engineNodes: map[*node]amounts{}, wakeAt: -1}
+		byKey: map[admission.WorkloadKey]*job{}, engineNodes: map[*node]*amounts{}, nodeFlavors: map[*node][]string{}, wakeAt: -1}
 	r.as.answered = s.answered
 	if err := s.load(); err != nil {
 		return nil, err
@@ -254,6 +256,7 @@ func (s *engineShell) decideBooking(d admission.BookingDecision, now time.Durati
 	sj.req = nil
 	if d.GaveUp {
 		j.state = jobGaveUp
+		s.r.m.done++
 	}
 	s.upsert(j)
 }
@@ -385,4 +388,20 @@ func conditionMessage(wl *berthv1.Workload) string {
 		}
 	}
 	return string(lifecycle.PhaseOf(wl))
+}
+
+// explainWaiting logs, for every job still waiting at the end, what the
+// engine says of it.
+func (s *engineShell) explainWaiting(now time.Duration) {
+	for _, j := range s.r.jobs {
+		if j.state != jobWaiting || j.shell == nil {
+			continue
+		}
+		wl := j.shell.(*shellJob).wl
+		if x, ok := s.eng.Explain(scheduler.KeyOf(wl)); ok {
+			s.r.logf(now, "%s: still waiting, position %d: %s: %s", j.spec.ID, x.Position, x.Reason, x.Message)
+			continue
+		}
+		s.r.logf(now, "%s: still %s: %s", j.spec.ID, lifecycle.PhaseOf(wl), conditionMessage(wl))
+	}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"maps"
 	"time"
 
 	"github.com/berth-dev/berth/admission"
@@ -20,7 +19,8 @@ func (s *engineShell) nodeChanged(n *node, _ time.Duration) {
 		return
 	}
 	if _, known := s.engineNodes[n]; !known {
-		s.engineNodes[n] = maps.Clone(n.alloc)
+		free := n.alloc
+		s.engineNodes[n] = &free
 		if err := s.updatePool(n.group.pool.Name); err != nil && s.err == nil {
 			s.err = err
 		}
@@ -33,6 +33,7 @@ func (s *engineShell) nodeRemoved(n *node, _ time.Duration) {
 	if s.quotaOnly {
 		return
 	}
+	delete(s.nodeFlavors, n)
 	if _, known := s.engineNodes[n]; known {
 		delete(s.engineNodes, n)
 		s.eng.DeleteNode(n.name)
@@ -56,27 +57,32 @@ func (s *engineShell) podMoved(p *pod, sign int64) {
 	if !known {
 		return
 	}
-	free.add(p.requests, sign)
+	free.add(&p.requests, sign)
 	s.tellNode(p.node)
 }
 
 // tellNode upserts n into the engine with its flavors and free capacity.
 func (s *engineShell) tellNode(n *node) {
-	obj := n.nodeObject()
-	en := admission.Node{Name: n.name, Labels: n.labels, Free: admission.Resources{}, Allocatable: admission.Resources{}}
-	for _, name := range sortedKeys(s.flavors) {
-		if capacity.Matches(s.flavors[name], obj) {
-			en.Flavors = append(en.Flavors, name)
+	flavors, ok := s.nodeFlavors[n]
+	if !ok {
+		obj := n.nodeObject()
+		for _, name := range sortedKeys(s.flavors) {
+			if capacity.Matches(s.flavors[name], obj) {
+				flavors = append(flavors, name)
+			}
 		}
+		s.nodeFlavors[n] = flavors
 	}
+	en := admission.Node{Name: n.name, Labels: n.labels, Flavors: flavors, Free: admission.Resources{}, Allocatable: admission.Resources{}}
 	if len(en.Flavors) == 0 {
 		return
 	}
-	for r, v := range s.engineNodes[n] {
-		en.Free[admission.ResourceName(r)] = max(0, v)
-	}
-	for r, v := range n.alloc {
-		en.Allocatable[admission.ResourceName(r)] = v
+	free := s.engineNodes[n]
+	for i, name := range s.r.c.res.names {
+		if n.alloc[i] != 0 || free[i] != 0 {
+			en.Free[admission.ResourceName(name)] = max(0, free[i])
+			en.Allocatable[admission.ResourceName(name)] = n.alloc[i]
+		}
 	}
 	if err := s.eng.UpsertNode(en); err != nil && s.err == nil {
 		s.err = err

@@ -1,0 +1,247 @@
+package commands
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/cmd/kubectl-berth/sim"
+	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+)
+
+const (
+	twoRacks         = "../sim/testdata/two-racks.yaml"
+	mixedTrainingDir = "../../../test/simulation/mixed-training/"
+	traceHeader      = "id,submit,namespace,localQueue,kind,class,priority,pods,requests,nodeSelector,topologyMode,topologyLevel,runTime,slo\n"
+	// gangRequests fill most of a two-racks node, so each pod takes a node.
+	gangRequests = "cpu=90;memory=900Gi;nvidia.com/gpu=8"
+)
+
+// smallTrace is four gangs of whole nodes on two-racks.yaml's queues; the
+// last one is inference with an SLO so that the report has an SLO column
+// to fill.
+const smallTrace = traceHeader +
+	"j1,0s,team-a,train,training,large,0,3," + gangRequests + ",,Required,example.com/rack,1h,\n" +
+	"j2,1m,team-b,train,training,large,0,3," + gangRequests + ",,Required,example.com/rack,1h,\n" +
+	"j3,2m,team-a,train,training,small,0,1," + gangRequests + ",,,,30m,\n" +
+	"j4,3m,team-b,train,inference,serve,5,2," + gangRequests + ",,Required,example.com/rack,2h,10m\n"
+
+const smallTraceJobs = 4
+
+// writeFile writes content to name in a new temporary directory and
+// returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// simulateJSON runs simulate with args and -o json and decodes the report.
+func simulateJSON(t *testing.T, args ...string) (sim.Report, string) {
+	t.Helper()
+	out, errOut, err := run(append([]string{"simulate", "-o", "json"}, args...)...)
+	if err != nil {
+		t.Fatalf("simulate %v: %v\nstderr: %s", args, err, errOut)
+	}
+	var rep sim.Report
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("stdout is not a sim.Report: %v\n%s", err, out)
+	}
+	return rep, errOut
+}
+
+func policiesOf(rep sim.Report) []string {
+	var names []string
+	for _, r := range rep.Results {
+		names = append(names, r.Policy)
+	}
+	return names
+}
+
+func TestSimulateTable(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	out, _, err := run("simulate", "-f", twoRacks, "--trace", tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"4 jobs, simulated until", "POLICY", "STARTED", "NEVER", "GAVE UP", "GPU-H IDLE WHILE WAITING",
+		"SCALE-UPS", "SLO MET", "CLASS", "P50", "P99", "CLUSTERQUEUE", "WEIGHT'S SHARE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, p := range sim.Policies() {
+		// A row of the first table: the policy, then the count started.
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p) + ` +\d+ +\d+ `)
+		if !row.MatchString(out) {
+			t.Errorf("table has no row for %s:\n%s", p, out)
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p) + ` +team-a `).MatchString(out) {
+			t.Errorf("table has no share of team-a under %s:\n%s", p, out)
+		}
+	}
+}
+
+func TestSimulateJSON(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	cases := []struct {
+		name     string
+		args     []string
+		policies []string
+	}{
+		{"every policy by default", nil, sim.Policies()},
+		{"one policy", []string{"--policies", "berth"}, []string{sim.Berth}},
+		{"two policies in the order given", []string{"--policies", "berth,uncoordinated"}, []string{sim.Berth, sim.Uncoordinated}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, _ := simulateJSON(t, append([]string{"-f", twoRacks, "--trace", tr}, tc.args...)...)
+			if rep.Jobs != smallTraceJobs {
+				t.Errorf("jobs = %d, want %d", rep.Jobs, smallTraceJobs)
+			}
+			if got := policiesOf(rep); strings.Join(got, ",") != strings.Join(tc.policies, ",") {
+				t.Fatalf("policies %v, want %v", got, tc.policies)
+			}
+			for _, r := range rep.Results {
+				if r.Jobs != smallTraceJobs || r.Started+r.GaveUp+r.NeverStarted != r.Jobs {
+					t.Errorf("%s: jobs %d = started %d + gave up %d + never %d, want %d jobs", r.Policy, r.Jobs, r.Started, r.GaveUp, r.NeverStarted, smallTraceJobs)
+				}
+			}
+		})
+	}
+}
+
+func TestSimulatePlots(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	cases := []struct {
+		format string
+		magic  []byte
+	}{
+		{"png", []byte("\x89PNG\r\n\x1a\n")},
+		{"svg", []byte("<")}, // XML: a declaration or the <svg> element
+	}
+	for _, tc := range cases {
+		t.Run(tc.format, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "figures")
+			_, errOut, err := run("simulate", "-f", twoRacks, "--trace", tr, "--plots", dir, "--plot-format", tc.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"utilization", "start-cdf"} {
+				path := filepath.Join(dir, name+"."+tc.format)
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Errorf("figure %s: %v", name, err)
+					continue
+				}
+				if !bytes.HasPrefix(b, tc.magic) {
+					t.Errorf("%s does not start like a %s file: %q", path, tc.format, b[:min(len(b), 16)])
+				}
+				if !strings.Contains(errOut, path) {
+					t.Errorf("stderr does not list %s: %q", path, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateWriteTrace(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	for _, name := range []string{"out.csv", "out.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), name)
+			if _, errOut, err := run("simulate", "-f", twoRacks, "--trace", tr, "--policies", "uncoordinated", "--write-trace", out); err != nil {
+				t.Fatalf("%v\nstderr: %s", err, errOut)
+			}
+			back, err := trace.Read(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Jobs) != smallTraceJobs {
+				t.Errorf("%s holds %d jobs, want %d", out, len(back.Jobs), smallTraceJobs)
+			}
+		})
+	}
+}
+
+// TestSimulateGenerate runs the shipped mixed-training scenario once: the
+// report covers every policy, and the trace written is the one replayed.
+func TestSimulateGenerate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "generated.csv")
+	rep, _ := simulateJSON(t, "-f", mixedTrainingDir+"scenario.yaml", "--generate", mixedTrainingDir+"mix.yaml", "--write-trace", out)
+	if got := policiesOf(rep); strings.Join(got, ",") != strings.Join(sim.Policies(), ",") {
+		t.Errorf("policies %v, want %v", got, sim.Policies())
+	}
+	if rep.Jobs == 0 {
+		t.Fatal("the generated trace has no job")
+	}
+	back, err := trace.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Jobs) != rep.Jobs {
+		t.Errorf("wrote %d jobs, the report counts %d", len(back.Jobs), rep.Jobs)
+	}
+}
+
+func TestSimulateDecisions(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	log := filepath.Join(t.TempDir(), "decisions.log")
+	if _, errOut, err := run("simulate", "-f", twoRacks, "--trace", tr, "--decisions", log); err != nil {
+		t.Fatalf("%v\nstderr: %s", err, errOut)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"policy berth", "j1: "} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("decisions lack %q:\n%s", want, b)
+		}
+	}
+	// With "-" the log goes to stderr, and stdout stays a JSON report.
+	rep, errOut := simulateJSON(t, "-f", twoRacks, "--trace", tr, "--policies", "berth", "--decisions", "-")
+	if len(rep.Results) != 1 || !strings.Contains(errOut, "policy berth") {
+		t.Errorf("--decisions -: %d results, stderr %q", len(rep.Results), errOut)
+	}
+}
+
+func TestSimulateErrors(t *testing.T) {
+	tr := writeFile(t, "trace.csv", smallTrace)
+	strayTrace := writeFile(t, "stray.csv", traceHeader+"x1,0s,team-c,train,training,,,1,"+gangRequests+",,,,1h,\n")
+	mix := mixedTrainingDir + "mix.yaml"
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"yaml output", []string{"-f", twoRacks, "--trace", tr, "-o", "yaml"}, `--output "yaml": use table or json`},
+		{"pdf plots", []string{"-f", twoRacks, "--trace", tr, "--plots", "figs", "--plot-format", "pdf"}, `--plot-format "pdf": use svg or png`},
+		{"an unknown policy", []string{"-f", twoRacks, "--trace", tr, "--policies", "berth,fifo"}, `policy "fifo": use [uncoordinated quota-only berth]`},
+		{"both --trace and --generate", []string{"-f", twoRacks, "--trace", tr, "--generate", mix},
+			"if any flags in the group [trace generate import] are set none of the others can be"},
+		{"no trace", []string{"-f", twoRacks}, "at least one of the flags in the group [trace generate import] is required"},
+		{"no scenario", []string{"--trace", tr}, "at least one of the flags in the group [filename from-cluster] is required"},
+		{"--model without --from-cluster", []string{"-f", twoRacks, "--model", "model.yaml", "--trace", tr}, "--model goes with --from-cluster; put the Model in the scenario file"},
+		{"a job on a LocalQueue not in the scenario", []string{"-f", twoRacks, "--trace", strayTrace}, "job x1: LocalQueue team-c/train is not in the scenario"},
+		{"a missing scenario file", []string{"-f", "missing.yaml", "--trace", tr}, "reading the scenario: open missing.yaml"},
+		{"a missing trace file", []string{"-f", twoRacks, "--trace", "missing.csv"}, "reading trace: open missing.csv"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := run(append([]string{"simulate"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
