@@ -100,6 +100,9 @@ func (o *simulateOptions) run(ctx context.Context, e *env) error {
 	if o.plotFormat != "svg" && o.plotFormat != "png" {
 		return fmt.Errorf("--plot-format %q: use svg or png", o.plotFormat)
 	}
+	if err := sim.CheckPolicies(o.policies); err != nil {
+		return fmt.Errorf("--policies: %w", err)
+	}
 	sc, err := o.loadScenario(ctx, e)
 	if err != nil {
 		return err

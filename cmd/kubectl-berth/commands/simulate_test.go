@@ -73,15 +73,15 @@ func TestSimulateTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4 jobs, simulated until", "POLICY", "STARTED", "NEVER", "GAVE UP", "GPU-H IDLE WHILE WAITING",
+	for _, want := range []string{"4 jobs", "POLICY", "END", "STARTED", "NEVER", "GAVE UP", "GPU-H IDLE WHILE WAITING",
 		"SCALE-UPS", "SLO MET", "CLASS", "P50", "P99", "CLUSTERQUEUE", "WEIGHT'S SHARE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
 	for _, p := range sim.Policies() {
-		// A row of the first table: the policy, then the count started.
-		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p) + ` +\d+ +\d+ `)
+		// A row of the first table: the policy, its end, then the counts.
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(p) + ` +\S+ +\d+ +\d+ `)
 		if !row.MatchString(out) {
 			t.Errorf("table has no row for %s:\n%s", p, out)
 		}

@@ -205,7 +205,7 @@ func (m *meter) result(policy string) PolicyResult {
 	for _, name := range sortedKeys(m.r.c.nodes) {
 		m.countScaleUp(m.r.c.nodes[name])
 	}
-	res := PolicyResult{Policy: policy, Jobs: len(m.r.jobs), Evictions: m.evicted, ScaleUps: m.scaleUps,
+	res := PolicyResult{Policy: policy, End: Duration(m.r.end), Jobs: len(m.r.jobs), Evictions: m.evicted, ScaleUps: m.scaleUps,
 		GPUHours:  GPUHours{Busy: m.busy / 3600, Idle: m.idle / 3600, IdleWhileWaiting: m.idleWhileWaiting / 3600, Partial: m.partial / 3600},
 		NodeHours: m.nodeSeconds / 3600, starts: map[string][]time.Duration{},
 		Usage: plot.Usage{Policy: policy, Busy: m.busySeries, Idle: m.idleSeries, Partial: m.partialSeries}}

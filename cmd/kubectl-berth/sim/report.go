@@ -18,14 +18,15 @@ import (
 // tenants' shares.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%d jobs, simulated until %s\n\n", rep.Jobs, time.Duration(rep.End).Round(time.Minute))
-	fmt.Fprintln(tw, "POLICY\tSTARTED\tNEVER\tGAVE UP\tEVICTIONS\tGPU-H BUSY\tGPU-H PARTIAL\tGPU-H IDLE WHILE WAITING\tNODE-H\tSCALE-UPS\tUNUSED (HALF GANG / NOT REACHED)\tSLO MET")
+	fmt.Fprintf(tw, "%d jobs\n\n", rep.Jobs)
+	fmt.Fprintln(tw, "POLICY\tEND\tSTARTED\tNEVER\tGAVE UP\tEVICTIONS\tGPU-H BUSY\tGPU-H PARTIAL\tGPU-H IDLE WHILE WAITING\tNODE-H\tSCALE-UPS\tUNUSED (HALF GANG / NOT REACHED)\tSLO MET")
 	for _, r := range rep.Results {
 		slo := "-"
 		if r.SLO.Jobs > 0 {
 			slo = fmt.Sprintf("%.1f%% (%d/%d)", 100*r.SLO.Attainment, r.SLO.Met, r.SLO.Jobs)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d (%d / %d)\t%s\n", r.Policy, r.Started, r.NeverStarted, r.GaveUp,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d (%d / %d)\t%s\n", r.Policy,
+			time.Duration(r.End).Round(time.Minute), r.Started, r.NeverStarted, r.GaveUp,
 			r.Evictions, r.GPUHours.Busy, r.GPUHours.Partial, r.GPUHours.IdleWhileWaiting, r.NodeHours,
 			r.ScaleUps.Total, r.ScaleUps.Unused, r.ScaleUps.HalfGang, r.ScaleUps.NotReached, slo)
 	}

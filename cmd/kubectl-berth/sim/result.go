@@ -10,6 +10,10 @@ import (
 type PolicyResult struct {
 	// Policy is the policy's name.
 	Policy string `json:"policy"`
+	// End is when the run ended: once every job ended and the autoscaler
+	// had time to remove the nodes left empty, or Model.Drain after the
+	// last submission.
+	End Duration `json:"end"`
 	// Jobs in the trace; Started ran at least once, GaveUp were given up
 	// by berth's booking retries, NeverStarted neither by the end.
 	Jobs         int `json:"jobs"`

@@ -13,6 +13,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
@@ -41,6 +42,8 @@ type Model struct {
 	Autoscaler AutoscalerModel `json:"autoscaler,omitzero"`
 	// Scheduler is kube-scheduler's behaviour.
 	Scheduler SchedulerModel `json:"scheduler,omitzero"`
+	// Controller is berth-controller's settings that change decisions.
+	Controller ControllerModel `json:"controller,omitzero"`
 	// Drain is how long the simulation goes on after the last submission;
 	// jobs not started by then are reported as never started. Default 24h.
 	Drain Duration `json:"drain,omitempty"`
@@ -53,7 +56,8 @@ type GroupModel struct {
 	// Existing is how many nodes the group has at the start; default the
 	// pool's minNodes.
 	Existing *int32 `json:"existing,omitempty"`
-	// Latency is how long a new node takes to become allocatable.
+	// Latency is how long a new node takes to become allocatable; unset,
+	// DefaultGroup's.
 	Latency Distribution `json:"latency,omitzero"`
 	// Stockouts are windows in which the group cannot grow: the cloud has
 	// no instances of its type.
@@ -97,6 +101,26 @@ type AutoscalerModel struct {
 	// found no capacity (1m doubling to 10m).
 	InitialBackoff Duration `json:"initialBackoff,omitempty"`
 	MaxBackoff     Duration `json:"maxBackoff,omitempty"`
+}
+
+// ControllerModel is berth-controller's flags that the engine's decisions
+// depend on; unset, the flags' defaults.
+type ControllerModel struct {
+	// FairSharing is --fair-sharing (default true).
+	FairSharing *bool `json:"fairSharing,omitempty"`
+	// LocalQueueFairSharing is --local-queue-fair-sharing (default false).
+	LocalQueueFairSharing bool `json:"localQueueFairSharing,omitempty"`
+}
+
+// engineOptions are the engine's options as berth-controller sets them
+// from its flags.
+func (c ControllerModel) engineOptions() admission.Options {
+	o := admission.DefaultOptions()
+	if c.FairSharing != nil {
+		o.FairSharing = *c.FairSharing
+	}
+	o.LocalQueueFairSharing = c.LocalQueueFairSharing
+	return o
 }
 
 // SchedulerModel is kube-scheduler's node scoring.
@@ -145,10 +169,14 @@ func orDuration(d Duration, def time.Duration) Duration {
 
 // group is the model of pool p.
 func (m Model) group(p string) GroupModel {
-	if g, ok := m.Groups[p]; ok {
-		return g
+	g, ok := m.Groups[p]
+	if !ok {
+		return DefaultGroup()
 	}
-	return DefaultGroup()
+	if g.Latency == (Distribution{}) {
+		g.Latency = DefaultGroup().Latency
+	}
+	return g
 }
 
 // ReadScenario reads a scenario: a stream of YAML or JSON documents holding
@@ -321,7 +349,7 @@ func (g GroupModel) validate(path string) []error {
 	if g.Existing != nil && *g.Existing < 0 {
 		errs = append(errs, fmt.Errorf("%s.existing: must not be negative, got %d", path, *g.Existing))
 	}
-	if err := g.Latency.validate(); err != nil {
+	if err := g.Latency.validate(); g.Latency != (Distribution{}) && err != nil {
 		errs = append(errs, fmt.Errorf("%s.latency: %w", path, err))
 	}
 	for i, w := range g.Stockouts {

@@ -242,3 +242,16 @@ func TestReadModel(t *testing.T) {
 		t.Errorf("groups = %+v, want rack-a with a fixed 5m latency", m.Groups)
 	}
 }
+
+// TestAGroupWithoutLatencyTakesTheDefault: a group described only by its
+// stockouts boots its nodes in DefaultGroup's time.
+func TestAGroupWithoutLatencyTakesTheDefault(t *testing.T) {
+	m := Model{Groups: map[string]GroupModel{"rack-a": {Stockouts: []Window{{From: 0, To: Duration(time.Hour)}}}}}
+	g := m.group("rack-a")
+	if g.Latency != DefaultGroup().Latency || len(g.Stockouts) != 1 {
+		t.Fatalf("group %+v, want the default latency and its stockout", g)
+	}
+	if errs := g.validate("g"); len(errs) != 0 {
+		t.Fatalf("valid group refused: %v", errs)
+	}
+}

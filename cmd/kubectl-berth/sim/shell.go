@@ -58,7 +58,7 @@ type shellJob struct {
 }
 
 func newEngineShell(r *run, quotaOnly bool) (*engineShell, error) {
-	eng, err := admission.New(admission.DefaultOptions())
+	eng, err := admission.New(r.sc.Model.Controller.engineOptions())
 	if err != nil {
 		return nil, fmt.Errorf("creating the engine: %w", err)
 	}

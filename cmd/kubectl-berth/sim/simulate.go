@@ -58,7 +58,6 @@ type Options struct {
 // Report is what a simulation found, one result per policy.
 type Report struct {
 	Jobs    int            `json:"jobs"`
-	End     Duration       `json:"end"`
 	Results []PolicyResult `json:"results"`
 }
 
@@ -87,7 +86,6 @@ func Simulate(sc Scenario, tr trace.Trace, opts Options) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
-		rep.End = Duration(r.end)
 		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
@@ -96,12 +94,7 @@ func Simulate(sc Scenario, tr trace.Trace, opts Options) (Report, error) {
 // check reports what in the options, the scenario or the trace keeps the
 // simulation from running.
 func check(sc Scenario, tr trace.Trace, opts Options) error {
-	var errs []error
-	for _, p := range opts.Policies {
-		if !slices.Contains(Policies(), p) {
-			errs = append(errs, fmt.Errorf("policy %q: use %v", p, Policies()))
-		}
-	}
+	errs := []error{CheckPolicies(opts.Policies)}
 	if err := sc.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -122,6 +115,17 @@ func check(sc Scenario, tr trace.Trace, opts Options) error {
 	}
 	if len(tr.Jobs) == 0 {
 		errs = append(errs, errors.New("the trace has no job"))
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPolicies says which of names is not a policy.
+func CheckPolicies(names []string) error {
+	var errs []error
+	for _, p := range names {
+		if !slices.Contains(Policies(), p) {
+			errs = append(errs, fmt.Errorf("policy %q: use %v", p, Policies()))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -14,11 +14,11 @@ import (
 	gplot "gonum.org/v1/plot"
 )
 
-// series builds a Series sampled every step from the start.
-func series(name string, step time.Duration, values ...float64) Series {
+// series builds a Series sampled every hour from the start.
+func series(name string, values ...float64) Series {
 	s := Series{Name: name}
 	for i, v := range values {
-		s.Points = append(s.Points, Point{At: time.Duration(i) * step, Value: v})
+		s.Points = append(s.Points, Point{At: time.Duration(i) * time.Hour, Value: v})
 	}
 	return s
 }
@@ -27,9 +27,9 @@ func series(name string, step time.Duration, values ...float64) Series {
 func usage(policy string, busy, idle, partial float64) Usage {
 	return Usage{
 		Policy:  policy,
-		Busy:    series("busy", time.Hour, busy, busy+8, busy),
-		Idle:    series("idle", time.Hour, idle, idle-8, idle),
-		Partial: series("partial", time.Hour, partial, 0, partial),
+		Busy:    series("busy", busy, busy+8, busy),
+		Idle:    series("idle", idle, idle-8, idle),
+		Partial: series("partial", partial, 0, partial),
 	}
 }
 
@@ -56,8 +56,8 @@ func sampleStarts() map[string][]time.Duration {
 // sampleShares are two tenants' shares over three hours.
 func sampleShares() []Series {
 	return []Series{
-		series("team-b", time.Hour, 0.6, 0.5, 0.3),
-		series("team-a", time.Hour, 0.2, 0.4, 0.6),
+		series("team-b", 0.6, 0.5, 0.3),
+		series("team-a", 0.2, 0.4, 0.6),
 	}
 }
 
@@ -243,7 +243,7 @@ func TestErrors(t *testing.T) {
 			return Share(w, "svg", "t", sampleShares(), map[string]float64{"team-a": 0, "team-b": 0})
 		}, "weights sum to 0"},
 		{"share duplicate tenant", func(w io.Writer) error {
-			return Share(w, "svg", "t", append(sampleShares(), series("team-a", time.Hour, 1)), sampleWeights())
+			return Share(w, "svg", "t", append(sampleShares(), series("team-a", 1)), sampleWeights())
 		}, `tenant "team-a" appears more than once`},
 	}
 	for _, tt := range tests {

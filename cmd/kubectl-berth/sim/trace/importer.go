@@ -204,7 +204,7 @@ func (o ImportOptions) withDefaults() (ImportOptions, error) {
 		errs = append(errs, fmt.Errorf("MinDuration must not be negative, got %v", o.MinDuration))
 	}
 	if o.Limit < 0 {
-		errs = append(errs, fmt.Errorf("Limit must not be negative, got %d", o.Limit))
+		errs = append(errs, fmt.Errorf("the import limit must not be negative, got %d", o.Limit))
 	}
 	if o.GPUsPerNode == 0 {
 		o.GPUsPerNode = 8

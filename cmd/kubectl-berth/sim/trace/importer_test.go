@@ -184,7 +184,7 @@ func TestImportErrors(t *testing.T) {
 		{name: "bad options", in: "job_id,submit_time,gpu_num,duration\n",
 			opts: ImportOptions{GPUsPerNode: -1, CPUPerGPU: resource.MustParse("-1"), MemoryPerGPU: resource.MustParse("-1Gi"), MinDuration: -1, Limit: -1},
 			want: []string{"GPUsPerNode must not be negative", "CPUPerGPU must not be negative", "MemoryPerGPU must not be negative",
-				"MinDuration must not be negative", "Limit must not be negative"}},
+				"MinDuration must not be negative", "the import limit must not be negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

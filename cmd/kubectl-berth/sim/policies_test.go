@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+)
+
+// oneRack is a rack of three 8-GPU nodes that cannot grow, one team.
+const oneRack = `
+apiVersion: berth.dev/v1alpha1
+kind: ResourceFlavor
+metadata: {name: h200}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: NVIDIA-H200}
+  topologyLevels: [example.com/rack, kubernetes.io/hostname]
+  provisioning: {mode: IfNeeded}
+---
+apiVersion: berth.dev/v1alpha1
+kind: CapacityPool
+metadata: {name: rack-a}
+spec:
+  flavor: h200
+  minNodes: 3
+  maxNodes: 3
+  nodeTemplate:
+    labels: {nvidia.com/gpu.product: NVIDIA-H200, example.com/rack: a}
+    allocatable: {cpu: "96", memory: 1Ti, nvidia.com/gpu: "8"}
+---
+apiVersion: berth.dev/v1alpha1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: h200
+      resources:
+      - {name: cpu, nominalQuota: "960"}
+      - {name: memory, nominalQuota: 10Ti}
+      - {name: nvidia.com/gpu, nominalQuota: "80"}
+---
+apiVersion: berth.dev/v1alpha1
+kind: LocalQueue
+metadata: {name: train, namespace: team-a}
+spec: {clusterQueue: team-a}
+---
+apiVersion: sim.berth.dev/v1alpha1
+kind: Model
+drain: 4h
+`
+
+func readScenarioString(t *testing.T, s string) Scenario {
+	t.Helper()
+	sc, err := ReadScenario(strings.NewReader(s), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func readScenarioFile(t *testing.T, path string) Scenario {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc, err := ReadScenario(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// gangJob is a training gang of pods × 8 GPUs.
+func gangJob(id, ns string, submit time.Duration, pods int32, topology trace.Topology, run time.Duration) trace.Job {
+	return trace.Job{ID: id, Submit: submit, Namespace: ns, LocalQueue: "train", Kind: trace.Training, Pods: pods, Topology: topology, RunTime: run,
+		Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), "cpu": resource.MustParse("90"), "memory": resource.MustParse("900Gi")}}
+}
+
+// runPolicy runs one policy and returns the run, to look at its jobs, and
+// its decisions log.
+func runPolicy(t *testing.T, sc Scenario, tr trace.Trace, policy string) (*run, PolicyResult) {
+	t.Helper()
+	r := newRun(sc, tr, "nvidia.com/gpu", 1)
+	r.log = &bytes.Buffer{}
+	if err := r.use(policy); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.simulate(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, res
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// TestAPartialGangHoldsGPUsOnlyWithoutAQueue: two gangs of two 8-GPU pods
+// on three nodes. Without a queue the second gang binds one pod and holds
+// its node idle for the first gang's hour; berth admits it only when it
+// fits, so the node is idle and free for others meanwhile.
+func TestAPartialGangHoldsGPUsOnlyWithoutAQueue(t *testing.T) {
+	sc := readScenarioString(t, oneRack)
+	tr := trace.Trace{Jobs: []trace.Job{
+		gangJob("a", "team-a", 0, 2, trace.Topology{}, time.Hour),
+		gangJob("b", "team-a", time.Second, 2, trace.Topology{}, time.Hour),
+	}}
+	held := 8 * (time.Hour - time.Second).Hours()
+	cases := []struct {
+		policy                 string
+		partial, idleWhileWait float64
+	}{
+		{Uncoordinated, held, 0},
+		{Berth, 0, held},
+	}
+	for _, tc := range cases {
+		t.Run(tc.policy, func(t *testing.T) {
+			r, res := runPolicy(t, sc, tr, tc.policy)
+			if res.Started != 2 {
+				t.Fatalf("started %d of 2", res.Started)
+			}
+			if got := r.jobs[1].firstStart; got != time.Hour {
+				t.Errorf("b started at %s, want 1h, when a ends", got)
+			}
+			if !near(res.GPUHours.Partial, tc.partial) || !near(res.GPUHours.IdleWhileWaiting, tc.idleWhileWait) {
+				t.Errorf("partial %.4f and idle while waiting %.4f GPU-hours, want %.4f and %.4f",
+					res.GPUHours.Partial, res.GPUHours.IdleWhileWaiting, tc.partial, tc.idleWhileWait)
+			}
+			if !near(res.GPUHours.Busy, 32) {
+				t.Errorf("busy %.4f GPU-hours, want 32: two gangs of 16 GPUs for an hour", res.GPUHours.Busy)
+			}
+		})
+	}
+}
+
+// TestAGangFailsOverFromARackOutOfStock: rack a is out of stock for two
+// hours (testdata/two-racks.yaml). berth books its gang in rack a, hears
+// "no capacity" for capacityNotFoundSeconds, and books rack b; the gang
+// runs there once the new node joins. Quota-only books anywhere: the
+// autoscaler counts the free nodes of both racks, and the gang, whose pods
+// must share a rack, never runs whole.
+func TestAGangFailsOverFromARackOutOfStock(t *testing.T) {
+	sc := readScenarioFile(t, "testdata/two-racks.yaml")
+	tr := trace.Trace{Jobs: []trace.Job{gangJob("g", "team-a", 0, 3, trace.Topology{Mode: trace.Required, Level: "example.com/rack"}, time.Hour)}}
+
+	r, res := runPolicy(t, sc, tr, Berth)
+	j := r.jobs[0]
+	// The first answer at the 10 s scan, 300 s of "no capacity", a 10 s
+	// backoff, the next scan and a 5 min boot.
+	if j.firstStart < 10*time.Minute || j.firstStart > 11*time.Minute {
+		t.Fatalf("berth started the gang at %s, want between 10m and 11m", j.firstStart)
+	}
+	if res.ScaleUps.Total != 1 || res.ScaleUps.Unused != 0 {
+		t.Errorf("berth's scale-ups %+v, want one node, used", res.ScaleUps)
+	}
+	log := r.log.(*bytes.Buffer).String()
+	for _, want := range []string{"g-1 (best-effort-atomic-scale-up.autoscaling.x-k8s.io) in example.com/rack=a", "found no capacity for 5m0s",
+		"capacity provisioned by g-2 (best-effort-atomic-scale-up.autoscaling.x-k8s.io) in example.com/rack=b"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the decisions do not say %q:\n%s", want, log)
+		}
+	}
+	_, qo := runPolicy(t, sc, tr, QuotaOnly)
+	if qo.Started != 0 || qo.GPUHours.Partial <= 0 {
+		t.Errorf("quota-only started %d with %.1f partial GPU-hours, want a partial gang that never runs", qo.Started, qo.GPUHours.Partial)
+	}
+}
+
+// TestBusyGPUHoursAreTheWorkDone checks the meter against the trace: a
+// policy that evicts nothing and finishes every job keeps GPUs busy for
+// exactly the trace's work.
+func TestBusyGPUHoursAreTheWorkDone(t *testing.T) {
+	sc, tr := shipped(t, "mixed-training")
+	var work float64
+	for _, j := range tr.Jobs {
+		q := j.Requests["nvidia.com/gpu"]
+		work += float64(j.Pods) * float64(q.Value()) * j.RunTime.Hours()
+	}
+	checked := 0
+	for _, p := range Policies() {
+		_, res := runPolicy(t, sc, tr, p)
+		if res.Evictions > 0 || res.Started != res.Jobs {
+			continue // the identity holds for whole, uninterrupted runs only
+		}
+		checked++
+		if math.Abs(res.GPUHours.Busy-work) > 1e-6*work {
+			t.Errorf("%s: busy %.3f GPU-hours, want the trace's work %.3f", p, res.GPUHours.Busy, work)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no policy ran every job whole: the scenario no longer checks the meter")
+	}
+}
+
+// shipped reads a shipped scenario and generates its trace.
+func shipped(t *testing.T, name string) (Scenario, trace.Trace) {
+	t.Helper()
+	dir := "../../../test/simulation/" + name + "/"
+	sc := readScenarioFile(t, dir+"scenario.yaml")
+	f, err := os.Open(dir + "mix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mix, err := trace.ReadMix(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Generate(mix, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc, tr
+}
+
+// TestShippedScenarios runs the scenarios docs/coordination.md reports on
+// and checks what the report claims of them: berth holds fewer GPUs in
+// partial gangs and creates fewer nodes its jobs cannot use than either
+// alternative, and every job is accounted for. It also checks that a run
+// is deterministic.
+func TestShippedScenarios(t *testing.T) {
+	for _, name := range []string{"mixed-training", "inference-burst"} {
+		t.Run(name, func(t *testing.T) {
+			sc, tr := shipped(t, name)
+			rep, err := Simulate(sc, tr, Options{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			by := map[string]PolicyResult{}
+			for _, r := range rep.Results {
+				by[r.Policy] = r
+				if r.Started+r.GaveUp+r.NeverStarted != r.Jobs {
+					t.Errorf("%s: started %d + gave up %d + never %d != %d jobs", r.Policy, r.Started, r.GaveUp, r.NeverStarted, r.Jobs)
+				}
+			}
+			b := by[Berth]
+			if b.NeverStarted != 0 {
+				t.Errorf("berth left %d jobs never started", b.NeverStarted)
+			}
+			for _, other := range []string{Uncoordinated, QuotaOnly} {
+				o := by[other]
+				if b.GPUHours.Partial >= o.GPUHours.Partial {
+					t.Errorf("berth holds %.0f GPU-hours in partial gangs, %s %.0f", b.GPUHours.Partial, other, o.GPUHours.Partial)
+				}
+				if b.ScaleUps.Unused >= o.ScaleUps.Unused {
+					t.Errorf("berth created %d nodes its jobs could not use, %s %d", b.ScaleUps.Unused, other, o.ScaleUps.Unused)
+				}
+			}
+			var first, second bytes.Buffer
+			if err := rep.WriteJSON(&first); err != nil {
+				t.Fatal(err)
+			}
+			again, err := Simulate(sc, tr, Options{Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := again.WriteJSON(&second); err != nil {
+				t.Fatal(err)
+			}
+			if first.String() != second.String() {
+				t.Error("two runs of the same inputs differ")
+			}
+		})
+	}
+}
