@@ -215,7 +215,7 @@ func (e *Engine) ReportBooking(key WorkloadKey, r BookingReport) {
 		return
 	}
 	e.reports[key] = r
-	e.bookingDirty = true
+	e.bookingDirty[key] = struct{}{}
 }
 
 // NextWake is the earliest time (unix nanoseconds) at which a time-based booking
@@ -241,17 +241,32 @@ func (e *Engine) policyOf(flavor string) ProvisioningPolicy {
 }
 
 // decideBookings turns answers and elapsed bounds into decisions, in key order.
+//
+// Only the workloads whose answer or record changed are looked at, unless a
+// bound elapsed: then every booking is, and the next bound is found again.
+// A workload nothing happened to has nothing new to decide before its next
+// bound; looking at every booking on every answer made a cycle cost as many
+// steps as there are bookings.
 func (e *Engine) decideBookings(res *Result) {
-	if !e.bookingDirty && (e.bookingDue == 0 || e.now < e.bookingDue) {
+	elapsed := e.bookingDue != 0 && e.now >= e.bookingDue
+	if len(e.bookingDirty) == 0 && !elapsed {
 		return
 	}
-	e.bookingDirty, e.bookingDue = false, 0
-	keys := slices.SortedFunc(maps.Keys(e.reports), cmpKey)
-	for w := range e.booking {
-		if _, ok := e.reports[w.key]; !ok {
+	var keys []WorkloadKey
+	if elapsed {
+		e.bookingDue = 0
+		keys = slices.Collect(maps.Keys(e.reports))
+		for w := range e.booking {
 			keys = append(keys, w.key) // a booking without an answer yet
 		}
+	} else {
+		for k := range e.bookingDirty {
+			if _, ok := e.reports[k]; ok || e.Booking(k) {
+				keys = append(keys, k)
+			}
+		}
 	}
+	clear(e.bookingDirty)
 	slices.SortFunc(keys, cmpKey)
 	keys = slices.Compact(keys)
 	for _, k := range keys {
@@ -411,7 +426,7 @@ func (e *Engine) trackBooking(w *wl) {
 		delete(e.booking, w)
 	}
 	if w.bk != nil || inFlight {
-		e.bookingDirty = true // a record to act on, maybe
+		e.bookingDirty[w.key] = struct{}{} // a record to act on, maybe
 	}
 	if !inFlight && w.placed != nil && len(w.placed.newNodes) > 0 {
 		e.awaiting[w] = struct{}{}

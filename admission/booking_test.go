@@ -362,3 +362,39 @@ func TestLatePodsNotReady(t *testing.T) {
 		t.Fatalf("decided %+v after PodsReady, want nothing", res.Bookings)
 	}
 }
+
+// TestBookingDecisionsFollowAnswersAndBounds: with several bookings in
+// flight, an answer about one decides that one alone, and a bound that
+// elapses decides the bookings it bounds without any new answer.
+func TestBookingDecisionsFollowAnswersAndBounds(t *testing.T) {
+	e := bookingEngine(t)
+	specs := specMap(gang("g1", 1, 8, TopologyRequired, rackKey), gang("g2", 1, 8, TopologyRequired, rackKey), gang("g3", 1, 8, TopologyRequired, rackKey))
+	for _, name := range []string{"g1", "g2", "g3"} {
+		mustWL(t, e, specs[name])
+	}
+	res := e.Cycle(t0)
+	if len(res.Admitted) != 3 {
+		t.Fatalf("%s: want three bookings", fmtResult(res))
+	}
+	confirm(t, e, specs, res)
+	for _, name := range []string{"g1", "g2", "g3"} {
+		e.ReportBooking(key(name), BookingReport{Attempt: 1, Answer: AnswerCapacityNotFound, Since: t0.UnixNano()})
+	}
+	if res := e.Cycle(t0.Add(time.Minute)); len(res.Bookings) != 0 {
+		t.Fatalf("decisions %+v within the bound, want none", res.Bookings)
+	}
+	e.ReportBooking(key("g2"), BookingReport{Attempt: 1, Answer: AnswerProvisioned})
+	if d := onlyBooking(t, e.Cycle(t0.Add(2*time.Minute))); d.Key != key("g2") || d.Action != BookingStart {
+		t.Fatalf("decision %+v, want g2 to start", d)
+	}
+	res = e.Cycle(t0.Add(5 * time.Minute))
+	var failed []string
+	for _, d := range res.Bookings {
+		if d.Action == BookingRetry && d.State == BookingCapacityNotFound {
+			failed = append(failed, d.Key.Name)
+		}
+	}
+	if !slices.Equal(failed, []string{"g1", "g3"}) || len(res.Bookings) != 2 {
+		t.Fatalf("decisions %+v at the bound, want g1 and g3 failed for no capacity", res.Bookings)
+	}
+}

@@ -100,9 +100,10 @@ type Engine struct {
 	booking  map[*wl]struct{}
 	awaiting map[*wl]struct{}
 	// reports are the latest answers about bookings (booking.go); bookingDirty
-	// says one changed, bookingDue is the next time a bound elapses (0: none).
+	// holds the workloads whose answer or record changed, bookingDue is the
+	// next time a bound elapses (0: none).
 	reports      map[WorkloadKey]BookingReport
-	bookingDirty bool
+	bookingDirty map[WorkloadKey]struct{}
 	bookingDue   int64
 	// freed says a reservation was returned outside capacityChanged.
 	freed bool
@@ -120,21 +121,22 @@ func New(opts Options) (*Engine, error) {
 		opts.StarvationSkips = DefaultStarvationSkips
 	}
 	return &Engine{
-		opts:       opts,
-		cqs:        map[string]*cqState{},
-		cohorts:    map[string]*cohortState{},
-		workloads:  map[WorkloadKey]*wl{},
-		tenants:    newTenantIndex(),
-		wlFree:     btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
-		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
-		flavorIDs:  map[string]int32{},
-		resIDs:     map[ResourceName]int32{},
-		flavorTopo: map[string]*topoFlavor{},
-		nodes:      map[string]*topoNode{},
-		pools:      map[string]*topoPool{},
-		booking:    map[*wl]struct{}{},
-		awaiting:   map[*wl]struct{}{},
-		reports:    map[WorkloadKey]BookingReport{},
+		opts:         opts,
+		cqs:          map[string]*cqState{},
+		cohorts:      map[string]*cohortState{},
+		workloads:    map[WorkloadKey]*wl{},
+		tenants:      newTenantIndex(),
+		wlFree:       btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
+		bucketFree:   btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
+		flavorIDs:    map[string]int32{},
+		resIDs:       map[ResourceName]int32{},
+		flavorTopo:   map[string]*topoFlavor{},
+		nodes:        map[string]*topoNode{},
+		pools:        map[string]*topoPool{},
+		booking:      map[*wl]struct{}{},
+		awaiting:     map[*wl]struct{}{},
+		reports:      map[WorkloadKey]BookingReport{},
+		bookingDirty: map[WorkloadKey]struct{}{},
 	}, nil
 }
 

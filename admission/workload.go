@@ -136,7 +136,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	}
 	if w.deciding != 0 {
 		w.deciding = 0
-		e.bookingDirty = true
+		e.bookingDirty[key] = struct{}{}
 	}
 	if w.evicting {
 		e.clearEviction(w)
