@@ -457,17 +457,17 @@ func (r *fuzzRun) convergeAnswer(attempt int32) BookingReport {
 }
 
 // reservedSnapshot copies every node's reserved capacity.
-func (e *Engine) reservedSnapshot() map[string]map[int32]int64 {
-	out := map[string]map[int32]int64{}
+func (e *Engine) reservedSnapshot() map[string]vec {
+	out := map[string]vec{}
 	for name, n := range e.nodes {
-		out[name] = maps.Clone(n.reserved)
+		out[name] = slices.Clone(n.reserved)
 	}
 	return out
 }
 
 // checkPlacements: a gang that requires a domain is admitted into one of that
 // level, and no node got more reserved by the cycle than it has free.
-func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64, pools map[string]int32) {
+func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[string]int32) {
 	for _, a := range res.Admitted {
 		w := r.m.specs[a.Key.Name]
 		if w.Topology == nil || w.Topology.Mode != TopologyRequired {
@@ -497,8 +497,8 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]map[int32]int64,
 	for name, byRes := range admitted {
 		n := r.e.nodes[name]
 		for res, amt := range byRes {
-			if amt > 0 && n.reserved[res] > n.free[res] && before[name][res]+amt > n.free[res] {
-				r.t.Fatalf("node %s: cycle's admissions reserved %d of resource %d on top of %d, free %d", name, amt, res, before[name][res], n.free[res])
+			if amt > 0 && n.reserved.at(res) > n.free.at(res) && before[name].at(res)+amt > n.free.at(res) {
+				r.t.Fatalf("node %s: cycle's admissions reserved %d of resource %d on top of %d, free %d", name, amt, res, before[name].at(res), n.free.at(res))
 			}
 		}
 	}

@@ -262,8 +262,8 @@ type packing struct {
 // left and score count only the nodes visited: enough to say whether and
 // where the gang fits, which is all a lone domain is asked.
 func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever, measure bool) packing {
-	planned := map[string]map[int32]int64{}
 	var out packing
+	var extra vec // what the gang takes of the node being packed
 	remaining := make([]int32, len(w.podSets))
 	for i, ps := range w.podSets {
 		remaining[i] = ps.count
@@ -277,7 +277,7 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever,
 		if ever {
 			free, reserved = n.alloc, nil
 		}
-		extra := planned[n.name]
+		extra = extra[:0]
 		clear(onNode)
 		for i := range w.podSets {
 			ps := &w.podSets[i]
@@ -288,44 +288,47 @@ func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever,
 			if k == 0 {
 				continue
 			}
-			if extra == nil {
-				extra = map[int32]int64{}
-				planned[n.name] = extra
-			}
 			for _, r := range ps.req {
-				extra[r.res] += r.amt * int64(k)
+				extra.add(r.res, r.amt*int64(k))
 			}
 			remaining[i] -= k
 			onNode[i] += k
 			out.score += int64(k) * ps.score(n.labels)
 		}
-		out.left += max(0, free[dom]-reserved[dom]-extra[dom])
+		out.left += max(0, free.at(dom)-reserved.at(dom)-extra.at(dom))
+		// Nodes are visited in name order: the shares come out sorted.
+		if share := shareOf(n.name, extra); share.amt != nil {
+			out.shares = append(out.shares, share)
+		}
 		if !measure && !slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
 			break
 		}
 	}
-	out.shares = sharesOf(planned)
 	if slices.ContainsFunc(remaining, func(r int32) bool { return r > 0 }) {
 		out.remaining = remaining
 	}
 	return out
 }
 
+// shareOf is the share of node of the amounts planned there; its amt is
+// nil when they are none (pods that request nothing reserve nothing).
+func shareOf(node string, planned vec) nodeShare {
+	s := nodeShare{node: node}
+	for r, a := range planned {
+		if a != 0 {
+			s.amt = append(s.amt, resAmt{res: int32(r), amt: a})
+		}
+	}
+	return s
+}
+
 // sharesOf turns planned amounts per node into sorted shares.
-func sharesOf(planned map[string]map[int32]int64) []nodeShare {
+func sharesOf(planned map[string]vec) []nodeShare {
 	shares := make([]nodeShare, 0, len(planned))
 	for name, m := range planned {
-		s := nodeShare{node: name}
-		for r, a := range m {
-			if a != 0 {
-				s.amt = append(s.amt, resAmt{res: r, amt: a})
-			}
+		if s := shareOf(name, m); s.amt != nil {
+			shares = append(shares, s)
 		}
-		if len(s.amt) == 0 {
-			continue // pods that request nothing reserve nothing
-		}
-		slices.SortFunc(s.amt, func(a, b resAmt) int { return int(a.res) - int(b.res) })
-		shares = append(shares, s)
 	}
 	slices.SortFunc(shares, func(a, b nodeShare) int { return strings.Compare(a.node, b.node) })
 	return shares
@@ -333,13 +336,13 @@ func sharesOf(planned map[string]map[int32]int64) []nodeShare {
 
 // podsThatFit is how many pods requesting req (at most limit) fit in free minus
 // reserved minus extra.
-func podsThatFit(free, reserved map[int32]int64, req []resAmt, extra map[int32]int64, limit int32) int32 {
+func podsThatFit(free, reserved vec, req []resAmt, extra vec, limit int32) int32 {
 	k := int64(limit)
 	for _, r := range req {
 		if r.amt == 0 {
 			continue
 		}
-		k = min(k, max(0, free[r.res]-reserved[r.res]-extra[r.res])/r.amt)
+		k = min(k, max(0, free.at(r.res)-reserved.at(r.res)-extra.at(r.res))/r.amt)
 	}
 	return int32(k)
 }
@@ -378,7 +381,7 @@ func (e *Engine) planOnNodes(w *wl) *placement {
 // charge, the pods that fit nowhere go to the domain's first node. It also
 // reports whether some pods fit nowhere.
 func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare, bool) {
-	planned := map[string]map[int32]int64{}
+	planned := map[string]vec{}
 	onNode := map[string][]int32{}
 	var first *topoNode
 	missing := false
@@ -412,15 +415,12 @@ func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare
 	return sharesOf(planned), missing
 }
 
-func addPlanned(planned map[string]map[int32]int64, node string, req []resAmt, k int32) {
+func addPlanned(planned map[string]vec, node string, req []resAmt, k int32) {
 	m := planned[node]
-	if m == nil {
-		m = map[int32]int64{}
-		planned[node] = m
-	}
 	for _, r := range req {
-		m[r.res] += r.amt * int64(k)
+		m.add(r.res, r.amt*int64(k))
 	}
+	planned[node] = m
 }
 
 func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string {
@@ -484,14 +484,14 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 		var total int64
 		for _, n := range tf.nodesIn(key) {
 			if w.admitsAny(n) {
-				total += n.alloc[dom]
+				total += n.alloc.at(dom)
 			}
 		}
 		if withPools {
 			var largest int64
 			for _, p := range tf.pools {
 				if inDomain(tf, p.labels, key) && w.admitsAnyPool(p) {
-					largest = max(largest, p.node[dom]*int64(p.avail))
+					largest = max(largest, p.node.at(dom)*int64(p.avail))
 				}
 			}
 			total += largest

@@ -74,7 +74,7 @@ type topoPool struct {
 	name     string
 	flavor   string
 	labels   map[string]string
-	node     map[int32]int64
+	node     vec
 	avail    int32
 	reserved int32
 	// fits caches which pod set filters admit the pool's nodes, by key.
@@ -186,7 +186,7 @@ func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, boo
 		if n >= limit { // limit is negative when nodes joined that were reserved
 			return 0, false
 		}
-		used := map[int32]int64{}
+		var used vec
 		placed := int32(0)
 		clear(onNode)
 		for i := range w.podSets {
@@ -196,7 +196,7 @@ func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, boo
 			}
 			k := w.apartRoom(i, onNode, podsThatFit(p.node, nil, ps.req, used, remaining[i]))
 			for _, r := range ps.req {
-				used[r.res] += r.amt * int64(k)
+				used.add(r.res, r.amt*int64(k))
 			}
 			remaining[i] -= k
 			onNode[i] += k

@@ -143,16 +143,62 @@ type topoNode struct {
 	name     string
 	flavors  []string
 	labels   map[string]string
-	free     map[int32]int64
-	alloc    map[int32]int64
-	reserved map[int32]int64
+	free     vec
+	alloc    vec
+	reserved vec
 	// fits caches which pod set filters admit the node, by filter key.
 	fits map[string]bool
 }
 
 // left is what node n has left of resource r after reservations and extra.
-func (n *topoNode) left(r int32, extra map[int32]int64) int64 {
-	return n.free[r] - n.reserved[r] - extra[r]
+func (n *topoNode) left(r int32, extra vec) int64 {
+	return n.free.at(r) - n.reserved.at(r) - extra.at(r)
+}
+
+// vec is an amount per interned resource, indexed by its id; a resource
+// beyond its length has none. Capacity is a vector rather than a map
+// because placing a gang reads it for every node of a domain, resource by
+// resource: the innermost loop of a topology evaluation.
+type vec []int64
+
+// at is v's amount of r.
+func (v vec) at(r int32) int64 {
+	if int(r) < len(v) {
+		return v[r]
+	}
+	return 0
+}
+
+// add adds d to v's amount of r, growing v as needed.
+func (v *vec) add(r int32, d int64) {
+	if int(r) >= len(*v) {
+		*v = append(*v, make(vec, int(r)+1-len(*v))...)
+	}
+	(*v)[r] += d
+}
+
+// isZero reports whether v holds nothing.
+func (v vec) isZero() bool {
+	for _, a := range v {
+		if a != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// equal reports whether v and w hold the same amounts; an unknown (nil)
+// capacity equals only another unknown one.
+func (v vec) equal(w vec) bool {
+	if (v == nil) != (w == nil) {
+		return false
+	}
+	for i := range max(len(v), len(w)) {
+		if v.at(int32(i)) != w.at(int32(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeShare is capacity a placement takes on one node.
@@ -224,7 +270,7 @@ func (e *Engine) UpsertNode(n Node) error {
 	if err != nil {
 		return fmt.Errorf("invalid node %q: free %w", n.Name, err)
 	}
-	var alloc map[int32]int64
+	var alloc vec
 	if n.Allocatable != nil {
 		if alloc, err = e.capacityOf(n.Allocatable); err != nil {
 			return fmt.Errorf("invalid node %q: allocatable %w", n.Name, err)
@@ -239,7 +285,7 @@ func (e *Engine) UpsertNode(n Node) error {
 		// place in the topology, and the domain index, stay. Less free
 		// capacity cannot make a gang that waits for capacity fit, so only
 		// more wakes the waiting ones.
-		allocChanged, grew := !maps.Equal(tn.alloc, alloc), anyAbove(free, tn.free)
+		allocChanged, grew := !tn.alloc.equal(alloc), anyAbove(free, tn.free)
 		tn.free, tn.alloc = free, alloc
 		switch {
 		case allocChanged:
@@ -250,7 +296,7 @@ func (e *Engine) UpsertNode(n Node) error {
 		return nil
 	}
 	if !ok {
-		tn = &topoNode{name: n.Name, reserved: map[int32]int64{}}
+		tn = &topoNode{name: n.Name}
 		e.nodes[n.Name] = tn
 	}
 	e.unlinkNode(tn)
@@ -269,14 +315,9 @@ func (e *Engine) UpsertNode(n Node) error {
 
 // anyAbove reports whether a holds more of some resource than b (a missing
 // resource is none).
-func anyAbove(a, b map[int32]int64) bool {
-	for r, v := range a {
-		if v > b[r] {
-			return true
-		}
-	}
-	for r, v := range b {
-		if _, ok := a[r]; !ok && v < 0 {
+func anyAbove(a, b vec) bool {
+	for i := range max(len(a), len(b)) {
+		if a.at(int32(i)) > b.at(int32(i)) {
 			return true
 		}
 	}
@@ -292,7 +333,7 @@ func (e *Engine) DeleteNode(name string) {
 	}
 	e.unlinkNode(tn)
 	tn.flavors, tn.free, tn.alloc = nil, nil, nil
-	if len(tn.reserved) == 0 {
+	if tn.reserved.isZero() {
 		delete(e.nodes, name)
 	}
 	e.capacityChanged()
@@ -439,16 +480,13 @@ func (e *Engine) reserve(p *placement, sign int64) {
 	for _, s := range p.shares {
 		n, ok := e.nodes[s.node]
 		if !ok {
-			n = &topoNode{name: s.node, reserved: map[int32]int64{}}
+			n = &topoNode{name: s.node}
 			e.nodes[s.node] = n
 		}
 		for _, r := range s.amt {
-			n.reserved[r.res] += sign * r.amt
-			if n.reserved[r.res] == 0 {
-				delete(n.reserved, r.res)
-			}
+			n.reserved.add(r.res, sign*r.amt)
 		}
-		if len(n.reserved) == 0 && n.free == nil {
+		if n.reserved.isZero() && n.free == nil {
 			delete(e.nodes, s.node) // deleted node whose last reservation went
 		}
 	}
@@ -466,13 +504,13 @@ func (e *Engine) reserve(p *placement, sign int64) {
 }
 
 // capacityOf interns and validates an amount of capacity per resource.
-func (e *Engine) capacityOf(rs Resources) (map[int32]int64, error) {
-	out := make(map[int32]int64, len(rs))
+func (e *Engine) capacityOf(rs Resources) (vec, error) {
+	out := make(vec, 0, len(e.resources)+len(rs))
 	for r, q := range rs {
 		if r == "" || q < 0 || q > MaxAmount {
 			return nil, fmt.Errorf("%s=%d: must be between 0 and %d", r, q, MaxAmount)
 		}
-		out[e.resID(r)] = q
+		out.add(e.resID(r), q)
 	}
 	return out, nil
 }

@@ -206,7 +206,7 @@ func TestTopologyRollback(t *testing.T) {
 		t.Fatalf("n1 reserves %v, want 8 GPUs", n.reserved)
 	}
 	e.Rollback(key("g"))
-	if n := e.nodes["n1"]; len(n.reserved) != 0 {
+	if n := e.nodes["n1"]; !n.reserved.isZero() {
 		t.Fatalf("n1 reserves %v after rollback", n.reserved)
 	}
 	if got := admittedNames(cycle(t, e)); !eqStrings(got, []string{"g"}) {
