@@ -167,7 +167,9 @@ func (a *autoscaler) answer(r *request, now time.Duration) {
 	}
 	reason := reasonFound
 	for range count {
-		r.nodes = append(r.nodes, a.createNode(g, now, r.job.spec.ID))
+		n := a.createNode(g, now, r.job.spec.ID)
+		n.booked = r.obj.Name // booked for the request until it expires
+		r.nodes = append(r.nodes, n)
 		reason = reasonProvisioned
 	}
 	a.logf(now, "autoscaler: %s: %s, %d new nodes", r.obj.Name, reason, count)
@@ -214,8 +216,8 @@ func (a *autoscaler) placeOnFree(r *request, count int32) (map[*node]*amounts, i
 		if count == 0 {
 			break
 		}
-		if !probe.matchesLabels(n) {
-			continue
+		if !probe.matchesLabels(n) || (n.booked != "" && n.booked != r.obj.Name) {
+			continue // not its labels, or booked for another request
 		}
 		free := n.free
 		free.add(&n.caReserved, -1)

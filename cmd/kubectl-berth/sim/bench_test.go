@@ -39,18 +39,23 @@ func benchInputs(b testing.TB, days int) (Scenario, trace.Trace) {
 }
 
 // BenchmarkSimulate is the simulator's speed target: 30 days, about
-// 100,000 jobs, on 500 nodes, per policy (docs/performance.md).
+// 100,000 jobs, on 500 nodes, per policy and all three together
+// (docs/performance.md).
 func BenchmarkSimulate(b *testing.B) {
 	days := 30
 	if testing.Short() {
 		days = 3
 	}
 	sc, tr := benchInputs(b, days)
-	for _, p := range Policies() {
+	for _, p := range append(Policies(), "all") {
+		policies := []string{p}
+		if p == "all" {
+			policies = Policies() // side by side, one run per core
+		}
 		b.Run(p, func(b *testing.B) {
 			b.ReportMetric(float64(len(tr.Jobs)), "jobs")
 			for b.Loop() {
-				if _, err := Simulate(sc, tr, Options{Policies: []string{p}, Seed: 1}); err != nil {
+				if _, err := Simulate(sc, tr, Options{Policies: policies, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}

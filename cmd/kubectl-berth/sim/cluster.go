@@ -166,6 +166,7 @@ type cluster struct {
 	byPool  map[string]*group
 	nodes   map[string]*node
 	sorted  []*node // ready nodes by name, for deterministic scans
+	booting []*node // nodes being created, in the order they were asked for
 	pending []*pod  // unbound pods, in creation order
 	scoring string
 	res     *resourceIndex
@@ -226,7 +227,13 @@ func (c *cluster) newNode(g *group, now time.Duration, trigger string) *node {
 	n := &node{name: name, group: g, labels: labels, taints: g.pool.Spec.NodeTemplate.Taints, alloc: g.alloc,
 		free: g.alloc, created: now, emptySince: now, trigger: trigger}
 	c.nodes[name] = n
+	c.booting = append(c.booting, n)
 	return n
+}
+
+// unboot takes n off the list of nodes being created.
+func (c *cluster) unboot(n *node) {
+	c.booting = slices.DeleteFunc(c.booting, func(x *node) bool { return x == n })
 }
 
 // join makes n allocatable at now.
@@ -234,6 +241,7 @@ func (c *cluster) join(n *node, now time.Duration) {
 	n.ready = true
 	n.emptySince = now
 	c.epoch++
+	c.unboot(n)
 	i, _ := slices.BinarySearchFunc(c.sorted, n.name, func(x *node, name string) int { return cmp.Compare(x.name, name) })
 	c.sorted = slices.Insert(c.sorted, i, n)
 	c.listener.nodeChanged(n, now)
@@ -248,6 +256,8 @@ func (c *cluster) remove(n *node, now time.Duration) {
 		if ok {
 			c.sorted = slices.Delete(c.sorted, i, i+1)
 		}
+	} else {
+		c.unboot(n)
 	}
 	c.listener.nodeRemoved(n, now)
 }

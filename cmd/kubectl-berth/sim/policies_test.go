@@ -273,3 +273,35 @@ func TestShippedScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestInputsTheSimulatorCannotRun: what check refuses, and that it says
+// what to fix before anything runs.
+func TestInputsTheSimulatorCannotRun(t *testing.T) {
+	sc := readScenarioString(t, oneRack)
+	many := gangJob("m", "team-a", 0, 1, trace.Topology{}, time.Hour)
+	many.Requests = corev1.ResourceList{}
+	for i := range maxResources + 1 {
+		many.Requests[corev1.ResourceName("example.com/r"+string(rune('a'+i)))] = resource.MustParse("1")
+	}
+	cases := []struct {
+		name string
+		tr   trace.Trace
+		opts Options
+		want string
+	}{
+		{"no job", trace.Trace{}, Options{}, "the trace has no job"},
+		{"an unknown policy", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-a", 0, 1, trace.Topology{}, time.Hour)}},
+			Options{Policies: []string{"fifo"}}, `policy "fifo": use [uncoordinated quota-only berth]`},
+		{"a LocalQueue not in the scenario", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-z", 0, 1, trace.Topology{}, time.Hour)}},
+			Options{}, "job a: LocalQueue team-z/train is not in the scenario"},
+		{"too many resources", trace.Trace{Jobs: []trace.Job{many}}, Options{}, "name 20 resources; the simulator models at most 16"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Simulate(sc, tc.tr, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

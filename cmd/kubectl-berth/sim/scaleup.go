@@ -86,8 +86,8 @@ func (a *autoscaler) uncoveredPods() []*pod {
 		free amounts
 	}
 	var booting []upcoming
-	for _, name := range sortedKeys(a.c.nodes) {
-		if n := a.c.nodes[name]; !n.ready && n.booked == "" {
+	for _, n := range a.c.booting {
+		if n.booked == "" {
 			booting = append(booting, upcoming{n, n.free})
 		}
 	}

@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,19 +76,39 @@ func Simulate(sc Scenario, tr trace.Trace, opts Options) (Report, error) {
 	if err := check(sc, tr, opts); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Jobs: len(tr.Jobs)}
-	for _, name := range opts.Policies {
+	rep := Report{Jobs: len(tr.Jobs), Results: make([]PolicyResult, len(opts.Policies))}
+	errs := make([]error, len(opts.Policies))
+	runOne := func(i int) {
+		name := opts.Policies[i]
 		r := newRun(sc, tr, opts.GPUResource, opts.Seed)
 		r.log = opts.Log
 		r.logf(0, "policy %s", name)
-		if err := r.use(name); err != nil {
-			return Report{}, err
+		if errs[i] = r.use(name); errs[i] == nil {
+			rep.Results[i], errs[i] = r.simulate(name)
 		}
-		res, err := r.simulate(name)
-		if err != nil {
-			return Report{}, err
-		}
-		rep.Results = append(rep.Results, res)
+	}
+	// The runs share nothing but the inputs, which they only read: they run
+	// side by side, one per core, unless they write one log.
+	workers := runtime.GOMAXPROCS(0)
+	if opts.Log != nil {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(workers, len(opts.Policies)) {
+		wg.Go(func() {
+			for i := range next {
+				runOne(i)
+			}
+		})
+	}
+	for i := range opts.Policies {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Report{}, err
 	}
 	return rep, nil
 }
@@ -116,6 +138,9 @@ func check(sc Scenario, tr trace.Trace, opts Options) error {
 	if len(tr.Jobs) == 0 {
 		errs = append(errs, errors.New("the trace has no job"))
 	}
+	if n := distinctResources(sc, tr); n > maxResources {
+		errs = append(errs, fmt.Errorf("the scenario and the trace name %d resources; the simulator models at most %d", n, maxResources))
+	}
 	return errors.Join(errs...)
 }
 
@@ -128,6 +153,22 @@ func CheckPolicies(names []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// distinctResources counts the resources the pools offer and the jobs ask for.
+func distinctResources(sc Scenario, tr trace.Trace) int {
+	seen := map[corev1.ResourceName]bool{}
+	for _, p := range sc.Pools {
+		for r := range p.Spec.NodeTemplate.Allocatable {
+			seen[r] = true
+		}
+	}
+	for _, j := range tr.Jobs {
+		for r := range j.Requests {
+			seen[r] = true
+		}
+	}
+	return len(seen)
 }
 
 // use sets the run's policy.
