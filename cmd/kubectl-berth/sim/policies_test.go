@@ -81,9 +81,9 @@ func readScenarioFile(t *testing.T, path string) Scenario {
 	return sc
 }
 
-// gangJob is a training gang of pods × 8 GPUs.
-func gangJob(id, ns string, submit time.Duration, pods int32, topology trace.Topology, run time.Duration) trace.Job {
-	return trace.Job{ID: id, Submit: submit, Namespace: ns, LocalQueue: "train", Kind: trace.Training, Pods: pods, Topology: topology, RunTime: run,
+// gangJob is a training gang of pods × 8 GPUs that runs for an hour.
+func gangJob(id, ns string, submit time.Duration, pods int32, topology trace.Topology) trace.Job {
+	return trace.Job{ID: id, Submit: submit, Namespace: ns, LocalQueue: "train", Kind: trace.Training, Pods: pods, Topology: topology, RunTime: time.Hour,
 		Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), "cpu": resource.MustParse("90"), "memory": resource.MustParse("900Gi")}}
 }
 
@@ -112,8 +112,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 func TestAPartialGangHoldsGPUsOnlyWithoutAQueue(t *testing.T) {
 	sc := readScenarioString(t, oneRack)
 	tr := trace.Trace{Jobs: []trace.Job{
-		gangJob("a", "team-a", 0, 2, trace.Topology{}, time.Hour),
-		gangJob("b", "team-a", time.Second, 2, trace.Topology{}, time.Hour),
+		gangJob("a", "team-a", 0, 2, trace.Topology{}),
+		gangJob("b", "team-a", time.Second, 2, trace.Topology{}),
 	}}
 	held := 8 * (time.Hour - time.Second).Hours()
 	cases := []struct {
@@ -151,7 +151,7 @@ func TestAPartialGangHoldsGPUsOnlyWithoutAQueue(t *testing.T) {
 // must share a rack, never runs whole.
 func TestAGangFailsOverFromARackOutOfStock(t *testing.T) {
 	sc := readScenarioFile(t, "testdata/two-racks.yaml")
-	tr := trace.Trace{Jobs: []trace.Job{gangJob("g", "team-a", 0, 3, trace.Topology{Mode: trace.Required, Level: "example.com/rack"}, time.Hour)}}
+	tr := trace.Trace{Jobs: []trace.Job{gangJob("g", "team-a", 0, 3, trace.Topology{Mode: trace.Required, Level: "example.com/rack"})}}
 
 	r, res := runPolicy(t, sc, tr, Berth)
 	j := r.jobs[0]
@@ -278,7 +278,7 @@ func TestShippedScenarios(t *testing.T) {
 // what to fix before anything runs.
 func TestInputsTheSimulatorCannotRun(t *testing.T) {
 	sc := readScenarioString(t, oneRack)
-	many := gangJob("m", "team-a", 0, 1, trace.Topology{}, time.Hour)
+	many := gangJob("m", "team-a", 0, 1, trace.Topology{})
 	many.Requests = corev1.ResourceList{}
 	for i := range maxResources + 1 {
 		many.Requests[corev1.ResourceName("example.com/r"+string(rune('a'+i)))] = resource.MustParse("1")
@@ -290,9 +290,9 @@ func TestInputsTheSimulatorCannotRun(t *testing.T) {
 		want string
 	}{
 		{"no job", trace.Trace{}, Options{}, "the trace has no job"},
-		{"an unknown policy", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-a", 0, 1, trace.Topology{}, time.Hour)}},
+		{"an unknown policy", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-a", 0, 1, trace.Topology{})}},
 			Options{Policies: []string{"fifo"}}, `policy "fifo": use [uncoordinated quota-only berth]`},
-		{"a LocalQueue not in the scenario", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-z", 0, 1, trace.Topology{}, time.Hour)}},
+		{"a LocalQueue not in the scenario", trace.Trace{Jobs: []trace.Job{gangJob("a", "team-z", 0, 1, trace.Topology{})}},
 			Options{}, "job a: LocalQueue team-z/train is not in the scenario"},
 		{"too many resources", trace.Trace{Jobs: []trace.Job{many}}, Options{}, "name 20 resources; the simulator models at most 16"},
 	}
