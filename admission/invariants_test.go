@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // checkInvariants recomputes everything the engine maintains incrementally and
@@ -22,6 +23,9 @@ func (e *Engine) checkInvariants() error {
 		if err := e.checkQueue(name, c, usage[name]); err != nil {
 			return err
 		}
+	}
+	if err := e.checkDomainSums(); err != nil {
+		return err
 	}
 	if err := e.checkReservations(); err != nil {
 		return err
@@ -224,6 +228,25 @@ func isParked(c *cqState, w *wl) bool {
 	}
 	b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)})
 	return ok && b.items.has(w)
+}
+
+// checkDomainSums recomputes every cached domain sum of what is left.
+func (e *Engine) checkDomainSums() error {
+	for name, tf := range e.flavorTopo {
+		if tf.index == nil {
+			continue
+		}
+		for k, sum := range tf.index.left {
+			var want vec
+			for _, n := range tf.nodesIn(strings.Split(k, "\x00")) {
+				want.addAll(n.leftVec(), 1)
+			}
+			if !slices.Equal(trimmed(sum), trimmed(want)) {
+				return fmt.Errorf("flavor %s, domain %q: %v left by the sums, %v by its nodes", name, k, sum, want)
+			}
+		}
+	}
+	return nil
 }
 
 // trimmed is v without its trailing zeros: two vectors of the same amounts

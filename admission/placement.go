@@ -173,6 +173,9 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 		if avoided(avoid, flavor, key) {
 			continue
 		}
+		if !withPools && len(key) > 0 && !tf.leftIn(key).covers(w.req) {
+			continue // the domain has less left than the gang asks for
+		}
 		// Only domains compete on what they leave free.
 		pk := e.packNodes(tf, w, key, dom, false, len(domains) > 1)
 		var newNodes map[string]int32

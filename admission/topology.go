@@ -106,6 +106,82 @@ type domainIndex struct {
 	domains map[int][2][][]string
 	// nodes by domain key (its values joined by "\x00").
 	nodes map[string][]*topoNode
+	// left by domain key: what the domain's nodes have left, summed (each
+	// node's share clamped at 0), kept up to date as capacity changes once
+	// computed. A gang that asks for more of a resource than its domain has
+	// left cannot fit there, whatever the packing: search skips the domain
+	// without visiting its nodes.
+	left map[string]vec
+}
+
+// leftIn is what the domain key's nodes have left, summed.
+func (tf *topoFlavor) leftIn(key []string) vec {
+	idx := tf.indexed()
+	k := strings.Join(key, "\x00")
+	sum, ok := idx.left[k]
+	if !ok {
+		for _, n := range tf.nodesIn(key) {
+			sum.addAll(n.leftVec(), 1)
+		}
+		idx.left[k] = sum
+	}
+	return sum
+}
+
+// leftVec is what n has left of each resource after reservations, at
+// least 0.
+func (n *topoNode) leftVec() vec {
+	out := make(vec, max(len(n.free), len(n.reserved)))
+	for r := range out {
+		out[r] = max(0, n.free.at(int32(r))-n.reserved.at(int32(r)))
+	}
+	return out
+}
+
+// addAll adds sign times every amount of w to v.
+func (v *vec) addAll(w vec, sign int64) {
+	for r, a := range w {
+		if a != 0 {
+			v.add(int32(r), sign*a)
+		}
+	}
+}
+
+// covers reports whether v holds at least every amount of req.
+func (v vec) covers(req []resAmt) bool {
+	for _, r := range req {
+		if v.at(r.res) < r.amt {
+			return false
+		}
+	}
+	return true
+}
+
+// capacityMoved keeps the domain sums of n's flavors right after n's free
+// or reserved capacity changed from what before was left on it.
+func (e *Engine) capacityMoved(n *topoNode, before vec) {
+	after := n.leftVec()
+	if before.equal(after) {
+		return
+	}
+	for _, f := range n.flavors {
+		tf := e.flavorTopo[f]
+		if tf == nil || tf.index == nil || len(tf.index.left) == 0 {
+			continue
+		}
+		for l := range tf.levels {
+			key, ok := domainKey(tf, n.labels, l)
+			if !ok {
+				break
+			}
+			k := strings.Join(key, "\x00")
+			if sum, cached := tf.index.left[k]; cached {
+				sum.addAll(before, -1)
+				sum.addAll(after, 1)
+				tf.index.left[k] = sum
+			}
+		}
+	}
 }
 
 // invalidate drops tf's domain index.
@@ -133,7 +209,7 @@ func (tf *topoFlavor) nodesIn(key []string) []*topoNode {
 
 func (tf *topoFlavor) indexed() *domainIndex {
 	if tf.index == nil {
-		tf.index = &domainIndex{domains: map[int][2][][]string{}, nodes: map[string][]*topoNode{}}
+		tf.index = &domainIndex{domains: map[int][2][][]string{}, nodes: map[string][]*topoNode{}, left: map[string]vec{}}
 	}
 	return tf.index
 }
@@ -286,7 +362,9 @@ func (e *Engine) UpsertNode(n Node) error {
 		// capacity cannot make a gang that waits for capacity fit, so only
 		// more wakes the waiting ones.
 		allocChanged, grew := !tn.alloc.equal(alloc), anyAbove(free, tn.free)
+		before := tn.leftVec()
 		tn.free, tn.alloc = free, alloc
+		e.capacityMoved(tn, before)
 		switch {
 		case allocChanged:
 			e.capacityChanged()
@@ -483,9 +561,11 @@ func (e *Engine) reserve(p *placement, sign int64) {
 			n = &topoNode{name: s.node}
 			e.nodes[s.node] = n
 		}
+		before := n.leftVec()
 		for _, r := range s.amt {
 			n.reserved.add(r.res, sign*r.amt)
 		}
+		e.capacityMoved(n, before)
 		if n.reserved.isZero() && n.free == nil {
 			delete(e.nodes, s.node) // deleted node whose last reservation went
 		}
