@@ -173,7 +173,7 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 		if avoided(avoid, flavor, key) {
 			continue
 		}
-		if !withPools && len(key) > 0 && !tf.leftIn(key).covers(w.req) {
+		if len(key) > 0 && !mayHold(tf, w, key, withPools) {
 			continue // the domain has less left than the gang asks for
 		}
 		// Only domains compete on what they leave free.
@@ -202,6 +202,44 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 		}
 	}
 	return best
+}
+
+// mayHold reports whether the domain key could hold w at all: what its
+// nodes have left — withPools, with the room of one of its pools, as a
+// scale-up grows one node group — covers every resource the gang asks for.
+// It is a bound, not a packing: a domain it rejects cannot hold the gang,
+// one it accepts may not.
+func mayHold(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
+	left := tf.leftIn(key)
+	if left.covers(w.req) {
+		return true
+	}
+	if !withPools {
+		return false
+	}
+	for _, p := range tf.pools {
+		if inDomain(tf, p.labels, key) && poolCovers(p, left, w.req) {
+			return true
+		}
+	}
+	return false
+}
+
+// poolCovers reports whether left and the nodes pool p can still create
+// hold req together.
+func poolCovers(p *topoPool, left vec, req []resAmt) bool {
+	room := int64(max(0, p.avail-p.reserved))
+	for _, r := range req {
+		need := r.amt - left.at(r.res)
+		if need <= 0 {
+			continue
+		}
+		perNode := p.node.at(r.res)
+		if perNode == 0 || (need+perNode-1)/perNode > room {
+			return false
+		}
+	}
+	return true
 }
 
 // poolScore is the pods' preference for the new nodes planned for the
