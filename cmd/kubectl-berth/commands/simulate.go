@@ -22,6 +22,7 @@ import (
 type simulateOptions struct {
 	scenario, model        string
 	fromCluster            bool
+	timeline               bool
 	tracePath, mix, public string
 	gpusPerNode            int32
 	topologyLevel          string
@@ -78,6 +79,7 @@ Model of the node groups (boot latency, stockouts) and the autoscaler; see docs/
 	f.StringVar(&o.plots, "plots", "", "write the figures into this directory")
 	f.StringVar(&o.plotFormat, "plot-format", "svg", "svg or png")
 	f.StringVar(&o.decisions, "decisions", "", "write every decision of every run to this file (- for stderr)")
+	f.BoolVar(&o.timeline, "timeline", false, "with -o json, add each job's submission, admission and start to every policy's results")
 	f.StringVar(&o.gpuResource, "gpu-resource", "nvidia.com/gpu", "the resource the measures count")
 	cmd.MarkFlagsMutuallyExclusive("filename", "from-cluster")
 	cmd.MarkFlagsOneRequired("filename", "from-cluster")
@@ -100,6 +102,9 @@ func (o *simulateOptions) run(ctx context.Context, e *env) error {
 	if o.plotFormat != "svg" && o.plotFormat != "png" {
 		return fmt.Errorf("--plot-format %q: use svg or png", o.plotFormat)
 	}
+	if o.timeline && o.output != "json" {
+		return errors.New("--timeline goes with -o json: the table has no room for one row per job")
+	}
 	if err := sim.CheckPolicies(o.policies); err != nil {
 		return fmt.Errorf("--policies: %w", err)
 	}
@@ -116,7 +121,7 @@ func (o *simulateOptions) run(ctx context.Context, e *env) error {
 			return err
 		}
 	}
-	opts := sim.Options{Policies: o.policies, Seed: o.seed, GPUResource: corev1.ResourceName(o.gpuResource)}
+	opts := sim.Options{Policies: o.policies, Seed: o.seed, GPUResource: corev1.ResourceName(o.gpuResource), Timeline: o.timeline}
 	if o.decisions != "" {
 		w, closeLog, err := openOutput(o.decisions, e.streams.ErrOut)
 		if err != nil {

@@ -97,10 +97,12 @@ func TestSimulateJSON(t *testing.T) {
 		name     string
 		args     []string
 		policies []string
+		timeline bool
 	}{
-		{"every policy by default", nil, sim.Policies()},
-		{"one policy", []string{"--policies", "berth"}, []string{sim.Berth}},
-		{"two policies in the order given", []string{"--policies", "berth,uncoordinated"}, []string{sim.Berth, sim.Uncoordinated}},
+		{"every policy by default", nil, sim.Policies(), false},
+		{"one policy", []string{"--policies", "berth"}, []string{sim.Berth}, false},
+		{"two policies in the order given", []string{"--policies", "berth,uncoordinated"}, []string{sim.Berth, sim.Uncoordinated}, false},
+		{"with the timeline", []string{"--policies", "berth", "--timeline"}, []string{sim.Berth}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +116,9 @@ func TestSimulateJSON(t *testing.T) {
 			for _, r := range rep.Results {
 				if r.Jobs != smallTraceJobs || r.Started+r.GaveUp+r.NeverStarted != r.Jobs {
 					t.Errorf("%s: jobs %d = started %d + gave up %d + never %d, want %d jobs", r.Policy, r.Jobs, r.Started, r.GaveUp, r.NeverStarted, smallTraceJobs)
+				}
+				if want := map[bool]int{true: smallTraceJobs}[tc.timeline]; len(r.Timeline) != want {
+					t.Errorf("%s: %d jobs in the timeline, want %d", r.Policy, len(r.Timeline), want)
 				}
 			}
 		})
@@ -225,6 +230,7 @@ func TestSimulateErrors(t *testing.T) {
 		want string
 	}{
 		{"yaml output", []string{"-f", twoRacks, "--trace", tr, "-o", "yaml"}, `--output "yaml": use table or json`},
+		{"a timeline in a table", []string{"-f", twoRacks, "--trace", tr, "--timeline"}, "--timeline goes with -o json"},
 		{"pdf plots", []string{"-f", twoRacks, "--trace", tr, "--plots", "figs", "--plot-format", "pdf"}, `--plot-format "pdf": use svg or png`},
 		{"an unknown policy", []string{"-f", twoRacks, "--trace", tr, "--policies", "berth,fifo"}, `policy "fifo": use [uncoordinated quota-only berth]`},
 		{"both --trace and --generate", []string{"-f", twoRacks, "--trace", tr, "--generate", mix},

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
 )
 
@@ -210,6 +212,9 @@ func (m *meter) result(policy string) PolicyResult {
 		NodeHours: m.nodeSeconds / 3600, starts: map[string][]time.Duration{},
 		Usage: plot.Usage{Policy: policy, Busy: m.busySeries, Idle: m.idleSeries, Partial: m.partialSeries}}
 	for _, j := range m.r.jobs {
+		if m.r.timeline {
+			res.Timeline = append(res.Timeline, timesOf(j))
+		}
 		class := j.spec.ClassOf()
 		switch {
 		case j.firstStart >= 0:
@@ -247,4 +252,16 @@ func percentilesOf(class string, d []time.Duration) StartTimes {
 	slices.Sort(d)
 	at := func(q float64) Duration { return Duration(d[min(len(d)-1, int(q*float64(len(d))))]) }
 	return StartTimes{Class: class, Jobs: len(d), P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+}
+
+// timesOf is j's timeline entry.
+func timesOf(j *job) JobTimes {
+	t := JobTimes{ID: j.spec.ID, Submit: Duration(j.spec.Submit)}
+	if j.firstAdmit >= 0 {
+		t.Admitted = ptr.To(Duration(j.firstAdmit))
+	}
+	if j.firstStart >= 0 {
+		t.Started = ptr.To(Duration(j.firstStart))
+	}
+	return t
 }

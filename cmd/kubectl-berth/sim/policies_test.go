@@ -2,8 +2,11 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +306,62 @@ func TestInputsTheSimulatorCannotRun(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTimelineRecordsAdmissionsAndStarts: on three nodes, gang a takes two
+// and gang b of two waits for a's hour. berth admits b only then; without a
+// queue b's pods exist from its submission, and it starts at the same
+// time. Without Options.Timeline the results carry no timeline.
+func TestTimelineRecordsAdmissionsAndStarts(t *testing.T) {
+	sc := readScenarioString(t, oneRack)
+	tr := trace.Trace{Jobs: []trace.Job{
+		gangJob("a", "team-a", 0, 2, trace.Topology{}),
+		gangJob("b", "team-a", time.Second, 2, trace.Topology{}),
+	}}
+	at := func(d time.Duration) *Duration { v := Duration(d); return &v }
+	want := map[string][]JobTimes{
+		Berth: {{ID: "a", Admitted: at(0), Started: at(0)},
+			{ID: "b", Submit: Duration(time.Second), Admitted: at(time.Hour), Started: at(time.Hour)}},
+		Uncoordinated: {{ID: "a", Admitted: at(0), Started: at(0)},
+			{ID: "b", Submit: Duration(time.Second), Admitted: at(time.Second), Started: at(time.Hour)}},
+	}
+	rep, err := Simulate(sc, tr, Options{Policies: []string{Uncoordinated, Berth}, Timeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Results[0].Policy != Uncoordinated || rep.Results[1].Policy != Berth {
+		t.Errorf("results of %s and %s, want them in the order asked for", rep.Results[0].Policy, rep.Results[1].Policy)
+	}
+	for _, res := range rep.Results {
+		if !reflect.DeepEqual(res.Timeline, want[res.Policy]) {
+			t.Errorf("%s: timeline %s, want %s", res.Policy, timelineString(res.Timeline), timelineString(want[res.Policy]))
+		}
+	}
+	rep, err = Simulate(sc, tr, Options{Policies: []string{Berth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Results[0].Timeline != nil {
+		t.Errorf("timeline %s without Options.Timeline", timelineString(rep.Results[0].Timeline))
+	}
+}
+
+func timelineString(ts []JobTimes) string {
+	var b strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&b, "[%s submit %s admitted %v started %v]", t.ID, t.Submit, t.Admitted, t.Started)
+	}
+	return b.String()
+}
+
+// TestLongestFirst: berth's run starts first, then quota-only's.
+func TestLongestFirst(t *testing.T) {
+	got := longestFirst([]string{Uncoordinated, QuotaOnly, Berth})
+	if want := []int{2, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("longestFirst = %v, want %v", got, want)
+	}
+	if got := longestFirst([]string{QuotaOnly, Uncoordinated}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("longestFirst(quota-only, uncoordinated) = %v, want [0 1]", got)
 	}
 }

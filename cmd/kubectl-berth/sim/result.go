@@ -38,6 +38,9 @@ type PolicyResult struct {
 	// Tenants is each ClusterQueue's share of the GPUs held, against its
 	// weight's share, averaged over the samples in which it had work.
 	Tenants []TenantShare `json:"tenants"`
+	// Timeline is each job's first admission and first start, in trace
+	// order, when Options.Timeline asks for it.
+	Timeline []JobTimes `json:"timeline,omitempty"`
 
 	// Usage is the GPU time series, for the plots.
 	Usage  plot.Usage `json:"-"`
@@ -52,6 +55,17 @@ type StartTimes struct {
 	P50   Duration `json:"p50"`
 	P95   Duration `json:"p95"`
 	P99   Duration `json:"p99"`
+}
+
+// JobTimes is when one job was submitted, first admitted (its quota
+// reserved; without a queue, its pods created) and first ran whole, from
+// the start of the trace. A job never admitted or never started has no
+// Admitted or Started.
+type JobTimes struct {
+	ID       string    `json:"id"`
+	Submit   Duration  `json:"submit"`
+	Admitted *Duration `json:"admitted,omitempty"`
+	Started  *Duration `json:"started,omitempty"`
 }
 
 // GPUHours sorts GPU time: Busy in gangs that run whole, Partial held by

@@ -38,8 +38,10 @@ type job struct {
 	// domain holds, per label key its pods must share, the value of the
 	// first pod bound.
 	domain map[string]string
-	// firstStart is when the whole gang first ran (-1: never); runs counts
+	// firstAdmit is when the job was first admitted (-1: never);
+	// firstStart when the whole gang first ran (-1: never); runs counts
 	// starts (more than one after evictions).
+	firstAdmit time.Duration
 	firstStart time.Duration
 	runs       int
 	// runID tells the finish of the current run from a stale one.
@@ -72,6 +74,8 @@ type run struct {
 	end  time.Duration
 	// log, when set, hears what happens, one line per step.
 	log io.Writer
+	// timeline asks the result for each job's admission and start.
+	timeline bool
 	// tenants maps LocalQueues to their ClusterQueues.
 	tenants map[types.NamespacedName]string
 }
@@ -93,7 +97,7 @@ func newRun(sc Scenario, tr trace.Trace, gpu corev1.ResourceName, seed uint64) *
 	var last time.Duration
 	for i := range tr.Jobs {
 		spec := tr.Jobs[i]
-		j := &job{spec: spec, requests: r.c.res.amountsOf(spec.Requests), firstStart: -1}
+		j := &job{spec: spec, requests: r.c.res.amountsOf(spec.Requests), firstAdmit: -1, firstStart: -1}
 		j.gpus = j.requests[r.c.gpuIdx] * int64(spec.Pods) / 1000
 		r.jobs = append(r.jobs, j)
 		last = max(last, spec.Submit)
@@ -228,6 +232,14 @@ func (r *run) podBound(p *pod, now time.Duration) {
 		r.m.finished(j)
 		r.pol.finished(j, t)
 	})
+}
+
+// admitted records that the policy admitted j at now: its quota is
+// reserved, or, without a queue, its pods are created.
+func (r *run) admitted(j *job, now time.Duration) {
+	if j.firstAdmit < 0 {
+		j.firstAdmit = now
+	}
 }
 
 // podRemoved implements clusterListener.

@@ -199,6 +199,7 @@ func (s *engineShell) admit(a admission.Admitted, now time.Duration) {
 		return
 	}
 	s.upsert(j)
+	s.r.admitted(j, now)
 	sj := j.shell.(*shellJob)
 	s.r.logf(now, "%s: %s", j.spec.ID, conditionMessage(sj.wl))
 	if a.Admission.Provisioning == nil {
