@@ -45,6 +45,18 @@ const (
 	ExceedsDomainCapacity PendingReason = "ExceedsDomainCapacity"
 )
 
+// NeedsChange reports whether a workload pending for r can never be
+// admitted as things are: no release of quota or capacity lets it in, only
+// a change to its queue, its flavor, the cluster's nodes and pools, or the
+// workload itself.
+func (r PendingReason) NeedsChange() bool {
+	switch r {
+	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, UnknownTopologyLevel, ExceedsDomainCapacity:
+		return true
+	}
+	return false
+}
+
 // PendingReasons lists every PendingReason, for callers that map them.
 func PendingReasons() []PendingReason {
 	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,

@@ -5,6 +5,18 @@ package admission
 type QueueUsage struct {
 	// Pending workloads waiting for admission.
 	Pending int
+	// Inadmissible of the Pending did not fit for lack of quota (they are
+	// set aside until quota in the queue or its cohort is released) or are
+	// Held.
+	Inadmissible int
+	// Held counts, by reason, the Pending that cannot be admitted as they
+	// are whatever is released: held until their queue, flavor, nodes or
+	// the workload change (see NeedsChange).
+	Held map[PendingReason]int
+	// DominantResourceShare is the queue's weighted share of what it
+	// borrows, as FairShare has it (parts per billion divided by the
+	// weight; 0 when it does not borrow).
+	DominantResourceShare int64
 	// Admitted workloads holding quota (including ones being evicted).
 	Admitted int
 	// Flavors in the ClusterQueue's order, each with its resources in the
@@ -37,7 +49,19 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 	if !ok || c.spec == nil {
 		return QueueUsage{}, false
 	}
-	out := QueueUsage{Pending: c.pending.len(), Admitted: c.admitted.len()}
+	out := QueueUsage{Pending: c.pending.len(), Admitted: c.admitted.len(), DominantResourceShare: c.drs()}
+	c.pending.ascend(func(w *wl) bool {
+		if w.parkRes >= 0 || w.reason.NeedsChange() {
+			out.Inadmissible++
+		}
+		if w.reason.NeedsChange() {
+			if out.Held == nil {
+				out.Held = map[PendingReason]int{}
+			}
+			out.Held[w.reason]++
+		}
+		return true
+	})
 	for _, g := range c.groups {
 		for _, f := range g.flavors {
 			fu := FlavorUsage{Flavor: f.name, Resources: make([]ResourceUsage, 0, len(g.resources))}

@@ -31,6 +31,7 @@ type config struct {
 	pendingStatusDelay      time.Duration
 	fairSharing             bool
 	localQueueFairSharing   bool
+	localQueueMetrics       bool
 	deviceClasses           jobs.DeviceClassMapping
 	leaseDuration, renewDue time.Duration
 	notifications           bool
@@ -57,6 +58,8 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
 		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
+	fs.BoolVar(&c.localQueueMetrics, "local-queue-metrics", false,
+		"export per-LocalQueue series (berth_local_queue_*); their labels grow with the namespaces")
 	fs.BoolVar(&c.notifications, "notifications", true,
 		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
 	var draMapping string

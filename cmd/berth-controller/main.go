@@ -107,6 +107,7 @@ func run(ctx context.Context, c config) error {
 		StatusInterval:     c.statusInterval,
 		ApplyWorkers:       c.applyWorkers,
 		PendingStatusDelay: c.pendingStatusDelay,
+		LocalQueueMetrics:  c.localQueueMetrics,
 		DeviceClasses:      c.deviceClasses,
 		Notifications:      notify.Options{Enabled: c.notifications, Namespace: c.namespace},
 	}); err != nil {

@@ -52,6 +52,8 @@ type Metrics struct {
 	// webhook, event) and result: sent, failed (given up after retries or
 	// refused) or dropped (the delivery queue was full).
 	NotificationsTotal *prometheus.CounterVec
+	// Queues are the per-queue series, set on the queue-status tick.
+	Queues *Queues
 }
 
 // Values of the result label of NotificationsTotal.
@@ -104,13 +106,14 @@ func New() *Metrics {
 			Name: "berth_notifications_total",
 			Help: "Failure reports of gangs, by sink type (slack, webhook, event) and result: sent, failed (refused, or given up after retries) or dropped (the delivery queue was full).",
 		}, []string{"sink", "result"}),
+		Queues: newQueues(),
 	}
 }
 
 // Register adds every collector to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
-		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal} {
+	for _, c := range append([]prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
+		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal}, m.Queues.collectors()...) {
 		if err := r.Register(c); err != nil {
 			return err
 		}

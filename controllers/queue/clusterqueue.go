@@ -24,6 +24,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
@@ -35,13 +36,15 @@ type ClusterQueueReconciler struct {
 	writer   lifecycle.Writer
 	sched    *scheduler.Scheduler
 	throttle *throttle
+	queues   *metrics.Queues
 }
 
 // NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
-// queue's status at most once per interval, and drains a queue's workloads
-// through writer.
-func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration) *ClusterQueueReconciler {
-	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval)}
+// queue's status at most once per interval, drains a queue's workloads
+// through writer, and sets the queue's series in queues on every look at
+// it (no writes: the series cost nothing of the API server's).
+func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration, queues *metrics.Queues) *ClusterQueueReconciler {
+	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval), queues: queues}
 }
 
 // Name of the controller.
@@ -69,6 +72,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		if apierrors.IsNotFound(err) {
 			r.sched.DeleteClusterQueue(req.Name)
 			r.throttle.forget(req.Name)
+			r.queues.ForgetClusterQueue(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading ClusterQueue %s: %w", req.Name, err)
@@ -95,11 +99,13 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	base := cq.DeepCopy()
 	active.ObservedGeneration = cq.Generation
 	meta.SetStatusCondition(&cq.Status.Conditions, active)
-	if st, ok := r.sched.ClusterQueueStatus(cq.Name); ok {
+	st, ok := r.sched.ClusterQueueStatus(cq.Name)
+	if ok {
 		cq.Status.PendingWorkloads = st.PendingWorkloads
 		cq.Status.AdmittedWorkloads = st.AdmittedWorkloads
 		cq.Status.FlavorsUsage = st.FlavorsUsage
 	}
+	r.queues.ReportClusterQueue(clusterQueueReport(cq, active, st))
 	// The engine can change after this read without another event for the
 	// queue: a Workload's event reaches this reconciler and the one that
 	// feeds the engine at once, in either order. A queue that holds
@@ -137,7 +143,10 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 	}
 	msg := fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name)
 	for i := range wls.Items {
-		_, err := r.writer.Write(ctx, &wls.Items[i], lifecycle.Evict{Reason: berthv1.ReasonClusterQueueStopped, Message: msg})
+		written, err := r.writer.Write(ctx, &wls.Items[i], lifecycle.Evict{Reason: berthv1.ReasonClusterQueueStopped, Message: msg})
+		if written {
+			r.queues.Evicted(cq.Name, string(berthv1.ReasonClusterQueueStopped))
+		}
 		if err != nil {
 			return err
 		}

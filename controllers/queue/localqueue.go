@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
@@ -24,12 +25,14 @@ type LocalQueueReconciler struct {
 	client   client.Client
 	sched    *scheduler.Scheduler
 	throttle *throttle
+	queues   *metrics.Queues
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
-// queue's counts at most once per interval.
-func NewLocalQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval)}
+// queue's counts at most once per interval and, when queues is not nil,
+// sets its series there.
+func NewLocalQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration, queues *metrics.Queues) *LocalQueueReconciler {
+	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval), queues: queues}
 }
 
 // Name of the controller.
@@ -57,6 +60,9 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, lq); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.throttle.forget(req.String())
+			if r.queues != nil {
+				r.queues.ForgetLocalQueue(req.Namespace, req.Name)
+			}
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading LocalQueue %s: %w", req, err)
@@ -69,6 +75,9 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	meta.SetStatusCondition(&lq.Status.Conditions, active)
 	counts := r.sched.LocalQueueCounts(lq.Namespace, lq.Name)
 	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = counts.Pending, counts.Admitted
+	if r.queues != nil {
+		r.queues.ReportLocalQueue(lq.Namespace, lq.Name, int(counts.Pending), int(counts.Admitted))
+	}
 	// As for ClusterQueues: a queue that holds workloads is looked at again,
 	// since the counts can change after this read without another event.
 	recheck := reconcile.Result{}

@@ -95,6 +95,7 @@ func (s *Scheduler) booked(d admission.BookingDecision, wl *berthv1.Workload, cl
 		if reason == "" {
 			reason = lifecycle.EventBookingExpired
 		}
+		s.opts.Metrics.Queues.Evicted(clusterQueueOf(wl), string(evictReason(d.State)))
 		s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, reason, "Evict", "%s", msg)
 	case d.GaveUp:
 		s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventProvisioningGaveUp, "Provision", "%s", msg)

@@ -66,6 +66,7 @@ func (s *Scheduler) admitted(a admission.Admitted, wl *berthv1.Workload) {
 	// Started event tells the job's owner; an event per admission would
 	// double the writes of a deep backlog.
 	s.opts.Metrics.Admission(metrics.ResultAdmitted)
+	s.opts.Metrics.Queues.Admitted(a.Admission.ClusterQueue)
 	if a.Admission.Provisioning == nil {
 		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.now().Sub(wl.CreationTimestamp.Time))
 	}
@@ -104,6 +105,9 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 	}
 	t := PreemptionTransition(p)
 	msg := t.Message
+	// Read before the write: a victim still booking capacity loses its
+	// admission with the eviction.
+	cq := clusterQueueOf(wl)
 	done := func(fresh *berthv1.Workload) bool {
 		c := lifecycle.Condition(fresh, berthv1.ConditionEvicted)
 		return c != nil && c.Status == "True" && c.Reason == string(berthv1.ReasonPreempted) && c.Message == msg
@@ -111,11 +115,12 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 	// Undone, the engine stops holding the victim's quota for the
 	// preemptor: the victim is not going.
 	s.commit(ctx, wl, decision{key: p.Victim, transition: t, done: done,
-		what: "preemption", onWritten: func(fresh *berthv1.Workload) { s.preempted(p, fresh, msg) }, undo: func() { s.undo(p.Victim) }})
+		what: "preemption", onWritten: func(fresh *berthv1.Workload) { s.preempted(p, fresh, msg, cq) }, undo: func() { s.undo(p.Victim) }})
 }
 
-func (s *Scheduler) preempted(p admission.Preemption, wl *berthv1.Workload, msg string) {
+func (s *Scheduler) preempted(p admission.Preemption, wl *berthv1.Workload, msg, clusterQueue string) {
 	s.opts.Metrics.Preemption(string(p.Reason))
+	s.opts.Metrics.Queues.Evicted(clusterQueue, string(berthv1.ReasonPreempted))
 	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventPreempted, "Preempt", msg)
 }
 
@@ -163,4 +168,12 @@ func admissionMessage(a admission.Admission) string {
 		return fmt.Sprintf("admitted by ClusterQueue %s", a.ClusterQueue)
 	}
 	return fmt.Sprintf("admitted by ClusterQueue %s: %s", a.ClusterQueue, strings.Join(parts, ", "))
+}
+
+// clusterQueueOf is the ClusterQueue that admitted wl ("" if none did).
+func clusterQueueOf(wl *berthv1.Workload) string {
+	if wl.Status.Admission == nil {
+		return ""
+	}
+	return wl.Status.Admission.ClusterQueue
 }

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -10,8 +12,17 @@ import (
 
 // QueueStatus is what a ClusterQueue's status reports about its workloads.
 type QueueStatus struct {
-	// PendingWorkloads waiting in the queue.
+	// PendingWorkloads waiting in the queue; Inadmissible of them did not
+	// fit for lack of quota and wait for some to be released.
 	PendingWorkloads int32
+	Inadmissible     int32
+	// Held counts, by reason, the pending workloads that can never be
+	// admitted as they are (admission.PendingReason.NeedsChange).
+	Held map[string]int
+	// WeightedShare is the queue's dominant share of what it borrows from
+	// its cohort divided by its weight: 0 when it borrows nothing, +Inf
+	// when a queue of weight 0 borrows.
+	WeightedShare float64
 	// AdmittedWorkloads holding its quota.
 	AdmittedWorkloads int32
 	// FlavorsUsage is the quota in use per flavor, in the queue's order.
@@ -27,7 +38,14 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 	if !ok {
 		return QueueStatus{}, false
 	}
-	out := QueueStatus{PendingWorkloads: int32(u.Pending), AdmittedWorkloads: int32(u.Admitted)}
+	out := QueueStatus{PendingWorkloads: int32(u.Pending), Inadmissible: int32(u.Inadmissible), AdmittedWorkloads: int32(u.Admitted),
+		WeightedShare: weightedShare(u.DominantResourceShare)}
+	for reason, n := range u.Held {
+		if out.Held == nil {
+			out.Held = map[string]int{}
+		}
+		out.Held[string(reason)] = n
+	}
 	for _, f := range u.Flavors {
 		fu := berthv1.FlavorUsage{Name: f.Flavor, Resources: make([]berthv1.ResourceUsage, 0, len(f.Resources))}
 		for _, r := range f.Resources {
@@ -40,6 +58,15 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 		out.FlavorsUsage = append(out.FlavorsUsage, fu)
 	}
 	return out, true
+}
+
+// weightedShare turns the engine's dominant resource share (parts per
+// billion) into a ratio.
+func weightedShare(drs int64) float64 {
+	if drs == math.MaxInt64 {
+		return math.Inf(1)
+	}
+	return float64(drs) / 1e9
 }
 
 // Quantity turns an engine amount (milli-units) back into a Quantity in the

@@ -63,6 +63,8 @@ type Options struct {
 	// PendingStatusDelay is how long a workload waits with a reason before
 	// the reason is written to its status.
 	PendingStatusDelay time.Duration
+	// LocalQueueMetrics exports the per-LocalQueue series.
+	LocalQueueMetrics bool
 	// DeviceClasses counts DRA devices, by DeviceClass, against quota.
 	DeviceClasses jobs.DeviceClassMapping
 	// Provisioning configures capacity bookings through
@@ -113,6 +115,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		o.Provisioning.Clock = o.Clock
 	}
 	writer := lifecycle.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
+	var localQueueSeries *metrics.Queues
+	if o.LocalQueueMetrics {
+		localQueueSeries = m.Queues
+	}
 	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
 		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock,
@@ -129,8 +135,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	}
 	reconcilers := []Reconciler{
 		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval, localQueueSeries),
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}

@@ -132,6 +132,9 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.localQueueFairSharing) }}
 - --local-queue-fair-sharing={{ $c.localQueueFairSharing }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.localQueueMetrics) }}
+- --local-queue-metrics={{ $c.localQueueMetrics }}
+{{- end }}
 {{- if not (kindIs "invalid" $c.notifications) }}
 - --notifications={{ $c.notifications }}
 {{- end }}

@@ -49,6 +49,7 @@ var flagCases = []flagCase{
 	{"pending-status-delay", []string{"controller.pendingStatusDelay=2m"}, "--pending-status-delay=2m"},
 	{"fair-sharing", []string{"controller.fairSharing=false"}, "--fair-sharing=false"},
 	{"local-queue-fair-sharing", []string{"controller.localQueueFairSharing=true"}, "--local-queue-fair-sharing=true"},
+	{"local-queue-metrics", []string{"controller.localQueueMetrics=true"}, "--local-queue-metrics=true"},
 	{"notifications", []string{"controller.notifications=false"}, "--notifications=false"},
 	{"dra-device-class", []string{"controller.draDeviceClasses={gpu.nvidia.com=nvidia.com/gpu,gpu.amd.com=amd.com/gpu:2}"},
 		"--dra-device-class=gpu.nvidia.com=nvidia.com/gpu,gpu.amd.com=amd.com/gpu:2"},
