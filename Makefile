@@ -26,6 +26,7 @@ generate:
 	$(CONTROLLER_GEN) rbac:roleName=controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook
 	cd test/tools/release && $(GO) run ./cmd/berth-release generate --config $(CURDIR)/config/default --chart $(CURDIR)/config/chart/berth
+	cd test/tools/dashboard && $(GO) run . -out $(CURDIR)/config/dashboards/berth.json
 
 ## verify-generated: fail when checked-in generated files differ from `make generate`.
 verify-generated: generate
@@ -50,13 +51,15 @@ tools:
 test: verify-generated lint test-unit test-integration test-e2e test-reliability
 
 ## test-unit: pure Go tests (engine, adapters, fuzz seed corpora) and the
-## tools' own modules (images, the Block Kit renderer, berth's kwok Stages, release).
+## tools' own modules (images, the Block Kit renderer, berth's kwok Stages,
+## release, the dashboard).
 test-unit:
 	$(GO) test -race -count=1 ./admission/... ./apis/... ./controllers/... ./cmd/... ./test/oracle/... ./test/faultproxy/... ./test/reliability/soakstats/...
 	cd test/tools/images && $(GO) test -count=1 ./...
 	cd test/tools/blockkit && $(GO) test -count=1 ./...
 	cd test/tools/kwok && $(GO) test -count=1 ./...
 	cd test/tools/release && $(GO) test -count=1 ./...
+	cd test/tools/dashboard && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/release/...
 
 ## test-integration: suites against a real kube-apiserver and etcd.

@@ -17,6 +17,6 @@ cd "$root"
 "$bin" run --config "$here/lint/golangci.yml" ./...
 # Tool modules with code of their own (not only pinned tools.go imports)
 # are held to the same rules; ./... above stops at their go.mod.
-for mod in test/tools/images test/tools/release; do
+for mod in test/tools/images test/tools/release test/tools/dashboard; do
   (cd "$root/$mod" && "$bin" run --config "$here/lint/golangci.yml" ./...)
 done
