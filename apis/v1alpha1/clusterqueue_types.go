@@ -36,7 +36,7 @@ const (
 	PreemptAny PreemptionMode = "Any"
 )
 
-// StopPolicy says whether a ClusterQueue is stopped.
+// StopPolicy says whether a ClusterQueue or a LocalQueue is stopped.
 // +kubebuilder:validation:Enum=None;Hold;HoldAndDrain
 type StopPolicy string
 

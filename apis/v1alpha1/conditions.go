@@ -76,6 +76,12 @@ const (
 	// ReasonClusterQueueStopped (actionable; also Evicted=True): the
 	// ClusterQueue is stopped.
 	ReasonClusterQueueStopped WorkloadReason = "ClusterQueueStopped"
+	// ReasonLocalQueueStopped (actionable; also Evicted=True): the
+	// workload's LocalQueue is stopped.
+	ReasonLocalQueueStopped WorkloadReason = "LocalQueueStopped"
+	// ReasonDeactivated (actionable; also Evicted=True): the workload's
+	// spec.active is false.
+	ReasonDeactivated WorkloadReason = "Deactivated"
 	// ReasonFlavorsNotFound (actionable): the ClusterQueue names
 	// ResourceFlavors that do not exist, and admits nothing until they are
 	// created.

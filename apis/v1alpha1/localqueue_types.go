@@ -21,6 +21,14 @@ type LocalQueueSpec struct {
 	// runs with --local-queue-fair-sharing.
 	// +optional
 	FairSharing *LocalQueueFairSharing `json:"fairSharing,omitempty"`
+
+	// stopPolicy stops the LocalQueue: None (default); Hold, where its
+	// pending workloads wait and admitted ones keep running; or
+	// HoldAndDrain, which also evicts the admitted ones. Its ClusterQueue
+	// goes on admitting the workloads of its other LocalQueues.
+	// +optional
+	// +kubebuilder:default=None
+	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
 }
 
 // LocalQueueFairSharing is a LocalQueue's share of its ClusterQueue.

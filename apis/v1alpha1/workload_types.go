@@ -90,7 +90,18 @@ type WorkloadSpec struct {
 	// berth.dev/topology-preferred annotation).
 	// +optional
 	Topology *TopologyRequest `json:"topology,omitempty"`
+
+	// active false deactivates the workload: a pending one leaves its queue,
+	// an admitted one is evicted, and it waits, with reason Deactivated,
+	// until active is true again (unset means true). berth never changes
+	// it; `kubectl berth deactivate|activate workload` does.
+	// +optional
+	Active *bool `json:"active,omitempty"`
 }
+
+// IsActive reports whether the workload is active (spec.active unset or
+// true).
+func (w *Workload) IsActive() bool { return w.Spec.Active == nil || *w.Spec.Active }
 
 // TopologyMode says how strictly a gang must stay in one domain.
 // +kubebuilder:validation:Enum=Required;Preferred

@@ -10,6 +10,8 @@ const (
 	// EventUnqueueable: the workload cannot be queued at all (missing
 	// LocalQueue, namespace not accepted).
 	EventUnqueueable = "Unqueueable"
+	// EventDeactivated: an admitted workload was deactivated and is evicted.
+	EventDeactivated = "Deactivated"
 	// EventPreempted: the workload is evicted to make room.
 	EventPreempted = "Preempted"
 	// EventRequestCreated: a ProvisioningRequest books the gang's capacity.

@@ -142,10 +142,21 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 		return fmt.Errorf("listing workloads admitted by ClusterQueue %s: %w", cq.Name, err)
 	}
 	msg := fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name)
-	for i := range wls.Items {
-		written, err := r.writer.Write(ctx, &wls.Items[i], lifecycle.Evict{Reason: berthv1.ReasonClusterQueueStopped, Message: msg})
+	return evictAdmitted(ctx, r.writer, r.queues, wls.Items, berthv1.ReasonClusterQueueStopped, msg)
+}
+
+// evictAdmitted evicts those of wls that hold quota, for reason, and
+// counts each eviction written against its ClusterQueue.
+func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues *metrics.Queues, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
+	for i := range wls {
+		wl := &wls[i]
+		if wl.Status.Admission == nil {
+			continue
+		}
+		cq := wl.Status.Admission.ClusterQueue
+		written, err := w.Write(ctx, wl, lifecycle.Evict{Reason: reason, Message: msg})
 		if written {
-			r.queues.Evicted(cq.Name, string(berthv1.ReasonClusterQueueStopped))
+			queues.Evicted(cq, string(reason))
 		}
 		if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -23,16 +24,20 @@ import (
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   client.Client
+	writer   lifecycle.Writer
 	sched    *scheduler.Scheduler
 	throttle *throttle
 	queues   *metrics.Queues
+	series   bool
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
-// queue's counts at most once per interval and, when queues is not nil,
-// sets its series there.
-func NewLocalQueueReconciler(c client.Client, sched *scheduler.Scheduler, interval time.Duration, queues *metrics.Queues) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(interval), queues: queues}
+// queue's counts at most once per interval, drains a queue stopped with
+// HoldAndDrain through writer (counting the evictions in queues) and, with
+// series, sets the queue's own series in queues.
+func NewLocalQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration,
+	queues *metrics.Queues, series bool) *LocalQueueReconciler {
+	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval), queues: queues, series: series}
 }
 
 // Name of the controller.
@@ -60,7 +65,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, lq); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.throttle.forget(req.String())
-			if r.queues != nil {
+			if r.series {
 				r.queues.ForgetLocalQueue(req.Namespace, req.Name)
 			}
 			return reconcile.Result{}, nil
@@ -71,11 +76,16 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if lq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain {
+		if err := r.drain(ctx, lq); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	base := lq.DeepCopy()
 	meta.SetStatusCondition(&lq.Status.Conditions, active)
 	counts := r.sched.LocalQueueCounts(lq.Namespace, lq.Name)
 	lq.Status.PendingWorkloads, lq.Status.AdmittedWorkloads = counts.Pending, counts.Admitted
-	if r.queues != nil {
+	if r.series {
 		r.queues.ReportLocalQueue(lq.Namespace, lq.Name, int(counts.Pending), int(counts.Admitted))
 	}
 	// As for ClusterQueues: a queue that holds workloads is looked at again,
@@ -100,8 +110,25 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return recheck, nil
 }
 
+// drain evicts every admitted workload of a LocalQueue stopped with
+// HoldAndDrain; their jobs are suspended and they wait, held, until the
+// queue is resumed.
+func (r *LocalQueueReconciler) drain(ctx context.Context, lq *berthv1.LocalQueue) error {
+	wls := &berthv1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.InNamespace(lq.Namespace), client.MatchingFields{workload.QueueNameIndex: lq.Name}); err != nil {
+		return fmt.Errorf("listing workloads of LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+	}
+	msg := fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", lq.Name)
+	return evictAdmitted(ctx, r.writer, r.queues, wls.Items, berthv1.ReasonLocalQueueStopped, msg)
+}
+
 func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.LocalQueue) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: berthv1.ConditionActive, ObservedGeneration: lq.Generation}
+	if p := lq.Spec.StopPolicy; p == berthv1.StopPolicyHold || p == berthv1.StopPolicyHoldAndDrain {
+		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonStopped
+		cond.Message = fmt.Sprintf("stopPolicy is %s: the LocalQueue's workloads wait until it is resumed", p)
+		return cond, nil
+	}
 	cq := &berthv1.ClusterQueue{}
 	err := r.client.Get(ctx, client.ObjectKey{Name: lq.Spec.ClusterQueue}, cq)
 	switch {

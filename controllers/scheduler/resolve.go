@@ -13,8 +13,9 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
-// Unqueueable says why a workload cannot be queued at all: its LocalQueue is
-// missing, or its ClusterQueue does not accept the workload's namespace.
+// Unqueueable says why a workload cannot be queued at all: it is
+// deactivated, its LocalQueue is missing or stopped, or its ClusterQueue
+// does not accept the workload's namespace.
 type Unqueueable struct {
 	// Reason is a pending reason.
 	Reason berthv1.WorkloadReason
@@ -40,6 +41,11 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (Q
 	if wl.Status.Admission != nil {
 		return Queue{ClusterQueue: wl.Status.Admission.ClusterQueue}, nil, nil
 	}
+	if !wl.IsActive() {
+		return Queue{}, &Unqueueable{Reason: berthv1.ReasonDeactivated, Message: fmt.Sprintf(
+			"the Workload is deactivated (spec.active is false); it waits until activated: kubectl berth activate workload %s -n %s",
+			wl.Name, wl.Namespace)}, nil
+	}
 	lq := &berthv1.LocalQueue{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq)
 	if apierrors.IsNotFound(err) {
@@ -49,6 +55,11 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (Q
 	}
 	if err != nil {
 		return Queue{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
+	}
+	if p := lq.Spec.StopPolicy; p == berthv1.StopPolicyHold || p == berthv1.StopPolicyHoldAndDrain {
+		return Queue{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueStopped, Message: fmt.Sprintf(
+			"LocalQueue %q is stopped (stopPolicy %s); its workloads wait until it is resumed: kubectl berth resume localqueue %s -n %s",
+			lq.Name, p, lq.Name, lq.Namespace)}, nil
 	}
 	q := QueueOf(lq)
 	unq, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)

@@ -115,10 +115,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		o.Provisioning.Clock = o.Clock
 	}
 	writer := lifecycle.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
-	var localQueueSeries *metrics.Queues
-	if o.LocalQueueMetrics {
-		localQueueSeries = m.Queues
-	}
 	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
 		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock,
@@ -136,7 +132,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	reconcilers := []Reconciler{
 		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
 		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, o.StatusInterval, localQueueSeries),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues, o.LocalQueueMetrics),
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}

@@ -127,8 +127,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.release(ctx, wl)
 	}
 	unq, err := r.sched.SyncWorkload(ctx, wl)
-	if err != nil || unq == nil {
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if !wl.IsActive() && lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
+		return reconcile.Result{}, r.deactivate(ctx, wl)
+	}
+	if unq == nil {
+		return reconcile.Result{}, nil
 	}
 	written, err := r.writer.Write(ctx, wl, lifecycle.Queue{Reason: unq.Reason, Message: unq.Message})
 	if err != nil {
@@ -141,6 +147,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// deactivate evicts a workload that holds quota and was deactivated: its
+// job adapter stops the job, and once the pods are gone the workload is
+// requeued, where ResolveQueue holds it until it is activated.
+func (r *Reconciler) deactivate(ctx context.Context, wl *berthv1.Workload) error {
+	msg := "the Workload was deactivated (spec.active is false)"
+	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonDeactivated, Message: msg})
+	if err == nil && written {
+		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventDeactivated, "Evict", msg)
+	}
+	return err
 }
 
 // gone reports whether the Workload's job is going or gone: the Workload

@@ -82,7 +82,7 @@ func TestImportFromFile(t *testing.T) {
 	if !strings.Contains(out, "kind: ClusterQueue") || !strings.Contains(out, "name: training") {
 		t.Errorf("stdout lacks the ClusterQueue:\n%s", out)
 	}
-	if !strings.HasPrefix(errOut, "13 settings were not mapped:\nKIND") {
+	if !strings.HasPrefix(errOut, "12 settings were not mapped:\nKIND") {
 		t.Errorf("stderr = %q, want the table of what was not mapped", errOut)
 	}
 }

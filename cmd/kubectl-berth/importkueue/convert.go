@@ -189,9 +189,9 @@ func (c *converter) localQueue(lq *kueue.LocalQueue) {
 	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil {
 		out.Spec.FairSharing = &berthv1.LocalQueueFairSharing{Weight: fs.Weight}
 	}
-	if sp := lq.Spec.StopPolicy; sp != nil && *sp != kueue.None {
-		c.unmapped("LocalQueue", name(lq.ObjectMeta), "spec.stopPolicy",
-			"berth LocalQueues cannot be stopped: stop the ClusterQueue, or delete the LocalQueue (its workloads wait with LocalQueueNotFound)")
+	if sp := lq.Spec.StopPolicy; sp != nil {
+		// Kueue's and berth's policies have the same names and meaning.
+		out.Spec.StopPolicy = berthv1.StopPolicy(*sp)
 	}
 	c.out.Objects = append(c.out.Objects, out)
 }
@@ -229,14 +229,6 @@ func objectMeta(m metav1.ObjectMeta, namespaced bool) metav1.ObjectMeta {
 		}
 	}
 	return out
-}
-
-// name is namespace/name, or name.
-func name(m metav1.ObjectMeta) string {
-	if m.Namespace == "" {
-		return m.Name
-	}
-	return m.Namespace + "/" + m.Name
 }
 
 // sortedKeys returns the keys of m in order.
