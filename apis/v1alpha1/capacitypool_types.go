@@ -132,7 +132,7 @@ type CapacityPoolStatus struct {
 // pool's name.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cpool
+// +kubebuilder:resource:scope=Cluster,shortName=cpool,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Flavor",type=string,JSONPath=`.spec.flavor`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`

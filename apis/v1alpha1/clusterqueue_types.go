@@ -245,7 +245,7 @@ type ClusterQueueStatus struct {
 // cohort.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cq
+// +kubebuilder:resource:scope=Cluster,shortName=bcq,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.queueingStrategy`,priority=1

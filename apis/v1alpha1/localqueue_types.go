@@ -68,7 +68,7 @@ type LocalQueueStatus struct {
 // with the berth.dev/queue-name label.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=queue;lq
+// +kubebuilder:resource:shortName=blq,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="ClusterQueue",type=string,JSONPath=`.spec.clusterQueue`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingWorkloads`

@@ -196,7 +196,7 @@ type NotificationPolicyList struct {
 // namespaces and ClusterQueues it selects. Platform teams create it.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:resource:scope=Cluster,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Sink",type=string,JSONPath=`.spec.sink.type`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -140,7 +140,7 @@ type ResourceFlavorStatus struct {
 // type — that ClusterQueues hand out quota for.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=flavor;rf
+// +kubebuilder:resource:scope=Cluster,shortName=brf,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Node labels",type=string,JSONPath=`.spec.nodeLabels`,priority=1
 // +kubebuilder:printcolumn:name="Topology",type=string,JSONPath=`.spec.topologyLevels`,priority=1

@@ -359,7 +359,7 @@ type WorkloadStatus struct {
 // and own it; users read it.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=wl
+// +kubebuilder:resource:shortName=bwl,categories=berth
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queueName`
 // +kubebuilder:printcolumn:name="ClusterQueue",type=string,JSONPath=`.status.admission.clusterQueue`
