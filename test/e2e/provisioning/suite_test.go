@@ -330,8 +330,20 @@ func (m *monitor) check(ctx context.Context) {
 	// eviction that started since, which the check allows.
 	pods := &corev1.PodList{}
 	wls := &berthv1.WorkloadList{}
-	if m.c.List(ctx, pods, client.HasLabels{"job-name"}) != nil || m.c.List(ctx, wls) != nil {
+	jobs := &batchv1.JobList{}
+	if m.c.List(ctx, pods, client.HasLabels{"job-name"}) != nil || m.c.List(ctx, wls) != nil ||
+		m.c.List(ctx, jobs) != nil {
 		return
+	}
+	// A Job deleted with Orphan propagation loses its dependents one by
+	// one: the garbage collector may strip the Workload's owner reference
+	// before its pods', so for a moment a running pod has a Job and no
+	// Workload. That is the orphaning the spec asks for, not an admission.
+	live := map[types.UID]bool{}
+	for i := range jobs.Items {
+		if jobs.Items[i].DeletionTimestamp.IsZero() {
+			live[jobs.Items[i].UID] = true
+		}
 	}
 	byJob := map[types.UID]*berthv1.Workload{}
 	for i := range wls.Items {
@@ -348,6 +360,9 @@ func (m *monitor) check(ctx context.Context) {
 			continue
 		}
 		wl := byJob[ref.UID]
+		if wl == nil && !live[ref.UID] {
+			continue
+		}
 		if wl == nil || (!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) &&
 			!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)) {
 			m.record(fmt.Sprintf("pod %s/%s bound to %s while its gang is not admitted", p.Namespace, p.Name, p.Spec.NodeName))
