@@ -2,6 +2,7 @@
 # fresh machine needs; everything else is built from pinned Go modules.
 
 GO ?= go
+MODULE = github.com/berth-dev/berth
 CONTROLLER_GEN = $(GO) tool controller-gen
 # Control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kwok) are built once from test/tools and cached outside the
@@ -22,6 +23,10 @@ build:
 ## written from the kustomize build of config/default by berth-release).
 generate:
 	$(CONTROLLER_GEN) object paths=./apis/...
+	$(GO) tool openapi-gen --output-dir apis/visibility/openapi --output-pkg $(MODULE)/apis/visibility/openapi \
+		--output-file zz_generated.openapi.go --go-header-file /dev/null --report-filename apis/visibility/openapi/api-violations.list \
+		$(MODULE)/apis/visibility/v1alpha1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
+		k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/api/resource
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook

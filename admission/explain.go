@@ -15,16 +15,24 @@ func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
 		return Explanation{}, false
 	}
 	c := e.cqs[w.cqName]
-	var ex Explanation
+	pos := 0
 	c.pending.ascend(func(x *wl) bool {
 		if x == w {
 			return false
 		}
-		ex.Position++
+		pos++
 		return true
 	})
-	ex.FairShare = e.fairShare(c)
 	head, _ := c.pending.min()
+	ex := e.explainAt(c, w, head, pos)
+	ex.FairShare = e.fairShare(c)
+	return ex, true
+}
+
+// explainAt explains pending workload w at position pos of c, whose head is
+// head; FairShare is left to the caller, which may share it across a page.
+func (e *Engine) explainAt(c *cqState, w, head *wl, pos int) Explanation {
+	ex := Explanation{Position: pos}
 	switch {
 	case c.spec == nil || c.spec.held():
 		ex.Reason, ex.Message = heldBecause(c)
@@ -33,7 +41,7 @@ func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
 	default:
 		e.explainFit(c, w, head, &ex)
 	}
-	return ex, true
+	return ex
 }
 
 func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {

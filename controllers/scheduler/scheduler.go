@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,6 +82,10 @@ type Scheduler struct {
 	// queues tracks which LocalQueue each queued workload is in, and
 	// whether it is admitted, for O(1) LocalQueue counts.
 	queues queueCounts
+
+	// serving is true while Start runs with the cluster loaded: the engine
+	// then answers for the whole cluster.
+	serving atomic.Bool
 
 	wake chan struct{}
 	// timer pokes at the engine's next wake-up (see admission.NextWake).
@@ -202,6 +207,19 @@ func (s *Scheduler) Explain(key admission.WorkloadKey) (admission.Explanation, b
 	return s.engine.Explain(key)
 }
 
+// Serving is true once the scheduler runs with the cluster loaded, that is
+// on the leader.
+func (s *Scheduler) Serving() bool { return s.serving.Load() }
+
+// Pending lists a page of a ClusterQueue's pending workloads in the order
+// the engine serves them. It holds the engine's lock for the page's
+// explanations, so callers bound q.Limit.
+func (s *Scheduler) Pending(q admission.PendingQuery) (admission.PendingPage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Pending(q)
+}
+
 // poke asks for a cycle; wakes coalesce. Callers may hold s.mu.
 func (s *Scheduler) poke() {
 	select {
@@ -219,6 +237,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err := s.load(ctx); err != nil {
 		return fmt.Errorf("loading queues and workloads: %w", err)
 	}
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	logger.Info("admission loop started")
 	ticker := time.NewTicker(s.opts.Resync)
 	defer ticker.Stop()

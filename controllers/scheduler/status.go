@@ -39,7 +39,7 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 		return QueueStatus{}, false
 	}
 	out := QueueStatus{PendingWorkloads: int32(u.Pending), Inadmissible: int32(u.Inadmissible), AdmittedWorkloads: int32(u.Admitted),
-		WeightedShare: weightedShare(u.DominantResourceShare)}
+		WeightedShare: WeightedShare(u.DominantResourceShare)}
 	for reason, n := range u.Held {
 		if out.Held == nil {
 			out.Held = map[string]int{}
@@ -60,9 +60,9 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 	return out, true
 }
 
-// weightedShare turns the engine's dominant resource share (parts per
+// WeightedShare turns the engine's dominant resource share (parts per
 // billion) into a ratio.
-func weightedShare(drs int64) float64 {
+func WeightedShare(drs int64) float64 {
 	if drs == math.MaxInt64 {
 		return math.Inf(1)
 	}

@@ -83,6 +83,9 @@ type StartOptions struct {
 	// CRDPaths are CRD files or directories installed besides berth's,
 	// e.g. JobSetCRD().
 	CRDPaths []string
+	// ExtraArgs adds command-line flags per component (see
+	// controlplane.Options.ExtraArgs), e.g. the API server's front proxy.
+	ExtraArgs map[controlplane.Component][]string
 }
 
 // StartWith brings up a plane with berth's CRDs and webhook configuration
@@ -96,6 +99,7 @@ func StartWith(ctx context.Context, o StartOptions) (*Env, error) {
 	plane, err := controlplane.Start(ctx, controlplane.Options{
 		Full:              o.Full,
 		Scheme:            scheme,
+		ExtraArgs:         o.ExtraArgs,
 		CRDDirectoryPaths: append([]string{filepath.Join(root, "config", "crd", "bases")}, o.CRDPaths...),
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},

@@ -1,0 +1,83 @@
+package admission
+
+// PendingQuery selects a page of a ClusterQueue's pending workloads.
+type PendingQuery struct {
+	// ClusterQueue whose queue is listed.
+	ClusterQueue string
+	// Namespace and LocalQueue, when LocalQueue is set, keep only that
+	// LocalQueue's workloads; positions stay those of the whole queue.
+	Namespace, LocalQueue string
+	// Offset skips that many of the selected workloads; Limit caps the page
+	// (≤ 0: no cap).
+	Offset, Limit int
+}
+
+// PendingWorkload is one pending workload as a person looking at the queue
+// needs it: where it stands and why it is not admitted yet.
+type PendingWorkload struct {
+	Key        WorkloadKey
+	LocalQueue string
+	Priority   int32
+	// PositionInClusterQueue and PositionInLocalQueue count the pending
+	// workloads served before it (0 = next).
+	PositionInClusterQueue int
+	PositionInLocalQueue   int
+	// Explanation carries the reason, message, shortfalls and preemption
+	// what-if as Explain gives them; its Position is PositionInClusterQueue.
+	Explanation Explanation
+	// Booking is the workload's capacity booking record, if it has one: the
+	// domains whose bookings failed and when it may try again.
+	Booking *Booking
+}
+
+// PendingPage is a page of a ClusterQueue's pending workloads, in the order
+// the engine serves them.
+type PendingPage struct {
+	Items []PendingWorkload
+	// Total is the number of pending workloads the query selects.
+	Total int
+	// FairShare is the ClusterQueue's standing.
+	FairShare FairShare
+}
+
+// Pending lists pending workloads of a ClusterQueue in the order Cycle
+// considers them, each explained as Explain would. It changes nothing. The
+// second result is false when the engine knows no such ClusterQueue.
+//
+// Cost: one walk of the queue, plus Explain's fit and preemption what-if for
+// each workload of the page, so callers bound Limit.
+func (e *Engine) Pending(q PendingQuery) (PendingPage, bool) {
+	c, ok := e.cqs[q.ClusterQueue]
+	if !ok {
+		return PendingPage{}, false
+	}
+	page := PendingPage{FairShare: e.fairShare(c)}
+	head, _ := c.pending.min()
+	inLQ := map[lqKey]int{}
+	pos := 0
+	c.pending.ascend(func(w *wl) bool {
+		lq := lqKey{namespace: w.key.Namespace, name: w.lq}
+		lqPos := inLQ[lq]
+		inLQ[lq]++
+		cqPos := pos
+		pos++
+		if q.LocalQueue != "" && (lq.namespace != q.Namespace || lq.name != q.LocalQueue) {
+			return true
+		}
+		page.Total++
+		if page.Total <= q.Offset || (q.Limit > 0 && len(page.Items) >= q.Limit) {
+			return true
+		}
+		item := PendingWorkload{Key: w.key, LocalQueue: w.lq, Priority: w.prio,
+			PositionInClusterQueue: cqPos, PositionInLocalQueue: lqPos,
+			Explanation: e.explainAt(c, w, head, cqPos)}
+		item.Explanation.FairShare = page.FairShare
+		if w.bk != nil {
+			bk := *w.bk
+			item.Booking = &bk
+		}
+		page.Items = append(page.Items, item)
+		return true
+	})
+	return page, true
+}

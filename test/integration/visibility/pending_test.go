@@ -1,0 +1,196 @@
+package visibility_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+// get reads a visibility path as the given user ("" for the admin), with
+// query parameters as name, value pairs.
+func get(ctx context.Context, user, path string, params ...string) (*visv1.PendingWorkloadsSummary, error) {
+	cfg := rest.CopyConfig(env.Plane.Config)
+	if user != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req := cs.CoreV1().RESTClient().Get().AbsPath("/apis/visibility.berth.dev/v1alpha1", path)
+	for i := 0; i+1 < len(params); i += 2 {
+		req = req.Param(params[i], params[i+1])
+	}
+	raw, err := req.DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &visv1.PendingWorkloadsSummary{}
+	return out, json.Unmarshal(raw, out)
+}
+
+func names(s *visv1.PendingWorkloadsSummary) []string {
+	var out []string
+	for _, it := range s.Items {
+		out = append(out, it.Job.Name)
+	}
+	return out
+}
+
+// installViewerRoles applies the ClusterRoles berth ships for the API.
+func installViewerRoles(ctx context.Context) {
+	f, err := os.Open(filepath.Join(framework.RepoRoot(), "config", "rbac", "visibility_viewer_roles.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		role := &rbacv1.ClusterRole{}
+		if err := dec.Decode(role); err != nil {
+			break
+		}
+		Expect(role.Name).To(HavePrefix("berth-visibility-"))
+		if role.Name == "berth-visibility-localqueue-viewer" {
+			// The plane runs no controller-manager to aggregate roles:
+			// the labels that make view, edit and admin include it are
+			// checked here, and the role is bound directly below.
+			Expect(role.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
+		}
+		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, role))).To(Succeed())
+	}
+}
+
+var _ = Describe("pending workloads", Ordered, func() {
+	var nsA, nsB, cq string
+	var jobs []*batchv1.Job
+
+	BeforeAll(func(ctx SpecContext) {
+		installViewerRoles(ctx)
+		for _, ns := range []*string{&nsA, &nsB} {
+			obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-vis-"}}
+			Expect(env.Client.Create(ctx, obj)).To(Succeed())
+			*ns = obj.Name
+		}
+		cq = nsA + "-cq"
+		f := builders.Flavor(cq, nil)
+		Expect(env.Client.Create(ctx, f)).To(Succeed())
+		Expect(env.Client.Create(ctx, builders.ClusterQueue(cq).Quota(f.Name, builders.GPU, "1", "").Obj())).To(Succeed())
+		for _, ns := range []string{nsA, nsB} {
+			Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "team", cq))).To(Succeed())
+		}
+		By("one job holding the queue's only GPU, four waiting behind it, alternating namespaces")
+		for i, ns := range []string{nsA, nsA, nsB, nsA, nsB} {
+			job := builders.Job(ns, []string{"running", "a1", "b1", "a2", "b2"}[i], "team").Request(builders.GPU, "1").Obj()
+			Expect(env.Client.Create(ctx, job)).To(Succeed())
+			jobs = append(jobs, job)
+			if i == 0 {
+				Eventually(admitted(ctx, job)).Should(BeTrue())
+			}
+		}
+		alice := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "alice"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice", APIGroup: rbacv1.GroupName}},
+			RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "berth-visibility-localqueue-viewer", APIGroup: rbacv1.GroupName}}
+		Expect(env.Client.Create(ctx, alice)).To(Succeed())
+	})
+
+	It("shows an admin the ClusterQueue's line in admission order, with positions and reasons", func(ctx SpecContext) {
+		var s *visv1.PendingWorkloadsSummary
+		Eventually(func(g Gomega) {
+			var err error
+			s, err = get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(names(s)).To(Equal([]string{"a1", "b1", "a2", "b2"}))
+		}).Should(Succeed())
+		Expect(s.Total).To(BeEquivalentTo(4))
+		for i, it := range s.Items {
+			Expect(it.PositionInClusterQueue).To(BeEquivalentTo(i))
+			Expect(it.PositionInLocalQueue).To(BeEquivalentTo(i/2), "%s is behind %d of its own LocalQueue", it.Job.Name, i/2)
+			Expect(it.Job.Kind).To(Equal("Job"))
+			Expect(it.Reason).To(Equal("InsufficientQuota"))
+			Expect(it.Message).NotTo(BeEmpty())
+			Expect(it.Shortfalls).To(HaveLen(1))
+			Expect(it.Shortfalls[0].Available.IsZero()).To(BeTrue())
+		}
+		page, err := get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads", "offset", "1", "limit", "2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(names(page)).To(Equal([]string{"b1", "a2"}))
+	})
+
+	It("shows a tenant its own LocalQueue's workloads and nothing else", func(ctx SpecContext) {
+		s, err := get(ctx, "alice", "namespaces/"+nsA+"/localqueues/team/pendingworkloads")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(names(s)).To(Equal([]string{"a1", "a2"}))
+		Expect([]int32{s.Items[0].PositionInClusterQueue, s.Items[1].PositionInClusterQueue}).To(Equal([]int32{0, 2}))
+		_, err = get(ctx, "alice", "namespaces/"+nsB+"/localqueues/team/pendingworkloads")
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "another namespace: %v", err)
+		_, err = get(ctx, "alice", "clusterqueues/"+cq+"/pendingworkloads")
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the ClusterQueue: %v", err)
+	})
+
+	It("rejects bad queries and unknown queues with what to fix", func(ctx SpecContext) {
+		_, err := get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads", "limit", "5000")
+		Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("page with offset"))
+		_, err = get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads", "offset", "-1")
+		Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "%v", err)
+		_, err = get(ctx, "", "clusterqueues/no-such-queue/pendingworkloads")
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		_, err = get(ctx, "", "namespaces/"+nsA+"/localqueues/no-such-queue/pendingworkloads")
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	It("lists them in the order berth then admits them", func(ctx SpecContext) {
+		s, err := get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads")
+		Expect(err).NotTo(HaveOccurred())
+		listed := names(s)
+		all := jobsByName(jobs)
+		holder := jobs[0]
+		for i, next := range listed {
+			Expect(env.Client.Delete(ctx, holder, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+			Eventually(admitted(ctx, all[next])).Should(BeTrue(), "%s is admitted when %s's GPU frees", next, holder.Name)
+			for _, later := range listed[i+1:] {
+				Expect(admitted(ctx, all[later])(Default)).To(BeFalse(), "%s waits behind %s", later, next)
+			}
+			holder = all[next]
+		}
+	})
+})
+
+func jobsByName(jobs []*batchv1.Job) map[string]*batchv1.Job {
+	out := map[string]*batchv1.Job{}
+	for _, j := range jobs {
+		out[j.Name] = j
+	}
+	return out
+}
+
+// admitted reports whether the job's Workload holds quota.
+func admitted(ctx context.Context, job *batchv1.Job) func(Gomega) bool {
+	return func(g Gomega) bool {
+		wls := &berthv1.WorkloadList{}
+		g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
+		for _, wl := range wls.Items {
+			if ref := metav1.GetControllerOf(&wl); ref != nil && ref.Name == job.Name {
+				return wl.Status.Admission != nil
+			}
+		}
+		return false
+	}
+}
