@@ -21,6 +21,14 @@ import (
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
 )
 
+// Names the install gives the API's registration: the APIService the CA
+// is injected into, and the Service in berth's namespace it points at.
+const (
+	APIServiceName   = "v1alpha1.visibility.berth.dev"
+	ServiceName      = "berth-visibility"
+	ServiceNamespace = "berth-system"
+)
+
 // Options configure the server.
 type Options struct {
 	// BindAddress and Port it listens on.

@@ -246,6 +246,9 @@ func (p *Plane) startAPIServer(opts Options) error {
 	if err := applyEnvtestArgs(env.ControlPlane.Etcd.Configure(), opts.ExtraArgs[Etcd]); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
+	if err := configureFrontProxy(env.ControlPlane.APIServer.Configure(), filepath.Join(p.Dir, "front-proxy")); err != nil {
+		return fmt.Errorf("kube-apiserver: %w", err)
+	}
 	if err := applyEnvtestArgs(env.ControlPlane.APIServer.Configure(), opts.ExtraArgs[KubeAPIServer]); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
