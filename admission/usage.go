@@ -36,10 +36,17 @@ type FlavorUsage struct {
 type ResourceUsage struct {
 	// Name of the resource.
 	Name ResourceName
-	// Total in use, in milli-units.
+	// Total in use, in milli-units: the quota reserved, by admitted
+	// workloads, by those whose capacity is still being booked, and for
+	// preemptors whose victims are still going (Kueue's reservation).
 	Total int64
 	// Borrowed is the part of Total above the nominal quota.
 	Borrowed int64
+	// Admitted is the part of Total held by workloads that may run:
+	// admitted, and not waiting for the capacity they book (Kueue's
+	// usage). A workload being evicted counts until it is gone: its pods
+	// still hold the capacity.
+	Admitted int64
 }
 
 // ClusterQueueUsage reports what the named ClusterQueue holds. It is false
@@ -62,6 +69,7 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 		}
 		return true
 	})
+	admitted := e.admittedUsage(c)
 	for _, g := range c.groups {
 		for _, f := range g.flavors {
 			fu := FlavorUsage{Flavor: f.name, Resources: make([]ResourceUsage, 0, len(g.resources))}
@@ -69,11 +77,28 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 				k := makeFR(f.id, r)
 				u := c.usage[k]
 				fu.Resources = append(fu.Resources, ResourceUsage{
-					Name: e.resources[r], Total: u, Borrowed: max(0, u-c.quota[k].nominal),
+					Name: e.resources[r], Total: u, Borrowed: max(0, u-c.quota[k].nominal), Admitted: admitted[k],
 				})
 			}
 			out.Flavors = append(out.Flavors, fu)
 		}
 	}
 	return out, true
+}
+
+// admittedUsage sums the usage of c's admitted workloads whose capacity is
+// not being booked. The queue's usage cannot be split instead: it also
+// holds the quota kept for preemptors, which no workload of c uses.
+func (e *Engine) admittedUsage(c *cqState) map[frKey]int64 {
+	out := map[frKey]int64{}
+	c.admitted.ascend(func(w *wl) bool {
+		if _, booking := e.booking[w]; booking {
+			return true
+		}
+		for _, u := range w.usage {
+			out[u.fr] += u.amt
+		}
+		return true
+	})
+	return out
 }

@@ -43,3 +43,50 @@ func TestClusterQueueUsageCountsInadmissibleAndShare(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterQueueUsageLeavesBookingsOutOfAdmitted: a gang that fits the
+// node there is admitted at once, one that needs new nodes books them. The
+// booking gang's quota is reserved (in Total) but not used (in Admitted)
+// until its capacity is provisioned.
+func TestClusterQueueUsageLeavesBookingsOutOfAdmitted(t *testing.T) {
+	e := provEngine(t, ProvisionIfNeeded, []Node{sized(rackNode("n1", "a", "r1", 8), 8)}, rackPool("pool-r1", "r1"))
+	specs := specMap(gang("fits", 1, 8, TopologyRequired, rackKey), gang("books", 2, 8, TopologyRequired, rackKey))
+	steps := []struct {
+		name            string
+		do              func(t *testing.T)
+		total, admitted int64 // GPUs
+	}{
+		{name: "the gang that fits is admitted", total: 8, admitted: 8, do: func(t *testing.T) {
+			mustWL(t, e, specs["fits"])
+			confirm(t, e, specs, cycle(t, e))
+		}},
+		{name: "the other gang books capacity", total: 24, admitted: 8, do: func(t *testing.T) {
+			mustWL(t, e, specs["books"])
+			res := cycle(t, e)
+			if len(res.Admitted) != 1 || res.Admitted[0].Admission.Provisioning == nil {
+				t.Fatalf("%s: want a booking", fmtResult(res))
+			}
+			confirm(t, e, specs, res)
+		}},
+		{name: "its capacity is provisioned", total: 24, admitted: 24, do: func(t *testing.T) {
+			e.ReportBooking(key("books"), BookingReport{Attempt: 1, Answer: AnswerProvisioned})
+			if d := onlyBooking(t, cycle(t, e)); d.Action != BookingStart {
+				t.Fatalf("decided %+v, want start", d)
+			}
+			w := specs["books"]
+			w.Booking.State = BookingProvisioned
+			mustWL(t, e, w)
+		}},
+	}
+	for _, s := range steps {
+		s.do(t)
+		u, ok := e.ClusterQueueUsage("a")
+		if !ok || len(u.Flavors) != 1 || len(u.Flavors[0].Resources) != 1 {
+			t.Fatalf("%s: usage %+v, want h200's GPUs", s.name, u)
+		}
+		r := u.Flavors[0].Resources[0]
+		if r.Total != s.total*1000 || r.Admitted != s.admitted*1000 {
+			t.Errorf("%s: total %d, admitted %d; want %d, %d", s.name, r.Total/1000, r.Admitted/1000, s.total, s.admitted)
+		}
+	}
+}

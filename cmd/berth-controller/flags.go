@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/visibility"
 )
 
 // config is every command-line knob; docs/operating.md describes each.
@@ -23,6 +24,7 @@ type config struct {
 	leaderElect             bool
 	namespace               string
 	webhookPort             int
+	visibilityPort          int
 	certs                   certs.Options
 	qps                     float64
 	burst                   int
@@ -50,6 +52,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.StringVar(&c.namespace, "namespace", envOr("POD_NAMESPACE", "berth-system"), "namespace berth runs in (leader-election lease, certificate Secret)")
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port of the webhook server; 0 disables the webhooks")
 	bindCertFlags(fs, &c.certs)
+	var visibilityService string
+	fs.IntVar(&c.visibilityPort, "visibility-port", 8082, "port of the visibility API server (visibility.berth.dev, served with the webhook certificate); 0 disables it")
+	fs.StringVar(&visibilityService, "visibility-service", visibility.ServiceName, "name of the Service the visibility APIService points at; the certificate is issued for it too")
 	fs.Float64Var(&c.qps, "kube-api-qps", 500, "client-side limit of API requests per second (see docs/performance.md)")
 	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
 	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
@@ -76,7 +81,10 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		return c, fmt.Errorf("--dra-device-class: %w", err)
 	}
 	c.certs.Namespace = c.namespace
-	if c.webhookPort > 0 {
+	if c.visibilityPort > 0 {
+		c.certs.APIServices = []certs.APIService{{Name: visibility.APIServiceName, ServiceName: visibilityService}}
+	}
+	if c.servesTLS() {
 		if err := c.certs.Validate(); err != nil {
 			return c, err
 		}
@@ -89,6 +97,10 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	}
 	return c, nil
 }
+
+// servesTLS says whether anything serves with the certificate: the
+// webhooks or the visibility API.
+func (c config) servesTLS() bool { return c.webhookPort > 0 || c.visibilityPort > 0 }
 
 // bindCertFlags binds the webhook certificate's flags to o.
 func bindCertFlags(fs *flag.FlagSet, o *certs.Options) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,19 @@ func TestParseFlags(t *testing.T) {
 				}
 			}},
 		{name: "unknown certificate management", args: []string{"--webhook-cert-management=vault"}, wantErr: `must be self or external, not "vault"`},
-		{name: "no webhooks, no certificate checks", args: []string{"--webhook-port=0", "--webhook-cert-management=vault"}},
+		{name: "no webhooks and no visibility API, no certificate checks", args: []string{"--webhook-port=0", "--visibility-port=0", "--webhook-cert-management=vault"}},
+		{name: "the visibility API alone needs the certificate", args: []string{"--webhook-port=0", "--webhook-cert-management=vault"}, wantErr: `must be self or external, not "vault"`},
+		{name: "the visibility API's Service is in the certificate", args: []string{"--visibility-service=vis"}, check: func(t *testing.T, c config) {
+			want := []certs.APIService{{Name: "v1alpha1.visibility.berth.dev", ServiceName: "vis"}}
+			if !slices.Equal(c.certs.APIServices, want) {
+				t.Errorf("APIServices = %+v, want %+v", c.certs.APIServices, want)
+			}
+		}},
+		{name: "no visibility API, no APIService", args: []string{"--visibility-port=0"}, check: func(t *testing.T, c config) {
+			if len(c.certs.APIServices) != 0 {
+				t.Errorf("APIServices = %+v, want none", c.certs.APIServices)
+			}
+		}},
 		{name: "renewal after expiry", args: []string{"--webhook-cert-validity=1h", "--webhook-cert-renew-before=2h"}, wantErr: "must be shorter than --webhook-cert-validity"},
 		{name: "lease shorter than renewal", args: []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, wantErr: "shorter than --leader-elect-lease-duration"},
 		{name: "no QPS", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},

@@ -29,6 +29,7 @@ import (
 	"github.com/berth-dev/berth/controllers/leader"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
+	"github.com/berth-dev/berth/controllers/visibility"
 )
 
 func main() {
@@ -102,7 +103,7 @@ func run(ctx context.Context, c config) error {
 	if err := ctrlmetrics.Registry.Register(buildinfo.Get().Collector()); err != nil {
 		return fmt.Errorf("registering berth_build_info: %w", err)
 	}
-	if _, err := setup.Setup(ctx, mgr, setup.Options{
+	berth, err := setup.Setup(ctx, mgr, setup.Options{
 		Engine:             engineOptions(c),
 		StatusInterval:     c.statusInterval,
 		ApplyWorkers:       c.applyWorkers,
@@ -110,11 +111,21 @@ func run(ctx context.Context, c config) error {
 		LocalQueueMetrics:  c.localQueueMetrics,
 		DeviceClasses:      c.deviceClasses,
 		Notifications:      notify.Options{Enabled: c.notifications, Namespace: c.namespace},
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	ready, err := addWebhooks(mgr, c)
+	var certsReady <-chan struct{}
+	if c.servesTLS() {
+		if certsReady, err = certs.Manage(mgr, c.certs); err != nil {
+			return err
+		}
+	}
+	ready, err := addWebhooks(mgr, c, certsReady)
 	if err != nil {
+		return err
+	}
+	if err := addVisibility(mgr, c, certsReady, berth.Scheduler); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -192,16 +203,12 @@ func metricsOptions(c config) metricsserver.Options {
 // and returns the readiness check: not ready until the webhook server
 // serves, so no Service routes a webhook call to a replica that would fail
 // it.
-func addWebhooks(mgr ctrl.Manager, c config) (healthz.Checker, error) {
+func addWebhooks(mgr ctrl.Manager, c config, certsReady <-chan struct{}) (healthz.Checker, error) {
 	if c.webhookPort <= 0 {
 		return healthz.Ping, nil
 	}
-	certsReady, err := certs.Manage(mgr, c.certs)
-	if err != nil {
-		return nil, err
-	}
 	var started atomic.Pointer[healthz.Checker]
-	err = mgr.Add(&webhookStarter{certsReady: certsReady, register: func() error {
+	err := mgr.Add(&afterCerts{certsReady: certsReady, run: func(context.Context) error {
 		if err := setup.RegisterWebhooks(mgr); err != nil {
 			return err
 		}
@@ -219,4 +226,26 @@ func addWebhooks(mgr ctrl.Manager, c config) (healthz.Checker, error) {
 		}
 		return (*check)(req)
 	}, nil
+}
+
+// addVisibility serves the visibility API once the certificate is in
+// place. Callers are authenticated and authorized by the API server that
+// $KUBECONFIG names, as the manager's client is (in a pod: the in-cluster
+// configuration).
+func addVisibility(mgr ctrl.Manager, c config, certsReady <-chan struct{}, engine visibility.Engine) error {
+	if c.visibilityPort <= 0 {
+		return nil
+	}
+	err := mgr.Add(&afterCerts{certsReady: certsReady, run: func(ctx context.Context) error {
+		srv, err := visibility.New(visibility.Options{Port: c.visibilityPort, CertDir: c.certs.CertDir,
+			Kubeconfig: os.Getenv("KUBECONFIG")}, engine, mgr.GetClient())
+		if err != nil {
+			return err
+		}
+		return srv.Start(ctx)
+	}})
+	if err != nil {
+		return fmt.Errorf("adding the visibility server: %w", err)
+	}
+	return nil
 }

@@ -4,24 +4,25 @@ import (
 	"context"
 )
 
-// webhookStarter registers the webhooks once the certificate is ready, on
-// every replica (the webhooks are served by all of them, not only by the
-// leader).
-type webhookStarter struct {
+// afterCerts runs run once the serving certificate is ready, on every
+// replica: the webhooks and the visibility API are served by all of them,
+// not only by the leader.
+type afterCerts struct {
 	certsReady <-chan struct{}
-	register   func() error
+	run        func(context.Context) error
 }
 
-// NeedLeaderElection is false: non-leaders serve the webhooks too.
-func (w *webhookStarter) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is false: non-leaders serve too.
+func (a *afterCerts) NeedLeaderElection() bool { return false }
 
-// Start waits for the certificate, then registers; the webhook server the
-// registration adds to the manager keeps running after Start returns.
-func (w *webhookStarter) Start(ctx context.Context) error {
+// Start waits for the certificate, then runs. The webhooks' run registers
+// them and returns (the webhook server it adds to the manager keeps
+// running); the visibility API's serves until ctx ends.
+func (a *afterCerts) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-w.certsReady:
-		return w.register()
+	case <-a.certsReady:
+		return a.run(ctx)
 	}
 }

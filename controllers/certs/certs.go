@@ -65,12 +65,21 @@ type Options struct {
 	// in-cluster DNS names and for ExtraDNSNames.
 	ServiceName   string
 	ExtraDNSNames []string
+	// APIServices are aggregated APIs served with the same certificate:
+	// it is valid for each one's Service too, and, with self-management,
+	// the CA is injected into each APIService.
+	APIServices []APIService
 	// CertDir is where the webhook server reads tls.crt and tls.key.
 	CertDir string
 	// Validity of a serving certificate, how long before its expiry it is
 	// renewed, and how often that is checked. Zero takes the defaults: one
 	// year, 90 days, 12 hours. The CA lasts ten years.
 	Validity, RenewBefore, CheckInterval time.Duration
+}
+
+// APIService names an APIService and the Service in Namespace it points at.
+type APIService struct {
+	Name, ServiceName string
 }
 
 // Validate says what to fix in o.
@@ -103,10 +112,12 @@ func (o Options) Validate() error {
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth-mutating-webhook-configuration,verbs=update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=berth-validating-webhook-configuration,verbs=update
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,resourceNames=v1alpha1.visibility.berth.dev,verbs=update
 
 // Manage adds to mgr what gets the certificate and returns a channel that
 // is closed once the files are in CertDir and, with self-management, the
-// CA is in the webhook configurations. It runs on every replica, leader or
+// CA is in the webhook configurations and APIServices. It runs on every replica, leader or
 // not: every replica serves the webhooks.
 func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	if err := o.Validate(); err != nil {
@@ -117,19 +128,26 @@ func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		return ready, mgr.Add(filesPresent{dir: o.CertDir, ready: ready})
 	}
 	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
+	extra := append([]string{dns + ".cluster.local"}, o.ExtraDNSNames...)
+	webhooks := []rotator.WebhookInfo{
+		{Name: MutatingWebhookConfiguration, Type: rotator.Mutating},
+		{Name: ValidatingWebhookConfiguration, Type: rotator.Validating},
+	}
+	for _, a := range o.APIServices {
+		svc := fmt.Sprintf("%s.%s.svc", a.ServiceName, o.Namespace)
+		extra = append(extra, svc, svc+".cluster.local")
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: a.Name, Type: rotator.APIService})
+	}
 	r := &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
 		CertDir:        o.CertDir,
 		CAName:         "berth-webhook-ca",
 		CAOrganization: "berth",
 		DNSName:        dns,
-		ExtraDNSNames:  append([]string{dns + ".cluster.local"}, o.ExtraDNSNames...),
+		ExtraDNSNames:  extra,
 		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: MutatingWebhookConfiguration, Type: rotator.Mutating},
-			{Name: ValidatingWebhookConfiguration, Type: rotator.Validating},
-		},
-		FieldOwner: "berth-controller",
+		Webhooks:       webhooks,
+		FieldOwner:     "berth-controller",
 		// Every replica keeps its files current; none restarts on renewal
 		// (the files are reloaded), and none needs the lease.
 		RequireLeaderElection:  false,

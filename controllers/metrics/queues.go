@@ -41,14 +41,19 @@ type Queues struct {
 	AdmittedActiveWorkloads *prometheus.GaugeVec
 	// AdmittedWorkloadsTotal counts admissions written, by ClusterQueue.
 	AdmittedWorkloadsTotal *prometheus.CounterVec
-	// EvictedWorkloadsTotal counts evictions written by the scheduler and
-	// the queues, by ClusterQueue and reason.
+	// EvictedWorkloadsTotal counts evictions written by the scheduler, the
+	// queues and the workload reconciler (a deactivated Workload), by
+	// ClusterQueue and reason.
 	EvictedWorkloadsTotal *prometheus.CounterVec
 	// ResourceReservation is the quota held, and ResourceBorrowed the part
 	// of it above the nominal quota, by cohort, ClusterQueue, flavor and
 	// resource, in units of the resource.
 	ResourceReservation *prometheus.GaugeVec
 	ResourceBorrowed    *prometheus.GaugeVec
+	// ResourceUsage is the part of ResourceReservation held by admitted
+	// workloads, not by those still booking capacity: Kueue's pair, so
+	// that reservation minus usage is the quota waiting on bookings.
+	ResourceUsage *prometheus.GaugeVec
 	// NominalQuota, BorrowingLimit and LendingLimit are the queue's spec;
 	// an unset limit has no series.
 	NominalQuota   *prometheus.GaugeVec
@@ -83,10 +88,12 @@ func newQueues() *Queues {
 		AdmittedWorkloadsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_admitted_workloads_total",
 			Help: "Admissions written, by ClusterQueue."}, []string{"cluster_queue"}),
 		EvictedWorkloadsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_evicted_workloads_total",
-			Help: "Evictions written by the scheduler and the queues, by ClusterQueue and reason (Preempted, BookingFailed, PodsNotReady, ClusterQueueStopped, ...)."},
+			Help: "Evictions written, by ClusterQueue and reason (Preempted, BookingFailed, PodsNotReady, ClusterQueueStopped, Deactivated, ...)."},
 			[]string{"cluster_queue", "reason"}),
 		ResourceReservation: gauge("berth_cluster_queue_resource_reservation",
 			"Quota a ClusterQueue's workloads hold, by flavor and resource, in units of the resource.", resourceLabels...),
+		ResourceUsage: gauge("berth_cluster_queue_resource_usage",
+			"Quota of a ClusterQueue held by admitted workloads, not those still booking capacity, by flavor and resource, in units of the resource.", resourceLabels...),
 		ResourceBorrowed: gauge("berth_cluster_queue_resource_borrowed",
 			"Part of the quota a ClusterQueue holds above its nominal quota, by flavor and resource.", resourceLabels...),
 		NominalQuota: gauge("berth_cluster_queue_nominal_quota",
@@ -110,7 +117,7 @@ func newQueues() *Queues {
 
 func (q *Queues) collectors() []prometheus.Collector {
 	return []prometheus.Collector{q.PendingWorkloads, q.HeldWorkloads, q.AdmittedActiveWorkloads, q.AdmittedWorkloadsTotal, q.EvictedWorkloadsTotal,
-		q.ResourceReservation, q.ResourceBorrowed, q.NominalQuota, q.BorrowingLimit, q.LendingLimit, q.WeightedShare,
+		q.ResourceReservation, q.ResourceUsage, q.ResourceBorrowed, q.NominalQuota, q.BorrowingLimit, q.LendingLimit, q.WeightedShare,
 		q.ClusterQueueStatus, q.LocalQueuePendingWorkloads, q.LocalQueueAdmittedActiveWorkloads}
 }
 
@@ -135,7 +142,10 @@ type ClusterQueueReport struct {
 type ResourceReport struct {
 	Flavor, Resource      string
 	Reservation, Borrowed float64
-	Nominal               float64
+	// Usage is the part of Reservation held by admitted workloads, not by
+	// those still booking capacity.
+	Usage   float64
+	Nominal float64
 	// BorrowingLimit and LendingLimit are nil when unset.
 	BorrowingLimit, LendingLimit *float64
 }
@@ -163,6 +173,7 @@ func (q *Queues) ReportClusterQueue(r ClusterQueueReport) {
 	for _, res := range r.Resources {
 		labels := []string{r.Cohort, r.Name, res.Flavor, res.Resource}
 		q.ResourceReservation.WithLabelValues(labels...).Set(res.Reservation)
+		q.ResourceUsage.WithLabelValues(labels...).Set(res.Usage)
 		q.ResourceBorrowed.WithLabelValues(labels...).Set(res.Borrowed)
 		q.NominalQuota.WithLabelValues(labels...).Set(res.Nominal)
 		if res.BorrowingLimit != nil {
@@ -176,7 +187,7 @@ func (q *Queues) ReportClusterQueue(r ClusterQueueReport) {
 
 func (q *Queues) forgetResources(name string) {
 	byQueue := prometheus.Labels{"cluster_queue": name}
-	for _, g := range []*prometheus.GaugeVec{q.ResourceReservation, q.ResourceBorrowed, q.NominalQuota, q.BorrowingLimit, q.LendingLimit} {
+	for _, g := range []*prometheus.GaugeVec{q.ResourceReservation, q.ResourceUsage, q.ResourceBorrowed, q.NominalQuota, q.BorrowingLimit, q.LendingLimit} {
 		g.DeletePartialMatch(byQueue)
 	}
 }

@@ -11,8 +11,9 @@ import (
 func f(v float64) *float64 { return &v }
 
 // TestQueueSeries reports a queue twice — the second time it has lost a
-// flavor and its borrowing limit — counts an admission and an eviction,
-// and deletes it: each step leaves exactly the series it should.
+// flavor and its borrowing limit — counts an admission and evictions, and
+// deletes it: each step leaves exactly the series it should. Of the 24
+// GPUs h200 reserves, 16 are used: the rest wait on a booking.
 func TestQueueSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New()
@@ -22,11 +23,12 @@ func TestQueueSeries(t *testing.T) {
 	q := m.Queues
 	q.ReportClusterQueue(ClusterQueueReport{Name: "vision", Cohort: "lab", Status: QueueStatusActive, Pending: 5, Inadmissible: 2, Admitted: 3, Held: map[string]int{"ExceedsMaxQuota": 1},
 		WeightedShare: 0.25, Resources: []ResourceReport{
-			{Flavor: "h200", Resource: "nvidia.com/gpu", Reservation: 24, Borrowed: 8, Nominal: 16, BorrowingLimit: f(8), LendingLimit: f(4)},
+			{Flavor: "h200", Resource: "nvidia.com/gpu", Reservation: 24, Usage: 16, Borrowed: 8, Nominal: 16, BorrowingLimit: f(8), LendingLimit: f(4)},
 			{Flavor: "a100", Resource: "nvidia.com/gpu", Nominal: 8},
 		}})
 	q.Admitted("vision")
 	q.Evicted("vision", "Preempted")
+	q.Evicted("vision", "Deactivated")
 	q.ReportLocalQueue("team-vision", "train", 5, 3)
 
 	want := `
@@ -46,12 +48,21 @@ berth_cluster_queue_borrowing_limit{cluster_queue="vision",cohort="lab",flavor="
 berth_cluster_queue_status{cluster_queue="vision",status="active"} 1
 berth_cluster_queue_status{cluster_queue="vision",status="pending"} 0
 berth_cluster_queue_status{cluster_queue="vision",status="terminating"} 0
-# HELP berth_evicted_workloads_total Evictions written by the scheduler and the queues, by ClusterQueue and reason (Preempted, BookingFailed, PodsNotReady, ClusterQueueStopped, ...).
+# HELP berth_evicted_workloads_total Evictions written, by ClusterQueue and reason (Preempted, BookingFailed, PodsNotReady, ClusterQueueStopped, Deactivated, ...).
 # TYPE berth_evicted_workloads_total counter
+berth_evicted_workloads_total{cluster_queue="vision",reason="Deactivated"} 1
 berth_evicted_workloads_total{cluster_queue="vision",reason="Preempted"} 1
+# HELP berth_cluster_queue_resource_reservation Quota a ClusterQueue's workloads hold, by flavor and resource, in units of the resource.
+# TYPE berth_cluster_queue_resource_reservation gauge
+berth_cluster_queue_resource_reservation{cluster_queue="vision",cohort="lab",flavor="a100",resource="nvidia.com/gpu"} 0
+berth_cluster_queue_resource_reservation{cluster_queue="vision",cohort="lab",flavor="h200",resource="nvidia.com/gpu"} 24
+# HELP berth_cluster_queue_resource_usage Quota of a ClusterQueue held by admitted workloads, not those still booking capacity, by flavor and resource, in units of the resource.
+# TYPE berth_cluster_queue_resource_usage gauge
+berth_cluster_queue_resource_usage{cluster_queue="vision",cohort="lab",flavor="a100",resource="nvidia.com/gpu"} 0
+berth_cluster_queue_resource_usage{cluster_queue="vision",cohort="lab",flavor="h200",resource="nvidia.com/gpu"} 16
 `
 	names := []string{"berth_pending_workloads", "berth_cluster_queue_nominal_quota", "berth_cluster_queue_borrowing_limit",
-		"berth_cluster_queue_status", "berth_evicted_workloads_total"}
+		"berth_cluster_queue_status", "berth_evicted_workloads_total", "berth_cluster_queue_resource_reservation", "berth_cluster_queue_resource_usage"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
@@ -59,7 +70,6 @@ berth_evicted_workloads_total{cluster_queue="vision",reason="Preempted"} 1
 		name      string
 		got, want float64
 	}{
-		{"reservation", testutil.ToFloat64(q.ResourceReservation.WithLabelValues("lab", "vision", "h200", "nvidia.com/gpu")), 24},
 		{"borrowed", testutil.ToFloat64(q.ResourceBorrowed.WithLabelValues("lab", "vision", "h200", "nvidia.com/gpu")), 8},
 		{"lending limit", testutil.ToFloat64(q.LendingLimit.WithLabelValues("lab", "vision", "h200", "nvidia.com/gpu")), 4},
 		{"admitted", testutil.ToFloat64(q.AdmittedActiveWorkloads.WithLabelValues("vision")), 3},
@@ -78,8 +88,9 @@ berth_evicted_workloads_total{cluster_queue="vision",reason="Preempted"} 1
 	// stopped: the old series go.
 	q.ReportClusterQueue(ClusterQueueReport{Name: "vision", Cohort: "lab", Status: QueueStatusPending, Resources: []ResourceReport{
 		{Flavor: "h200", Resource: "nvidia.com/gpu", Nominal: 16}}})
-	for name, c := range map[string]prometheus.Collector{"held": q.HeldWorkloads, "nominal quota": q.NominalQuota, "borrowing limit": q.BorrowingLimit, "lending limit": q.LendingLimit} {
-		if n, want := testutil.CollectAndCount(c), map[string]int{"nominal quota": 1}[name]; n != want {
+	for name, c := range map[string]prometheus.Collector{"held": q.HeldWorkloads, "nominal quota": q.NominalQuota, "usage": q.ResourceUsage,
+		"borrowing limit": q.BorrowingLimit, "lending limit": q.LendingLimit} {
+		if n, want := testutil.CollectAndCount(c), map[string]int{"nominal quota": 1, "usage": 1}[name]; n != want {
 			t.Errorf("%s: %d series after the flavor and the limits went, want %d", name, n, want)
 		}
 	}

@@ -32,6 +32,8 @@ func clusterQueueReport(cq *berthv1.ClusterQueue, active metav1.Condition, st sc
 				u := held[[2]string{f.Name, string(q.Name)}]
 				rr := metrics.ResourceReport{Flavor: f.Name, Resource: string(q.Name), Nominal: q.NominalQuota.AsApproximateFloat64(),
 					Reservation: u.Total.AsApproximateFloat64(), Borrowed: u.Borrowed.AsApproximateFloat64()}
+				used := st.AdmittedUsage[scheduler.FlavorResource{Flavor: f.Name, Resource: q.Name}]
+				rr.Usage = used.AsApproximateFloat64()
 				if q.BorrowingLimit != nil {
 					rr.BorrowingLimit = new(q.BorrowingLimit.AsApproximateFloat64())
 				}

@@ -27,7 +27,8 @@ func TestClusterQueueReport(t *testing.T) {
 	}
 	st := scheduler.QueueStatus{PendingWorkloads: 4, Inadmissible: 1, AdmittedWorkloads: 2, WeightedShare: 0.5,
 		FlavorsUsage: []berthv1.FlavorUsage{{Name: "h200", Resources: []berthv1.ResourceUsage{
-			{Name: "nvidia.com/gpu", Total: resource.MustParse("20"), Borrowed: resource.MustParse("4")}}}}}
+			{Name: "nvidia.com/gpu", Total: resource.MustParse("20"), Borrowed: resource.MustParse("4")}}}},
+		AdmittedUsage: map[scheduler.FlavorResource]resource.Quantity{{Flavor: "h200", Resource: "nvidia.com/gpu"}: resource.MustParse("12")}}
 	cases := []struct {
 		name     string
 		deleting bool
@@ -48,10 +49,10 @@ func TestClusterQueueReport(t *testing.T) {
 				t.Fatalf("resources %+v, want h200 and a100", r.Resources)
 			}
 			h, a := r.Resources[0], r.Resources[1]
-			if h.Flavor != "h200" || h.Nominal != 16 || h.Reservation != 20 || h.Borrowed != 4 || h.BorrowingLimit == nil || *h.BorrowingLimit != 8 || h.LendingLimit != nil {
+			if h.Flavor != "h200" || h.Nominal != 16 || h.Reservation != 20 || h.Usage != 12 || h.Borrowed != 4 || h.BorrowingLimit == nil || *h.BorrowingLimit != 8 || h.LendingLimit != nil {
 				t.Errorf("h200: %+v", h)
 			}
-			if a.Flavor != "a100" || a.Nominal != 4 || a.Reservation != 0 || a.BorrowingLimit != nil {
+			if a.Flavor != "a100" || a.Nominal != 4 || a.Reservation != 0 || a.Usage != 0 || a.BorrowingLimit != nil {
 				t.Errorf("a100 (nothing held, no limits): %+v", a)
 			}
 		})

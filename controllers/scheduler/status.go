@@ -27,6 +27,18 @@ type QueueStatus struct {
 	AdmittedWorkloads int32
 	// FlavorsUsage is the quota in use per flavor, in the queue's order.
 	FlavorsUsage []berthv1.FlavorUsage
+	// AdmittedUsage is, per flavor and resource of FlavorsUsage, the part
+	// of its Total held by workloads that may run: not by those still
+	// booking capacity (the Workload's Admitted condition is False with
+	// WaitingForCapacity), nor for preemptors. The status has no field for
+	// it; the metrics report it.
+	AdmittedUsage map[FlavorResource]resource.Quantity
+}
+
+// FlavorResource names one resource of one flavor.
+type FlavorResource struct {
+	Flavor   string
+	Resource corev1.ResourceName
 }
 
 // ClusterQueueStatus reports a ClusterQueue's workloads and usage as the
@@ -49,6 +61,10 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 	for _, f := range u.Flavors {
 		fu := berthv1.FlavorUsage{Name: f.Flavor, Resources: make([]berthv1.ResourceUsage, 0, len(f.Resources))}
 		for _, r := range f.Resources {
+			if out.AdmittedUsage == nil {
+				out.AdmittedUsage = map[FlavorResource]resource.Quantity{}
+			}
+			out.AdmittedUsage[FlavorResource{Flavor: f.Flavor, Resource: corev1.ResourceName(r.Name)}] = Quantity(r.Name, r.Admitted)
 			fu.Resources = append(fu.Resources, berthv1.ResourceUsage{
 				Name:     corev1.ResourceName(r.Name),
 				Total:    Quantity(r.Name, r.Total),

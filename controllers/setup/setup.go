@@ -130,7 +130,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		return nil, fmt.Errorf("adding scheduler: %w", err)
 	}
 	reconcilers := []Reconciler{
-		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
+		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
 		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues),
 		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues, o.LocalQueueMetrics),
 		capacityRec,

@@ -31,7 +31,7 @@ const (
 
 // Options configure the server.
 type Options struct {
-	// BindAddress and Port it listens on.
+	// BindAddress (an IP; empty: every interface) and Port it listens on.
 	BindAddress string
 	Port        int
 	// CertDir holds tls.crt and tls.key, reloaded when they change.
@@ -89,7 +89,10 @@ func serverConfig(o Options, c codecs) (*genericapiserver.RecommendedConfig, err
 	// of this API.
 	cfg.EffectiveVersion = basecompatibility.NewEffectiveVersionFromString("1.37", "", "")
 	serving := genericoptions.NewSecureServingOptions().WithLoopback()
-	serving.BindAddress = net.ParseIP(o.BindAddress)
+	if o.BindAddress != "" {
+		// Empty keeps the default, every interface.
+		serving.BindAddress = net.ParseIP(o.BindAddress)
+	}
 	serving.BindPort = o.Port
 	serving.ServerCert.CertKey.CertFile = filepath.Join(o.CertDir, "tls.crt")
 	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.CertDir, "tls.key")

@@ -27,6 +27,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
@@ -52,12 +53,15 @@ type Reconciler struct {
 	sched    *scheduler.Scheduler
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
+	queues   *metrics.Queues
 }
 
 // NewReconciler returns a Workload reconciler; reader is an uncached reader.
-func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock) *Reconciler {
+// The evictions it writes (of deactivated workloads) are counted in queues,
+// with the scheduler's and the queues' own.
+func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock, queues *metrics.Queues) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}}
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
 }
 
 // Name of the controller.
@@ -151,10 +155,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // deactivate evicts a workload that holds quota and was deactivated: its
 // job adapter stops the job, and once the pods are gone the workload is
-// requeued, where ResolveQueue holds it until it is activated.
+// requeued, where ResolveQueue holds it until it is activated. The
+// eviction is counted against the ClusterQueue the workload was admitted
+// by, read before the write changes wl.
 func (r *Reconciler) deactivate(ctx context.Context, wl *berthv1.Workload) error {
+	var cq string
+	if a := wl.Status.Admission; a != nil {
+		cq = a.ClusterQueue
+	}
 	msg := "the Workload was deactivated (spec.active is false)"
 	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonDeactivated, Message: msg})
+	if written && cq != "" {
+		r.queues.Evicted(cq, string(berthv1.ReasonDeactivated))
+	}
 	if err == nil && written {
 		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventDeactivated, "Evict", msg)
 	}

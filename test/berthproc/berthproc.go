@@ -71,7 +71,9 @@ type Options struct {
 	// LogPath receives stdout and stderr.
 	LogPath string
 	// Args are berth's flags. --health-probe-bind-address is appended, so
-	// it wins over one in Args: Start waits for /readyz on it.
+	// it wins over one in Args: Start waits for /readyz on it. Unless Args
+	// set --visibility-port, --visibility-port=0 is prepended: processes
+	// on one host would all bind its default port.
 	Args []string
 	// ReadyTimeout bounds the wait for /readyz; a minute when zero.
 	ReadyTimeout time.Duration
@@ -95,7 +97,11 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append(slices.Clone(o.Args), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
+	args := slices.Clone(o.Args)
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--visibility-port") }) {
+		args = append([]string{"--visibility-port=0"}, args...)
+	}
+	args = append(args, "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
 	logFile, err := os.Create(o.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating berth log: %w", err)

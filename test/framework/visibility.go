@@ -14,13 +14,17 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/controllers/visibility"
 )
@@ -61,7 +65,7 @@ func (e *Env) ServeVisibility(ctx context.Context) (stop func() error, err error
 		cancel()
 		return errors.Join(<-done, os.RemoveAll(dir))
 	}
-	if err := PointAPIService(ctx, e.Client, port, caPEM); err != nil {
+	if err := PointAPIService(ctx, e.Client, visibility.ServiceNamespace, port, caPEM); err != nil {
 		return nil, errors.Join(err, stop())
 	}
 	return stop, nil
@@ -69,42 +73,50 @@ func (e *Env) ServeVisibility(ctx context.Context) (stop func() error, err error
 
 // PointAPIService makes the aggregator send visibility.berth.dev to port
 // on this host, and waits until the APIService is Available. The Service
-// becomes an ExternalName for localhost (the plane runs no kube-proxy to
-// route a ClusterIP); the APIService is created as the install names it,
-// or updated if the install created it. A nil ca keeps the APIService's
-// caBundle for berth's certificate management to inject.
-func PointAPIService(ctx context.Context, c client.Client, port int, ca []byte) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: visibility.ServiceNamespace}}
+// berth-visibility in namespace becomes an ExternalName for localhost (the
+// plane runs no kube-proxy to route a ClusterIP); the APIService is created
+// as the install names it, or updated if the install created it. A nil ca
+// keeps the APIService's caBundle, which berth's certificate management
+// injects.
+func PointAPIService(ctx context.Context, c client.Client, namespace string, port int, ca []byte) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, ns)); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: visibility.ServiceNamespace, Name: visibility.ServiceName}}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reading the visibility Service: %w", err)
-	}
-	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"}
-	if err := createOrUpdate(ctx, c, svc); err != nil {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: visibility.ServiceName}}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"}
+		return createOrUpdate(ctx, c, svc)
+	})
+	if err != nil {
 		return fmt.Errorf("pointing the visibility Service at localhost: %w", err)
 	}
 	api := &unstructured.Unstructured{}
 	api.SetAPIVersion("apiregistration.k8s.io/v1")
 	api.SetKind("APIService")
 	api.SetName(visibility.APIServiceName)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(api), api); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reading the APIService: %w", err)
-	}
-	spec := map[string]any{
-		"group": "visibility.berth.dev", "version": "v1alpha1",
-		"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
-		"service": map[string]any{"namespace": visibility.ServiceNamespace, "name": visibility.ServiceName, "port": int64(port)},
-	}
-	if old, ok, _ := unstructured.NestedString(api.Object, "spec", "caBundle"); ok && ca == nil {
-		spec["caBundle"] = old
-	} else if ca != nil {
-		spec["caBundle"] = ca
-	}
-	api.Object["spec"] = spec
-	if err := createOrUpdate(ctx, c, api); err != nil {
+	// berth may inject its CA between the read and the write: retried.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(api), api); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		spec := map[string]any{
+			"group": "visibility.berth.dev", "version": "v1alpha1",
+			"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+			"service": map[string]any{"namespace": namespace, "name": visibility.ServiceName, "port": int64(port)},
+		}
+		if ca != nil {
+			spec["caBundle"] = ca
+		} else if old, ok, _ := unstructured.NestedString(api.Object, "spec", "caBundle"); ok {
+			spec["caBundle"] = old
+		}
+		api.Object["spec"] = spec
+		return createOrUpdate(ctx, c, api)
+	})
+	if err != nil {
 		return fmt.Errorf("pointing the APIService at port %d: %w", port, err)
 	}
 	return waitAvailable(ctx, c, api)
@@ -193,4 +205,32 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// InstallTenantRoles creates the ClusterRoles the install gives tenants and
+// viewers of the visibility API (config/rbac/tenant_roles.yaml and
+// config/visibility/viewer_roles.yaml), named as config/default's
+// namePrefix names them. A plane without kube-controller-manager does not
+// aggregate them into view, edit and admin: bind them directly.
+func InstallTenantRoles(ctx context.Context, c client.Client) error {
+	for _, file := range []string{filepath.Join("config", "rbac", "tenant_roles.yaml"), filepath.Join("config", "visibility", "viewer_roles.yaml")} {
+		data, err := os.ReadFile(filepath.Join(RepoRoot(), file))
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", file, err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return fmt.Errorf("decoding %s: %w", file, err)
+			}
+			if role.Name == "" {
+				continue
+			}
+			role.Name = "berth-" + role.Name
+			if err := client.IgnoreAlreadyExists(c.Create(ctx, role)); err != nil {
+				return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func NewRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-berth",
 		Short:         "Work with berth's queues, jobs and Workloads",
-		Long:          "kubectl berth works with berth, the GPU gang queue: create queues, stop and resume them, deactivate and activate Workloads, import Kueue's, simulate what a trace would do under berth and its alternatives, and see the version.",
+		Long:          "kubectl berth works with berth, the GPU gang queue: list Workloads with their place in line and explain where a job stands and why it waits, create queues, stop and resume them, deactivate and activate Workloads, import Kueue's, simulate what a trace would do under berth and its alternatives, and see the version.",
 		SilenceUsage:  true,
 		SilenceErrors: false,
 		// Shown as `kubectl berth` when run as a plugin.
@@ -40,7 +40,7 @@ func NewRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetErr(streams.ErrOut)
 	e.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newVersion(e), newImport(e), newCreate(e), newSimulate(e),
-		newStop(e), newResume(e), newDeactivate(e), newActivate(e))
+		newStop(e), newResume(e), newDeactivate(e), newActivate(e), newList(e), newExplain(e))
 	return root
 }
 

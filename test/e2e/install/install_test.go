@@ -64,7 +64,8 @@ var _ = Describe("installing berth", Ordered, func() {
 // exercise installs objs, proves the pods pass the restricted profile,
 // runs berth as the installed ServiceAccount — first with one RBAC rule
 // removed, which must stop admission, then as installed — admits the
-// sample job end to end, scrapes the secured metrics, and uninstalls.
+// sample job end to end, scrapes the secured metrics, reads the visibility
+// API as an admin and as a tenant, and uninstalls.
 func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 	Expect(apply(ctx, objs)).To(Succeed())
 	deploy := deployment(objs)
@@ -91,6 +92,7 @@ func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 			Should(BeTrue(), "job %s runs to completion", job.Name)
 	}
 	expectSecureMetrics(ctx, berth, objs)
+	expectVisibility(ctx, deploy.Namespace)
 	expectSecretBoundary(ctx, deploy)
 	Expect(forbidden(berth.Log())).To(BeEmpty(), "berth needs no permission the install lacks")
 
@@ -170,7 +172,9 @@ func clusterRoleOf(ctx context.Context, deploy *appsv1.Deployment) string {
 	Expect(k8s.List(ctx, bindings)).To(Succeed())
 	for _, b := range bindings.Items {
 		for _, s := range b.Subjects {
-			if s.Kind == "ServiceAccount" && s.Namespace == deploy.Namespace && s.Name == deploy.Spec.Template.Spec.ServiceAccountName {
+			// The other binding is the visibility server's system:auth-delegator.
+			if s.Kind == "ServiceAccount" && s.Namespace == deploy.Namespace && s.Name == deploy.Spec.Template.Spec.ServiceAccountName &&
+				strings.HasPrefix(b.RoleRef.Name, "berth-") {
 				return b.RoleRef.Name
 			}
 		}
@@ -211,7 +215,10 @@ func startBerth(ctx context.Context, deploy *appsv1.Deployment, ready time.Durat
 	}()
 	metricsPort, err := berthproc.FreePort()
 	Expect(err).NotTo(HaveOccurred())
+	visibilityPort, err = berthproc.FreePort()
+	Expect(err).NotTo(HaveOccurred())
 	args := override(spec.Containers[0].Args, map[string]string{
+		"visibility-port":        strconv.Itoa(visibilityPort),
 		"namespace":              deploy.Namespace,
 		"webhook-port":           strconv.Itoa(webhookPort),
 		"webhook-cert-dir":       certDir,

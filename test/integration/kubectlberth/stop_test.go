@@ -50,6 +50,28 @@ func running(ctx context.Context, job *batchv1.Job) func(Gomega) bool {
 	}
 }
 
+// evictions reads berth_evicted_workloads_total of a ClusterQueue and
+// reason from the registry berth reports to, as a scrape would.
+func evictions(clusterQueue, reason string) float64 {
+	families, err := registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "berth_evicted_workloads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster_queue"] == clusterQueue && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // workloadOf returns the job's Workload.
 func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
 	wls := &berthv1.WorkloadList{}
@@ -151,6 +173,8 @@ var _ = Describe("kubectl berth deactivate and activate", func() {
 		Eventually(running(ctx, job), timeout, interval).Should(BeFalse())
 		Eventually(waitReason(ctx, job), timeout, interval).Should(Equal(string(berthv1.ReasonDeactivated)))
 		Consistently(running(ctx, job), "1s", interval).Should(BeFalse(), "a deactivated Workload is not admitted again")
+		// The queue is the namespace's own: its one eviction is this one.
+		Expect(evictions(ns, string(berthv1.ReasonDeactivated))).To(Equal(1.0))
 
 		_, _, err = berth("", "activate", "workload", name, "-n", ns)
 		Expect(err).NotTo(HaveOccurred())

@@ -12,15 +12,26 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/berth-dev/berth/cmd/kubectl-berth/commands"
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/framework"
 )
 
-var env *framework.Env
+var (
+	env *framework.Env
+	// stopVisibility stops the visibility API server; the API server
+	// waits for the connections its aggregator keeps open, so it goes
+	// before env.Stop.
+	stopVisibility = func() error { return nil }
+)
+
+// registry is where berth reports its metrics in this suite.
+var registry = prometheus.NewRegistry()
 
 func TestKubectlBerth(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -33,11 +44,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{
 		CRDPaths: []string{filepath.Join(kueue, "config", "components", "crd", "bases")},
-	}, framework.BerthOptions{})
+	}, framework.BerthOptions{Setup: setup.Options{MetricsRegistry: registry}})
+	Expect(err).NotTo(HaveOccurred())
+	stopVisibility, err = env.ServeVisibility(ctx)
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
+	Expect(stopVisibility()).To(Succeed())
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,35 +54,13 @@ func names(s *visv1.PendingWorkloadsSummary) []string {
 	return out
 }
 
-// installViewerRoles applies the ClusterRoles berth ships for the API.
-func installViewerRoles(ctx context.Context) {
-	f, err := os.Open(filepath.Join(framework.RepoRoot(), "config", "rbac", "visibility_viewer_roles.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		role := &rbacv1.ClusterRole{}
-		if err := dec.Decode(role); err != nil {
-			break
-		}
-		Expect(role.Name).To(HavePrefix("berth-visibility-"))
-		if role.Name == "berth-visibility-localqueue-viewer" {
-			// The plane runs no controller-manager to aggregate roles:
-			// the labels that make view, edit and admin include it are
-			// checked here, and the role is bound directly below.
-			Expect(role.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
-		}
-		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, role))).To(Succeed())
-	}
-}
-
 var _ = Describe("pending workloads", Ordered, func() {
 	var nsA, nsB, cq string
 	var listed []string
 	var jobs []*batchv1.Job
 
 	BeforeAll(func(ctx SpecContext) {
-		installViewerRoles(ctx)
+		Expect(framework.InstallTenantRoles(ctx, env.Client)).To(Succeed())
 		for _, ns := range []*string{&nsA, &nsB} {
 			obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-vis-"}}
 			Expect(env.Client.Create(ctx, obj)).To(Succeed())

@@ -93,9 +93,11 @@ var rows = []struct {
 		{title: "GPUs idle while gangs wait", description: "Free capacity of a flavor, on average, while a gang of that flavor waited for capacity: in the wrong domain, or too fragmented.",
 			unit: "short", queries: [][2]string{
 				{`sum by (flavor, resource) (rate(berth_idle_capacity_while_waiting_seconds_total[$__rate_interval]))`, "{{flavor}} {{resource}}"}}},
-		{title: "Quota held against nominal", description: "Quota held per ClusterQueue, flavor and resource, against the nominal quota.", unit: "short", queries: [][2]string{
-			{`sum by (cluster_queue, flavor, resource) (berth_cluster_queue_resource_reservation{` + queues + `})`, "{{cluster_queue}} {{flavor}} {{resource}} held"},
-			{`sum by (cluster_queue, flavor, resource) (berth_cluster_queue_nominal_quota{` + queues + `})`, "{{cluster_queue}} {{flavor}} {{resource}} nominal"}}},
+		{title: "Quota held and used against nominal", description: "Quota held per ClusterQueue, flavor and resource, the part of it admitted workloads use (the rest waits on capacity bookings), and the nominal quota.",
+			unit: "short", queries: [][2]string{
+				{`sum by (cluster_queue, flavor, resource) (berth_cluster_queue_resource_reservation{` + queues + `})`, "{{cluster_queue}} {{flavor}} {{resource}} held"},
+				{`sum by (cluster_queue, flavor, resource) (berth_cluster_queue_resource_usage{` + queues + `})`, "{{cluster_queue}} {{flavor}} {{resource}} used"},
+				{`sum by (cluster_queue, flavor, resource) (berth_cluster_queue_nominal_quota{` + queues + `})`, "{{cluster_queue}} {{flavor}} {{resource}} nominal"}}},
 		{title: "Weighted share", description: "Each ClusterQueue's dominant share of what it borrows from its cohort, divided by its weight: what fair sharing orders queues by.",
 			unit: "percentunit", queries: [][2]string{
 				{`max by (cluster_queue, cohort) (berth_cluster_queue_weighted_share{` + queues + `})`, "{{cohort}}/{{cluster_queue}}"}}},

@@ -42,6 +42,17 @@ annotations:
 {{- end }}
 
 {{/*
+Annotations of the APIService: with cert-manager, where its cainjector
+finds the CA (berth injects it itself otherwise).
+*/}}
+{{- define "berth.apiServiceAnnotations" -}}
+{{- if eq .Values.certManagement "cert-manager" -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "berth.certificateName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
 The settings that cannot be told apart by the schema alone; a release that
 would not work fails here, with the fix in the message.
 */}}
@@ -80,6 +91,11 @@ bundle's Deployment exactly).
 {{- end }}
 {{- if ne (int $v.webhook.port) 9443 }}
 - --webhook-port={{ int $v.webhook.port }}
+{{- end }}
+{{- if not $v.visibility.enabled }}
+- --visibility-port=0
+{{- else if ne (int $v.visibility.port) 8082 }}
+- --visibility-port={{ int $v.visibility.port }}
 {{- end }}
 {{- with $v.webhook.certDir }}
 - --webhook-cert-dir={{ . }}

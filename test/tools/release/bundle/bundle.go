@@ -104,6 +104,34 @@ func header(o Options) string {
 	return b.String()
 }
 
+// overlayTemplate moves config/default into another namespace (the first
+// verb), as config/default's own transformers do for berth-system: the
+// visibility server's RoleBinding stays in kube-system and names the
+// ServiceAccount in the new namespace, and API Priority and Fairness
+// objects stay cluster-scoped.
+const overlayTemplate = `namespace: %[1]s
+resources:
+- %[2]s
+transformers:
+- |
+  apiVersion: builtin
+  kind: PatchTransformer
+  metadata:
+    name: visibility-auth-reader-in-kube-system
+  patch: '[{"op": "replace", "path": "/metadata/namespace", "value": "kube-system"}, {"op": "replace", "path": "/subjects/0/namespace", "value": "%[1]s"}]'
+  target:
+    kind: RoleBinding
+    name: berth-visibility-auth-reader
+- |
+  apiVersion: builtin
+  kind: PatchTransformer
+  metadata:
+    name: flowcontrol-cluster-scoped
+  patch: '[{"op": "remove", "path": "/metadata/namespace"}]'
+  target:
+    group: flowcontrol.apiserver.k8s.io
+`
+
 // writeOverlay writes a kustomization that puts base into namespace and
 // returns its directory.
 func writeOverlay(base, namespace string) (string, error) {
@@ -116,7 +144,7 @@ func writeOverlay(base, namespace string) (string, error) {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("locating %s from the overlay: %w", base, err)
 	}
-	k := fmt.Sprintf("namespace: %s\nresources:\n- %s\n", namespace, filepath.ToSlash(rel))
+	k := fmt.Sprintf(overlayTemplate, namespace, filepath.ToSlash(rel))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("writing the overlay: %w", err)

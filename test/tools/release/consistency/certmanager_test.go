@@ -82,7 +82,8 @@ func checkCertificate(t *testing.T, cert *unstructured.Unstructured, ns string, 
 		t.Errorf("Certificate writes Secret %q, want berth-webhook-certs", secret)
 	}
 	names, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-	want := []string{"berth-webhook-service." + ns + ".svc", "berth-webhook-service." + ns + ".svc.cluster.local"}
+	want := []string{"berth-webhook-service." + ns + ".svc", "berth-webhook-service." + ns + ".svc.cluster.local",
+		"berth-visibility." + ns + ".svc", "berth-visibility." + ns + ".svc.cluster.local"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Certificate DNS names %q, want %q", names, want)
 	}
@@ -94,12 +95,15 @@ func checkCertificate(t *testing.T, cert *unstructured.Unstructured, ns string, 
 	}
 }
 
-// checkInjection: both webhook configurations carry cert-manager's
+// checkInjection: both webhook configurations and the APIService carry cert-manager's
 // inject-ca-from annotation pointing at from, or no annotation at all when
 // from is empty (berth injects the CA itself).
 func checkInjection(t *testing.T, objs []*unstructured.Unstructured, from string) {
 	t.Helper()
-	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService"} {
+		if len(find(objs, kind, "")) == 0 {
+			t.Errorf("no %s to inject the CA into", kind)
+		}
 		for _, o := range find(objs, kind, "") {
 			got, ok := o.GetAnnotations()["cert-manager.io/inject-ca-from"]
 			if from == "" && ok {

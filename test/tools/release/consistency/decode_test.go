@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/test/tools/release/manifest"
@@ -28,6 +29,9 @@ func TestObjectsDecodeStrictly(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	strict := json.NewSerializerWithOptions(json.DefaultMetaFactory, s, s, json.SerializerOptions{Yaml: true, Strict: true})

@@ -41,6 +41,8 @@ var flagCases = []flagCase{
 	{"webhook-cert-validity", []string{"webhook.certValidity=48h"}, "--webhook-cert-validity=48h"},
 	{"webhook-cert-renew-before", []string{"webhook.certRenewBefore=12h"}, "--webhook-cert-renew-before=12h"},
 	{"webhook-cert-check-interval", []string{"webhook.certCheckInterval=1h"}, "--webhook-cert-check-interval=1h"},
+	{"visibility-port", []string{"visibility.port=9082"}, "--visibility-port=9082"},
+	{"visibility-port", []string{"visibility.enabled=false"}, "--visibility-port=0"},
 	{"kube-api-qps", []string{"controller.kubeAPIQPS=750.5"}, "--kube-api-qps=750.5"},
 	{"kube-api-qps", []string{"controller.kubeAPIQPS=2000000"}, "--kube-api-qps=2000000"},
 	{"kube-api-burst", []string{"controller.kubeAPIBurst=1500"}, "--kube-api-burst=1500"},
@@ -64,9 +66,10 @@ var flagCases = []flagCase{
 // notInChart are berth-controller's flags the chart deliberately does not
 // offer, and why. extraArgs can still pass them.
 var notInChart = map[string]string{
-	"version":         "prints the version and exits: not a way to run berth",
-	"namespace":       "POD_NAMESPACE, from the downward API, is the release namespace already",
-	"webhook-service": "the webhook configurations (generated) call the Service berth-webhook-service by that name",
+	"version":            "prints the version and exits: not a way to run berth",
+	"namespace":          "POD_NAMESPACE, from the downward API, is the release namespace already",
+	"webhook-service":    "the webhook configurations (generated) call the Service berth-webhook-service by that name",
+	"visibility-service": "the APIService points at the Service berth-visibility by that name",
 }
 
 // TestFlagsReachTheArgs: each value the chart offers for a flag, set to a

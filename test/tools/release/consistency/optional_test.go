@@ -58,6 +58,23 @@ func TestOptionalObjects(t *testing.T) {
 			}
 		}},
 		{"no PodDisruptionBudget when off", []string{"podDisruptionBudget.enabled=false"}, noneOf("PodDisruptionBudget")},
+		{"no visibility API when off", []string{"visibility.enabled=false"},
+			noneOf("APIService", "FlowSchema", "PriorityLevelConfiguration")},
+		{"the visibility Service forwards to the pod's port", []string{"visibility.port=9082"}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			svc := typed(t, one(t, objs, "Service", "berth-visibility"), &corev1.Service{})
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "visibility" || svc.Spec.Ports[0].Port != 443 {
+				t.Errorf("visibility Service ports %+v, want 443 to the named port visibility", svc.Spec.Ports)
+			}
+			var port int32
+			for _, p := range controller(t, objs).Spec.Template.Spec.Containers[0].Ports {
+				if p.Name == "visibility" {
+					port = p.ContainerPort
+				}
+			}
+			if port != 9082 {
+				t.Errorf("container port visibility = %d, want 9082", port)
+			}
+		}},
 		{"anti-affinity by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
 			a := controller(t, objs).Spec.Template.Spec.Affinity
 			if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
@@ -102,10 +119,12 @@ func TestOptionalObjects(t *testing.T) {
 	}
 }
 
-func noneOf(kind string) func(*testing.T, []*unstructured.Unstructured) {
+func noneOf(kinds ...string) func(*testing.T, []*unstructured.Unstructured) {
 	return func(t *testing.T, objs []*unstructured.Unstructured) {
-		if n := len(find(objs, kind, "")); n != 0 {
-			t.Errorf("%d %s rendered", n, kind)
+		for _, kind := range kinds {
+			if n := len(find(objs, kind, "")); n != 0 {
+				t.Errorf("%d %s rendered", n, kind)
+			}
 		}
 	}
 }

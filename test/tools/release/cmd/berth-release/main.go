@@ -1,8 +1,9 @@
 // Command berth-release builds berth's installable release from the
 // repository: the kustomize bundle (install.yaml) and the Helm chart, both
-// pinned to the controller image a release built, and renders the chart as
-// an install test applies it. `make generate` also runs it, to write the
-// chart's templates for what controller-gen generates.
+// pinned to the controller image a release built, and kubectl-berth's krew
+// archives and manifest; and it renders the chart as an install test
+// applies it. `make generate` also runs it, to write the chart's templates
+// for what controller-gen generates.
 //
 // Usage:
 //
@@ -10,6 +11,7 @@
 //	berth-release chart --chart DIR --version V (--image-digest D | --images DIR) [--image-repo REPO] --out DIR
 //	berth-release render --chart DIR|TGZ --namespace NS --release NAME [-f FILE]... [--set K=V]... --out FILE
 //	berth-release generate --config DIR --chart DIR
+//	berth-release plugin --source DIR --version V [--platforms OS/ARCH,...] [--base-url URL] --out DIR
 package main
 
 import (
@@ -27,6 +29,7 @@ const usage = `usage:
   berth-release chart --chart DIR --version V (--image-digest D | --images DIR) [--image-repo REPO] --out DIR
   berth-release render --chart DIR|TGZ [--namespace NS] [--release NAME] [-f FILE]... [--set K=V]... [--api-versions G/V]... [--out FILE]
   berth-release generate --config DIR --chart DIR
+  berth-release plugin --source DIR --version V [--template FILE] [--platforms OS/ARCH,...] [--base-url URL] [--commit C] --out DIR
 `
 
 // errUsage marks a command line that could not be understood; main prints
@@ -54,6 +57,7 @@ func run(args []string, out io.Writer) error {
 		"chart":    runChart,
 		"render":   runRender,
 		"generate": runGenerate,
+		"plugin":   runPlugin,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(args[1:], out)

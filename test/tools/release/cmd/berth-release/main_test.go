@@ -62,6 +62,8 @@ func TestUsageErrors(t *testing.T) {
 		{"chart", "--version", "v1.0.0", "--out", "x"},
 		{"render"},
 		{"render", "--chart", "x", "extra"},
+		{"plugin", "--version", "v1.0.0", "--out", "x"},
+		{"plugin", "--source", ".", "--version", "v1.0.0", "--out", "x", "--platforms", "linux"},
 	}
 	for _, args := range cases {
 		if err := run(args, &bytes.Buffer{}); !errors.Is(err, errUsage) {
@@ -80,5 +82,46 @@ func TestReadDigest(t *testing.T) {
 	}
 	if _, err := readDigest(dir); err == nil {
 		t.Error("accepted a digest file without sha256:")
+	}
+}
+
+// TestPluginFlags: the template defaults to the checkout's, the platforms
+// to every one a release ships, and the paths are made absolute, since go
+// build runs in the checkout.
+func TestPluginFlags(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	cases := []struct {
+		name          string
+		args          []string
+		template      string
+		platforms     int
+		wantErrSubstr string
+	}{
+		{name: "defaults", args: []string{"--source", "src", "--version", "v1.0.0", "--out", "dist"},
+			template: filepath.Join("src", "config", "krew", "berth.yaml"), platforms: 5},
+		{name: "two platforms and a template", args: []string{"--source", "src", "--version", "v1.0.0", "--out", "dist",
+			"--platforms", "linux/amd64,darwin/arm64", "--template", "m.yaml"}, template: "m.yaml", platforms: 2},
+		{name: "not a version", args: []string{"--source", "src", "--version", "latest", "--out", "dist"}, wantErrSubstr: "semantic version"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parsePluginFlags(tc.args)
+			if tc.wantErrSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErrSubstr) {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErrSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTemplate, _ := filepath.Abs(tc.template)
+			if o.Template != wantTemplate || len(o.Platforms) != tc.platforms || !filepath.IsAbs(o.Source) || !filepath.IsAbs(o.Out) {
+				t.Errorf("options %+v, want template %s and %d platforms, absolute paths", o, wantTemplate, tc.platforms)
+			}
+			if o.Created.Unix() != 1700000000 {
+				t.Errorf("created %v, want SOURCE_DATE_EPOCH", o.Created)
+			}
+		})
 	}
 }
