@@ -95,7 +95,7 @@ func (p *pending) Get(ctx context.Context, name string, opts runtime.Object) (ru
 		if err := p.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lq); err != nil {
 			return nil, lookupError(err, "localqueues", name)
 		}
-		q = admission.PendingQuery{ClusterQueue: string(lq.Spec.ClusterQueue), Namespace: ns, LocalQueue: name,
+		q = admission.PendingQuery{ClusterQueue: lq.Spec.ClusterQueue, Namespace: ns, LocalQueue: name,
 			Offset: q.Offset, Limit: q.Limit}
 	}
 	page, ok := p.engine.Pending(q)

@@ -2,6 +2,7 @@ package install_test
 
 import (
 	"context"
+	"encoding/json"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
 	"github.com/berth-dev/berth/test/framework"
 )
 
@@ -28,8 +30,12 @@ func expectVisibility(ctx context.Context, namespace string) {
 	By("reading the visibility API through the aggregator")
 	Expect(framework.PointAPIService(ctx, k8s, namespace, visibilityPort, nil)).To(Succeed(),
 		"the APIService becomes Available with the CA berth injected")
-	_, err := visibilityGet(ctx, "", "clusterqueues/team-a/pendingworkloads")
+	raw, err := visibilityGet(ctx, "", "clusterqueues/team-a/pendingworkloads")
 	Expect(err).NotTo(HaveOccurred(), "an admin reads a ClusterQueue's line")
+	summary := &visv1.PendingWorkloadsSummary{}
+	Expect(json.Unmarshal(raw, summary)).To(Succeed())
+	Expect(summary.Kind).To(Equal("PendingWorkloadsSummary"))
+	Expect(summary.Items).To(BeEmpty(), "the sample jobs have run: nothing waits")
 
 	Eventually(func(g Gomega) {
 		view := &rbacv1.ClusterRole{}
