@@ -2,7 +2,8 @@
 // kube-controller-manager, kube-scheduler and kwok GPU nodes, all built from
 // Go modules), applies the samples in config/samples, submits GPU training
 // Jobs from two teams, and prints each Job's progress as berth holds, admits
-// and finishes it. A second act runs the stand-in autoscaler: a gang that
+// and finishes it, and once, while some wait, `kubectl berth list
+// workloads` with their places in line. A second act runs the stand-in autoscaler: a gang that
 // must run in one rack, while the free GPUs are split over two racks, waits
 // for a node berth books in one rack, then runs with all its pods there. It
 // exits 0 once every Job completed. Run it with `make demo`.
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +39,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
+	"github.com/berth-dev/berth/cmd/kubectl-berth/commands"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
@@ -44,6 +49,8 @@ const deadline = 5 * time.Minute
 
 func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	// The visibility server's libraries log through klog.
+	klog.SetLogger(logr.Discard())
 	if err := runWithSignals(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
@@ -81,7 +88,14 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	if _, err := env.StartBerth(framework.BerthOptions{}); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "berth is running")
+	stopVisibility, err := env.ServeVisibility(ctx)
+	if err != nil {
+		return err
+	}
+	// Before the plane: its API server waits for the aggregator's
+	// connections to the visibility server.
+	defer func() { err = errors.Join(err, stopVisibility()) }()
+	fmt.Fprintln(out, "berth is running, with its visibility API behind the API server's aggregator")
 	samples := filepath.Join(framework.RepoRoot(), "config", "samples")
 	for _, f := range []string{"resourceflavor.yaml", "clusterqueues.yaml", "localqueues.yaml"} {
 		if err := apply(ctx, env.Client, filepath.Join(samples, f)); err != nil {
@@ -95,7 +109,8 @@ func run(ctx context.Context, out io.Writer) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "submitted %d jobs; each holds its GPUs for 4s once running\n\n", len(submitted))
-	if err := watch(ctx, env.Client, out, submitted); err != nil {
+	line := func() error { return showLine(ctx, env, out) }
+	if err := watch(ctx, env.Client, out, submitted, line); err != nil {
 		return err
 	}
 	return racked(ctx, env, out)
@@ -213,7 +228,7 @@ func rackedGang(ctx context.Context, env *framework.Env, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "submitted team-a/pretrain-racked: 2 pods x 8 GPUs, berth.dev/topology-required: example.com/rack")
 	fmt.Fprint(out, "16 GPUs are free, but 8 in each rack: no rack can hold the gang without a new node\n\n")
-	if err := watch(ctx, env.Client, out, []*batchv1.Job{job}); err != nil {
+	if err := watch(ctx, env.Client, out, []*batchv1.Job{job}, nil); err != nil {
 		return err
 	}
 	return placementOf(ctx, env.Client, out, job)
@@ -311,9 +326,10 @@ func submit(ctx context.Context, c client.Client, path string) ([]*batchv1.Job, 
 }
 
 // watch prints every change of a job's state until all completed.
-func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*batchv1.Job) error {
+func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*batchv1.Job, line func() error) error {
 	start := time.Now()
 	last := map[string]string{}
+	shown := false
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -333,10 +349,25 @@ func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*bat
 			}
 		}
 		sort.Strings(names)
+		held, running := 0, 0
 		for _, n := range names {
 			if states[n] != last[n] {
 				fmt.Fprintf(out, "[%5.1fs] %-20s %s\n", time.Since(start).Seconds(), n, states[n])
 				last[n] = states[n]
+			}
+			if strings.HasPrefix(states[n], "held") {
+				held++
+			}
+			if strings.HasPrefix(states[n], "running") {
+				running++
+			}
+		}
+		// Once, while some jobs run and others wait: the line as a user
+		// sees it.
+		if !shown && held > 0 && running > 0 && line != nil {
+			shown = true
+			if err := line(); err != nil {
+				return err
 			}
 		}
 		if done == len(submitted) {
@@ -352,6 +383,19 @@ func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*bat
 		case <-ticker.C:
 		}
 	}
+}
+
+// showLine prints `kubectl berth list workloads -A`: every Workload with
+// its place in line and why it waits, as the visibility API serves them.
+func showLine(ctx context.Context, env *framework.Env, out io.Writer) error {
+	fmt.Fprintln(out, "\n$ kubectl berth list workloads -A    # where each job is in line, and why")
+	cmd := commands.NewRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out})
+	cmd.SetArgs([]string{"--kubeconfig", env.Plane.Kubeconfig, "list", "workloads", "-A"})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		return fmt.Errorf("kubectl berth list workloads: %w", err)
+	}
+	fmt.Fprintln(out)
+	return nil
 }
 
 // state describes a job in one line, and whether it completed.
