@@ -152,7 +152,7 @@ func readTarball(t *testing.T, path string) *image {
 	return img
 }
 
-// readTar returns a plain tar's regular files by name.
+// readTar returns a plain tar's files by name.
 func readTar(t *testing.T, path string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(path)
@@ -160,18 +160,29 @@ func readTar(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	return tarFiles(t, path, f, false)
+}
+
+// tarFiles reads the tar stream r, named name in failures, and returns its
+// entries' contents by name; with regularOnly every entry must be a
+// regular file.
+func tarFiles(t *testing.T, name string, r io.Reader, regularOnly bool) map[string][]byte {
+	t.Helper()
 	out := map[string][]byte{}
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", name, err)
+		}
+		if regularOnly && h.Typeflag != tar.TypeReg {
+			t.Errorf("%s: %s is not a regular file", name, h.Name)
 		}
 		if out[h.Name], err = io.ReadAll(tr); err != nil {
-			t.Fatalf("%s: %s: %v", path, h.Name, err)
+			t.Fatalf("%s: %s: %v", name, h.Name, err)
 		}
 	}
 }

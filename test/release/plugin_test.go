@@ -1,14 +1,11 @@
 package release
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -126,21 +123,5 @@ func readTarGz(t *testing.T, data []byte) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			t.Errorf("%s is not a regular file", h.Name)
-		}
-		if out[h.Name], err = io.ReadAll(tr); err != nil {
-			t.Fatalf("%s: %v", h.Name, err)
-		}
-	}
+	return tarFiles(t, "archive", zr, true)
 }
