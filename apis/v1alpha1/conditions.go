@@ -65,8 +65,9 @@ const (
 
 // Reasons of QuotaReserved=False that say why a workload is not admitted.
 // Those marked actionable need someone to change the workload or its
-// queues and are written at once with a warning event; the others are
-// written only once the workload waited --pending-status-delay.
+// queues and are written at once with a warning event; the others only
+// say the workload waits its turn and are written only once it waited
+// --pending-status-delay, never by default (the visibility API serves them).
 const (
 	// ReasonLocalQueueNotFound (actionable): the LocalQueue does not exist.
 	ReasonLocalQueueNotFound WorkloadReason = "LocalQueueNotFound"

@@ -29,6 +29,7 @@ type config struct {
 	qps                     float64
 	burst                   int
 	statusInterval          time.Duration
+	statusRate              float64
 	applyWorkers            int
 	pendingStatusDelay      time.Duration
 	fairSharing             bool
@@ -58,8 +59,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.Float64Var(&c.qps, "kube-api-qps", 500, "client-side limit of API requests per second (see docs/performance.md)")
 	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
 	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
+	fs.Float64Var(&c.statusRate, "queue-status-rate", 2, "the most writes per second of counts and usage for all ClusterQueues, and as many for all LocalQueues: with many queues each is written less often than --queue-status-interval; 0 sets no such limit")
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
-	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", time.Minute, "how long a workload waits its turn for quota before that is written to its status; reasons that need action are written at once")
+	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 0, "how long a workload waits its turn for quota before that is written to its status; 0 never writes it (the visibility API and kubectl berth explain show it); reasons that need action are written at once")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
 		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
@@ -88,6 +90,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		if err := c.certs.Validate(); err != nil {
 			return c, err
 		}
+	}
+	if c.statusRate < 0 {
+		return c, errors.New("--queue-status-rate must not be negative: 0 sets no limit")
 	}
 	if c.qps <= 0 || c.burst <= 0 {
 		return c, errors.New("--kube-api-qps and --kube-api-burst must be positive")

@@ -25,6 +25,11 @@ func TestParseFlags(t *testing.T) {
 			if c.certs.Management != certs.Self || c.certs.Namespace != "berth-system" || c.certs.SecretName != "berth-webhook-certs" {
 				t.Errorf("certs = %+v", c.certs)
 			}
+			// Waiting reasons are served, not written; queue status keeps
+			// within a write budget (docs/performance.md).
+			if c.pendingStatusDelay != 0 || c.statusRate != 2 {
+				t.Errorf("pending status delay %s, queue status rate %v; want 0 and 2", c.pendingStatusDelay, c.statusRate)
+			}
 		}},
 		{name: "--version skips validation", args: []string{"--version", "--kube-api-qps=0"}, check: func(t *testing.T, c config) {
 			if !c.version {
@@ -57,6 +62,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "renewal after expiry", args: []string{"--webhook-cert-validity=1h", "--webhook-cert-renew-before=2h"}, wantErr: "must be shorter than --webhook-cert-validity"},
 		{name: "lease shorter than renewal", args: []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, wantErr: "shorter than --leader-elect-lease-duration"},
 		{name: "no QPS", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		{name: "negative queue status rate", args: []string{"--queue-status-rate=-1"}, wantErr: "--queue-status-rate must not be negative"},
 		{name: "bad DRA mapping", args: []string{"--dra-device-class=gpu.nvidia.com"}, wantErr: "--dra-device-class"},
 	}
 	for _, tc := range cases {

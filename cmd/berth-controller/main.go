@@ -106,6 +106,7 @@ func run(ctx context.Context, c config) error {
 	berth, err := setup.Setup(ctx, mgr, setup.Options{
 		Engine:             engineOptions(c),
 		StatusInterval:     c.statusInterval,
+		StatusRate:         c.statusRate,
 		ApplyWorkers:       c.applyWorkers,
 		PendingStatusDelay: c.pendingStatusDelay,
 		LocalQueueMetrics:  c.localQueueMetrics,

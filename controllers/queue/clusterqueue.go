@@ -2,7 +2,8 @@
 // scheduler each ClusterQueue's spec, and writes both kinds' status —
 // whether the queue can admit, and what it holds. Status writes are
 // throttled per queue, so a busy queue costs at most one write per
-// StatusInterval however many workloads it admits.
+// interval however many workloads it admits, and per kind, so that a
+// thousand queues do not cost a thousand writes per interval.
 package queue
 
 import (
@@ -40,11 +41,11 @@ type ClusterQueueReconciler struct {
 }
 
 // NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
-// queue's status at most once per interval, drains a queue's workloads
+// queue's counts within limits (conditions at once), drains a queue's workloads
 // through writer, and sets the queue's series in queues on every look at
 // it (no writes: the series cost nothing of the API server's).
-func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration, queues *metrics.Queues) *ClusterQueueReconciler {
-	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval), queues: queues}
+func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits, queues *metrics.Queues) *ClusterQueueReconciler {
+	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues}
 }
 
 // Name of the controller.
@@ -113,13 +114,13 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	// (without a write unless they changed).
 	recheck := reconcile.Result{}
 	if cq.Status.PendingWorkloads+cq.Status.AdmittedWorkloads > 0 {
-		recheck.RequeueAfter = r.throttle.interval
+		recheck.RequeueAfter = r.throttle.period()
 	}
 	if equality.Semantic.DeepEqual(base.Status, cq.Status) {
 		return recheck, nil
 	}
 	// Conditions are written at once; counts and usage at most once per
-	// interval.
+	// period.
 	if meta.FindStatusCondition(base.Status.Conditions, berthv1.ConditionActive) != nil &&
 		equality.Semantic.DeepEqual(base.Status.Conditions, cq.Status.Conditions) {
 		if wait := r.throttle.wait(cq.Name); wait > 0 {
@@ -212,15 +213,44 @@ func (r *ClusterQueueReconciler) forWorkload(ctx context.Context, o client.Objec
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lq.Spec.ClusterQueue}}}
 }
 
-// throttle remembers when each queue's status was last written.
-type throttle struct {
-	interval time.Duration
-	mu       sync.Mutex
-	last     map[string]time.Time
+// StatusLimits bound how often the counts and usage in queue status are
+// written; a change of conditions is written at once.
+type StatusLimits struct {
+	// Interval is the shortest time between two writes of one queue.
+	Interval time.Duration
+	// Rate is the most writes per second for all queues of one kind: with
+	// many queues each is written less often than Interval, so that queue
+	// status never competes with admissions for the API server. Zero sets
+	// no such budget.
+	Rate float64
 }
 
-func newThrottle(interval time.Duration) *throttle {
-	return &throttle{interval: interval, last: map[string]time.Time{}}
+// throttle remembers when each queue's status was last written.
+type throttle struct {
+	limits StatusLimits
+	mu     sync.Mutex
+	last   map[string]time.Time
+}
+
+func newThrottle(limits StatusLimits) *throttle {
+	return &throttle{limits: limits, last: map[string]time.Time{}}
+}
+
+// period is the shortest time between two writes of one queue: the
+// interval, or longer when the queues known would otherwise exceed the
+// rate.
+func (t *throttle) period() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.periodLocked()
+}
+
+func (t *throttle) periodLocked() time.Duration {
+	if t.limits.Rate <= 0 {
+		return t.limits.Interval
+	}
+	spread := time.Duration(float64(len(t.last)) / t.limits.Rate * float64(time.Second))
+	return max(t.limits.Interval, spread)
 }
 
 // wait returns how long to wait before the next write of name's status.
@@ -231,7 +261,7 @@ func (t *throttle) wait(name string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return time.Until(last.Add(t.interval))
+	return time.Until(last.Add(t.periodLocked()))
 }
 
 func (t *throttle) wrote(name string) {

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,12 +31,12 @@ type LocalQueueReconciler struct {
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
-// queue's counts at most once per interval, drains a queue stopped with
+// queue's counts within limits (conditions at once), drains a queue stopped with
 // HoldAndDrain through writer (counting the evictions in queues) and, with
 // series, sets the queue's own series in queues.
-func NewLocalQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, interval time.Duration,
+func NewLocalQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits,
 	queues *metrics.Queues, series bool) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(interval), queues: queues, series: series}
+	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
 }
 
 // Name of the controller.
@@ -92,7 +91,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	// since the counts can change after this read without another event.
 	recheck := reconcile.Result{}
 	if lq.Status.PendingWorkloads+lq.Status.AdmittedWorkloads > 0 {
-		recheck.RequeueAfter = r.throttle.interval
+		recheck.RequeueAfter = r.throttle.period()
 	}
 	if equality.Semantic.DeepEqual(base.Status, lq.Status) {
 		return recheck, nil

@@ -45,19 +45,49 @@ func actionable(r admission.PendingReason) bool {
 	return false
 }
 
+// outdated reports whether a reason on record in a Workload's status asks
+// someone to act — an engine reason that is actionable, or one of the
+// reasons the queue resolution writes — so that it must be replaced as soon
+// as the workload merely waits: a status telling its owner to fix what is
+// no longer broken is worse than none.
+func outdated(r admission.PendingReason) bool {
+	switch berthv1.WorkloadReason(r) {
+	case berthv1.ReasonLocalQueueNotFound, berthv1.ReasonLocalQueueStopped, berthv1.ReasonDeactivated,
+		berthv1.ReasonNamespaceNotAllowed, berthv1.ReasonInvalidSpec:
+		return true
+	}
+	return actionable(r)
+}
+
+// engineReason maps a reason in a Workload's status back to the engine's,
+// or keeps the API's word for reasons only the controllers write.
+func engineReason(r berthv1.WorkloadReason) admission.PendingReason {
+	for er, ar := range reasons {
+		if ar == r {
+			return er
+		}
+	}
+	return admission.PendingReason(r)
+}
+
 // pendingNotes decide when a pending reason is written to a Workload's
 // status. Writes are the API server's scarce resource, and in a deep
 // backlog almost every workload is pending for a while, so:
 //
 //   - an actionable reason is written at once;
 //   - a waiting reason (insufficient quota, behind the head, waiting for
-//     preemption) only after the workload stayed pending for the delay —
-//     most workloads are admitted sooner and never cost the write;
+//     preemption) is not written at all with no delay set — the visibility
+//     API, kubectl berth explain and the queue metrics carry it — or only
+//     after the workload stayed pending for the delay, when most workloads
+//     are admitted sooner and never cost the write;
+//   - a waiting reason replaces an outdated actionable one at once;
 //   - a reason is written again only when it changes, not when only the
 //     message's figures do.
 //
 // Callers hold the Scheduler's mutex.
 type pendingNotes struct {
+	// delay is how long a workload waits before its waiting reason is
+	// written; zero never writes one.
 	delay time.Duration
 	// notes are reasons not written yet, with when they are due.
 	notes map[admission.WorkloadKey]pendingNote
@@ -82,15 +112,21 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 		// autoscaler's words; the engine's reason adds nothing.
 		return
 	}
-	if last, ok := p.written[u.Key]; ok && last == u.Reason {
+	last, recorded := p.written[u.Key]
+	if recorded && last == u.Reason {
 		delete(p.notes, u.Key) // the reason on record still holds
+		return
+	}
+	replaces := recorded && outdated(last)
+	if p.delay == 0 && !actionable(u.Reason) && !replaces {
+		delete(p.notes, u.Key) // waiting reasons are served, not written
 		return
 	}
 	n, ok := p.notes[u.Key]
 	if !ok {
 		n.due = now.Add(p.delay) // pending with a reason since now
 	}
-	if actionable(u.Reason) {
+	if actionable(u.Reason) || replaces {
 		n.due = now
 	}
 	n.update = u
@@ -107,6 +143,15 @@ func (p *pendingNotes) take(now time.Time) []admission.PendingUpdate {
 		}
 	}
 	return due
+}
+
+// recorded learns the reason a pending workload's status already carries —
+// after a restart, or when another controller wrote it — unless a reason
+// of this scheduler's is on record, which is newer than any cached copy.
+func (p *pendingNotes) recorded(key admission.WorkloadKey, r berthv1.WorkloadReason) {
+	if _, ok := p.written[key]; !ok && r != "" {
+		p.written[key] = engineReason(r)
+	}
 }
 
 // wrote records that a reason reached the workload's status.

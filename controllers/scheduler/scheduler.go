@@ -21,6 +21,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -46,9 +48,11 @@ type Options struct {
 	// the engine (starvation protection) progress without events.
 	Resync time.Duration
 	// PendingStatusDelay is how long a workload must stay pending with a
-	// reason before the reason is written to its status. Most workloads of
-	// a deep backlog are admitted within it, so they cost one write (their
-	// admission), not two. Zero writes at once.
+	// waiting reason (insufficient quota, behind the head) before the
+	// reason is written to its status. Zero never writes one: in a deep
+	// backlog that write would be the second of most workloads, and the
+	// visibility API, Explain and the queue metrics carry the reason
+	// anyway. Reasons that need action are written at once either way.
 	PendingStatusDelay time.Duration
 	// Clock is the engine's and the status writes' clock; the real clock
 	// when nil.
@@ -174,6 +178,8 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 		// record no longer describes the status, and if the workload returns
 		// to the queue its reason must be written again.
 		s.pending.forget(key)
+	} else if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
+		s.pending.recorded(key, berthv1.WorkloadReason(c.Reason))
 	}
 	ew := WorkloadToEngine(wl, q)
 	wasBooking := s.engine.Booking(key)

@@ -52,6 +52,9 @@ type Options struct {
 	// StatusInterval is the most often a queue's counts and usage are
 	// written.
 	StatusInterval time.Duration
+	// StatusRate is the most queue status writes per second per kind of
+	// queue (queue.StatusLimits); zero sets no limit.
+	StatusRate float64
 	// Webhooks registers the admission webhooks with the manager's webhook
 	// server.
 	Webhooks bool
@@ -60,8 +63,9 @@ type Options struct {
 	// MetricsRegistry receives berth's collectors; controller-runtime's
 	// registry (served on the manager's metrics endpoint) when nil.
 	MetricsRegistry prometheus.Registerer
-	// PendingStatusDelay is how long a workload waits with a reason before
-	// the reason is written to its status.
+	// PendingStatusDelay is how long a workload waits its turn before that
+	// reason is written to its status; zero never writes it (see
+	// scheduler.Options).
 	PendingStatusDelay time.Duration
 	// LocalQueueMetrics exports the per-LocalQueue series.
 	LocalQueueMetrics bool
@@ -129,10 +133,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err := mgr.Add(sched); err != nil {
 		return nil, fmt.Errorf("adding scheduler: %w", err)
 	}
+	limits := queue.StatusLimits{Interval: o.StatusInterval, Rate: o.StatusRate}
 	reconcilers := []Reconciler{
 		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, o.StatusInterval, m.Queues, o.LocalQueueMetrics),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues, o.LocalQueueMetrics),
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}

@@ -99,7 +99,7 @@ func explainPending(x *explanation, ex explained, now time.Time) {
 	}
 	reason := it.Reason
 	if reason == "" {
-		reason = "not written yet (berth writes why once a workload waited --pending-status-delay)"
+		reason = "not known yet (berth gives it once an admission cycle considered the workload)"
 	}
 	if it.Message != "" {
 		reason += ": " + it.Message

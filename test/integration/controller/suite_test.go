@@ -34,6 +34,10 @@ var env *framework.Env
 // devices as the first.
 func berthOptions() framework.BerthOptions {
 	return framework.BerthOptions{Setup: setup.Options{
+		// The specs read waiting reasons (InsufficientQuota,
+		// TopologyUnavailable) from Workload status, which the default
+		// never writes; the visibility suite covers the default.
+		PendingStatusDelay: time.Millisecond,
 		// DRA devices of draClass count as GPUs (dra_test.go).
 		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 	}}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -143,6 +144,20 @@ var _ = Describe("pending workloads", Ordered, func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	})
 
+	It("writes no waiting reason to status, and replaces one that asked for action once it no longer holds", func(ctx SpecContext) {
+		By("a job naming a LocalQueue that does not exist yet")
+		late := builders.Job(nsB, "late", "later").Request(builders.GPU, "1").Obj()
+		Expect(env.Client.Create(ctx, late)).To(Succeed())
+		Eventually(quotaReason(ctx, late)).Should(Equal(string(berthv1.ReasonLocalQueueNotFound)))
+		By("the LocalQueue appears: the job now only waits its turn, and its status must stop asking for a queue")
+		Expect(env.Client.Create(ctx, builders.LocalQueue(nsB, "later", cq))).To(Succeed())
+		Eventually(quotaReason(ctx, late)).Should(Equal(string(berthv1.ReasonInsufficientQuota)))
+		By("the jobs that only ever waited were considered in earlier cycles and have no reason written")
+		for _, job := range jobs[1:] {
+			Expect(quotaReason(ctx, job)(Default)).To(BeEmpty(), "%s only waits its turn", job.Name)
+		}
+	})
+
 	It("lists them in the order berth then admits them", func(ctx SpecContext) {
 		all := jobsByName(jobs)
 		holder := jobs[0]
@@ -165,16 +180,37 @@ func jobsByName(jobs []*batchv1.Job) map[string]*batchv1.Job {
 	return out
 }
 
+// workloadOf is the job's Workload, nil while there is none.
+func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Workload {
+	wls := &berthv1.WorkloadList{}
+	g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
+	for i, wl := range wls.Items {
+		if ref := metav1.GetControllerOf(&wl); ref != nil && ref.Name == job.Name {
+			return &wls.Items[i]
+		}
+	}
+	return nil
+}
+
 // admitted reports whether the job's Workload holds quota.
 func admitted(ctx context.Context, job *batchv1.Job) func(Gomega) bool {
 	return func(g Gomega) bool {
-		wls := &berthv1.WorkloadList{}
-		g.Expect(env.Client.List(ctx, wls, client.InNamespace(job.Namespace))).To(Succeed())
-		for _, wl := range wls.Items {
-			if ref := metav1.GetControllerOf(&wl); ref != nil && ref.Name == job.Name {
-				return wl.Status.Admission != nil
-			}
+		wl := workloadOf(ctx, g, job)
+		return wl != nil && wl.Status.Admission != nil
+	}
+}
+
+// quotaReason is the reason of the job's Workload's QuotaReserved=False
+// condition, "" when it has none or holds quota. A workload that waits
+// behind others may carry Pending (from a requeue), never a waiting reason.
+func quotaReason(ctx context.Context, job *batchv1.Job) func(Gomega) string {
+	return func(g Gomega) string {
+		wl := workloadOf(ctx, g, job)
+		g.Expect(wl).NotTo(BeNil(), "job %s has a Workload", job.Name)
+		c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason == string(berthv1.ReasonPending) {
+			return ""
 		}
-		return false
+		return c.Reason
 	}
 }

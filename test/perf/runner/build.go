@@ -60,7 +60,7 @@ func buildReport(o *Options, replay scenario.ReplayResult, cal *Calibration, m *
 	r.Ratios = ratios(r.WallSeconds, r.Floors)
 	r.Usage = usage(t, o.SampleInterval, r.WallSeconds)
 	r.Requests = requests(m, r.Admitted)
-	r.Processes = processes(m)
+	r.Processes = processes(m, r.Admitted)
 	r.Runner = LoadStats{
 		CreateLag: toSeconds(scenario.Summarize(createLag)), FinishLag: toSeconds(scenario.Summarize(finishLag)),
 		FinishWrite: toSeconds(scenario.Summarize(finishWrite)), FinishSeen: toSeconds(scenario.Summarize(finishSeen)),
@@ -254,8 +254,9 @@ func requests(m *measurement, admitted int) Requests {
 	return r
 }
 
-// processes computes each process's CPU time during the run.
-func processes(m *measurement) Processes {
+// processes computes each process's CPU time during the run, and what the
+// API server and berth spent per admitted workload.
+func processes(m *measurement, admitted int) Processes {
 	secs := m.after.at.Sub(m.t0).Seconds()
 	use := func(before, after ProcSample) ProcUsage {
 		cpu := after.CPUSeconds - before.CPUSeconds
@@ -265,10 +266,15 @@ func processes(m *measurement) Processes {
 		}
 		return u
 	}
-	return Processes{
+	p := Processes{
 		Berth:     use(m.before.berth, m.after.berth),
 		APIServer: use(m.before.plane["kube-apiserver"], m.after.plane["kube-apiserver"]),
 		Etcd:      use(m.before.plane["etcd"], m.after.plane["etcd"]),
 		Runner:    use(m.before.runner, m.after.runner),
 	}
+	if admitted > 0 {
+		p.APIServerCPUPerAdmitted = p.APIServer.CPUSeconds / float64(admitted)
+		p.BerthPeakRSSPer1000 = float64(p.Berth.PeakRSSBytes) * 1000 / float64(admitted)
+	}
+	return p
 }

@@ -192,6 +192,12 @@ type Processes struct {
 	APIServer ProcUsage `json:"apiserver"`
 	Etcd      ProcUsage `json:"etcd"`
 	Runner    ProcUsage `json:"runner"`
+	// APIServerCPUPerAdmitted is the API server's CPU seconds over admitted
+	// workloads: what each admission costs the part that bounds the run.
+	APIServerCPUPerAdmitted float64 `json:"apiserverCPUPerAdmitted"`
+	// BerthPeakRSSPer1000 is berth's peak RSS in bytes per 1,000 admitted
+	// workloads.
+	BerthPeakRSSPer1000 float64 `json:"berthPeakRSSPer1000"`
 }
 
 // ProcUsage is one process's share.

@@ -25,12 +25,12 @@ var _ = Describe("the smoke scenario", Ordered, func() {
 		Expect(runner.BuildBerth(ctx, "", berthBinary)).To(Succeed())
 	}, NodeTimeout(5*time.Minute))
 
-	run := func(ctx SpecContext, mode runner.Mode, calibrate int) *runner.Report {
+	run := func(ctx SpecContext, mode runner.Mode, calibrate int, audit bool) *runner.Report {
 		s, err := scenario.Named("smoke")
 		Expect(err).NotTo(HaveOccurred())
 		rep, err := runner.Run(ctx, runner.Options{
 			Scenario: s, Mode: mode, BerthBinary: berthBinary, CalibrationWorkloads: calibrate,
-			Timeout: 2 * time.Minute, Progress: GinkgoWriter,
+			Audit: audit, Timeout: 2 * time.Minute, Progress: GinkgoWriter,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		var table bytes.Buffer
@@ -52,11 +52,18 @@ var _ = Describe("the smoke scenario", Ordered, func() {
 		}
 		Expect(rep.Usage.Total).NotTo(BeEmpty())
 		Expect(rep.Usage.ClusterQueues).To(HaveLen(2))
-		Expect(rep.Requests.ByRequest).To(HaveKeyWithValue("patch workloads/status", BeNumerically(">=", rep.Workloads)))
+		if audit {
+			Expect(rep.Requests.ByRequest).To(HaveKeyWithValue("patch workloads/status", BeNumerically(">=", rep.Workloads)))
+		} else {
+			Expect(rep.Requests.ByRequest).To(BeNil(), "without the audit log requests are counted by method")
+		}
 		Expect(rep.Requests.ByMethod).To(HaveKeyWithValue("PATCH", BeNumerically(">=", rep.Workloads)))
+		Expect(rep.Requests.Writes).To(BeNumerically(">=", rep.Workloads), "one admission write per workload at least")
 		Expect(rep.Processes.Berth.CPUSeconds).To(BeNumerically(">", 0))
 		Expect(rep.Processes.Berth.PeakRSSBytes).To(BeNumerically(">", 1<<20))
 		Expect(rep.Processes.APIServer.CPUSeconds).To(BeNumerically(">", 0))
+		Expect(rep.Processes.APIServerCPUPerAdmitted).To(BeNumerically("~", rep.Processes.APIServer.CPUSeconds/float64(rep.Admitted), 1e-9))
+		Expect(rep.Processes.BerthPeakRSSPer1000).To(BeNumerically(">", rep.Processes.Berth.PeakRSSBytes))
 
 		path := filepath.Join(GinkgoT().TempDir(), "report.json")
 		Expect(rep.WriteJSON(path)).To(Succeed())
@@ -69,13 +76,13 @@ var _ = Describe("the smoke scenario", Ordered, func() {
 	}
 
 	It("runs as Workloads, with the API floor calibrated", func(ctx SpecContext) {
-		rep := run(ctx, runner.ModeWorkloads, 300)
+		rep := run(ctx, runner.ModeWorkloads, 300, false)
 		Expect(rep.Floors.Calibration).NotTo(BeNil())
 		Expect(rep.Floors.APISeconds).To(BeNumerically(">", 0))
 	}, NodeTimeout(5*time.Minute))
 
-	It("runs as batch/v1 Jobs", func(ctx SpecContext) {
-		rep := run(ctx, runner.ModeJobs, -1)
+	It("runs as batch/v1 Jobs, with berth's requests in the audit log", func(ctx SpecContext) {
+		rep := run(ctx, runner.ModeJobs, -1, true)
 		Expect(rep.Requests.ByRequest).To(HaveKeyWithValue("create workloads", rep.Workloads))
 	}, NodeTimeout(5*time.Minute))
 })

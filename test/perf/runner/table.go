@@ -170,4 +170,6 @@ func (p *printer) processes(r *Report) {
 		p.f("%s\t%.1f\t%.2f\t%.0f\t\n", x.name, x.u.CPUSeconds, x.u.CoresBusy, float64(x.u.PeakRSSBytes)/(1<<20))
 	}
 	p.flush()
+	p.f("per admitted workload: kube-apiserver %.1f ms CPU; berth %.2f MiB peak RSS per 1,000\n",
+		1000*r.Processes.APIServerCPUPerAdmitted, r.Processes.BerthPeakRSSPer1000/(1<<20))
 }

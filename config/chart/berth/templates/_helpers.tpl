@@ -136,6 +136,9 @@ bundle's Deployment exactly).
 {{- with $c.queueStatusInterval }}
 - --queue-status-interval={{ . }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.queueStatusRate) }}
+- --queue-status-rate={{ $c.queueStatusRate }}
+{{- end }}
 {{- if not (kindIs "invalid" $c.applyWorkers) }}
 - --apply-workers={{ int64 $c.applyWorkers }}
 {{- end }}

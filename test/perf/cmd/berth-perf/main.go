@@ -52,7 +52,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.opts.BerthBinary, "berth-binary", "", "use this berth-controller instead of building ./cmd/berth-controller")
 	fs.StringVar(&c.opts.BerthRevision, "berth-rev", "", "build berth from this git revision (git archive) instead of the working tree")
 	fs.IntVar(&c.opts.CalibrationWorkloads, "calibration-workloads", 0, "workloads the API-floor calibration writes (x3 writes); 0: min(5000, scenario's); -1: skip")
-	fs.BoolVar(&c.opts.NoAudit, "no-audit", false, "turn off the apiserver audit log of berth's requests (then requests are counted by method only)")
+	fs.BoolVar(&c.opts.Audit, "audit", false, "log berth's requests in the apiserver's audit log, to split them by resource and count conflicts (costs apiserver CPU); by default they are counted by method from berth's client metrics")
 	fs.StringVar(&c.opts.Dir, "dir", "", "work directory for planes, logs and the berth binary; default: a temporary one")
 	fs.BoolVar(&c.opts.KeepDir, "keep-dir", false, "keep the temporary work directory (logs, audit log)")
 	fs.DurationVar(&c.opts.Timeout, "timeout", 0, "bound on the load phase; default 25m")

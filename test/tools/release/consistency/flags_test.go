@@ -47,6 +47,8 @@ var flagCases = []flagCase{
 	{"kube-api-qps", []string{"controller.kubeAPIQPS=2000000"}, "--kube-api-qps=2000000"},
 	{"kube-api-burst", []string{"controller.kubeAPIBurst=1500"}, "--kube-api-burst=1500"},
 	{"queue-status-interval", []string{"controller.queueStatusInterval=10s"}, "--queue-status-interval=10s"},
+	{"queue-status-rate", []string{"controller.queueStatusRate=0.5"}, "--queue-status-rate=0.5"},
+	{"queue-status-rate", []string{"controller.queueStatusRate=0"}, "--queue-status-rate=0"},
 	{"apply-workers", []string{"controller.applyWorkers=32"}, "--apply-workers=32"},
 	{"pending-status-delay", []string{"controller.pendingStatusDelay=2m"}, "--pending-status-delay=2m"},
 	{"fair-sharing", []string{"controller.fairSharing=false"}, "--fair-sharing=false"},

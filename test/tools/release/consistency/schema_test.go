@@ -25,6 +25,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{[]string{"image.pullPolicy=Sometimes"}, []string{"/image/pullPolicy", "'IfNotPresent'"}},
 		{[]string{"controller.kubeAPIQPS=fast"}, []string{"/controller/kubeAPIQPS"}},
 		{[]string{"controller.kubeAPIBurst=-1"}, []string{"/controller/kubeAPIBurst", "minimum"}},
+		{[]string{"controller.queueStatusRate=-1"}, []string{"/controller/queueStatusRate", "minimum"}},
 		{[]string{"controller.applyWorkers=many"}, []string{"/controller/applyWorkers"}},
 		{[]string{"controller.fairSharing=yes"}, []string{"/controller/fairSharing"}},
 		{[]string{"controller.draDeviceClasses={nvidia.com/gpu}"}, []string{"/controller/draDeviceClasses/0"}},
