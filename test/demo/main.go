@@ -41,6 +41,7 @@ import (
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/cmd/kubectl-berth/commands"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -110,7 +111,7 @@ func run(ctx context.Context, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "submitted %d jobs; each holds its GPUs for 4s once running\n\n", len(submitted))
 	line := func() error { return showLine(ctx, env, out) }
-	if err := watch(ctx, env.Client, out, submitted, line); err != nil {
+	if err := watch(ctx, env, out, submitted, line); err != nil {
 		return err
 	}
 	return racked(ctx, env, out)
@@ -228,7 +229,7 @@ func rackedGang(ctx context.Context, env *framework.Env, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "submitted team-a/pretrain-racked: 2 pods x 8 GPUs, berth.dev/topology-required: example.com/rack")
 	fmt.Fprint(out, "16 GPUs are free, but 8 in each rack: no rack can hold the gang without a new node\n\n")
-	if err := watch(ctx, env.Client, out, []*batchv1.Job{job}, nil); err != nil {
+	if err := watch(ctx, env, out, []*batchv1.Job{job}, nil); err != nil {
 		return err
 	}
 	return placementOf(ctx, env.Client, out, job)
@@ -326,7 +327,7 @@ func submit(ctx context.Context, c client.Client, path string) ([]*batchv1.Job, 
 }
 
 // watch prints every change of a job's state until all completed.
-func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*batchv1.Job, line func() error) error {
+func watch(ctx context.Context, env *framework.Env, out io.Writer, submitted []*batchv1.Job, line func() error) error {
 	start := time.Now()
 	last := map[string]string{}
 	shown := false
@@ -339,7 +340,7 @@ func watch(ctx context.Context, c client.Client, out io.Writer, submitted []*bat
 		for _, j := range submitted {
 			key := j.Namespace + "/" + j.Name
 			names = append(names, key)
-			st, finished, err := state(ctx, c, j)
+			st, finished, err := state(ctx, env, j)
 			if err != nil {
 				return err
 			}
@@ -398,8 +399,11 @@ func showLine(ctx context.Context, env *framework.Env, out io.Writer) error {
 	return nil
 }
 
-// state describes a job in one line, and whether it completed.
-func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, error) {
+// state describes a job in one line, and whether it completed. A job
+// waiting its turn has no reason in its Workload's status: the engine
+// serves it, as the visibility API and kubectl berth explain do.
+func state(ctx context.Context, env *framework.Env, j *batchv1.Job) (string, bool, error) {
+	c := env.Client
 	job := &batchv1.Job{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(j), job); err != nil {
 		return "", false, fmt.Errorf("reading job: %w", err)
@@ -423,6 +427,9 @@ func state(ctx context.Context, c client.Client, j *batchv1.Job) (string, bool, 
 		}
 		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {
 			return "held: " + cond.Message, false, nil
+		}
+		if ex, ok := env.Berth().Scheduler.Explain(scheduler.KeyOf(wl)); ok && ex.Message != "" {
+			return "held: " + ex.Message, false, nil
 		}
 		return "held: queued", false, nil
 	}

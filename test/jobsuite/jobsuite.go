@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -93,8 +95,11 @@ func admissionSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) 
 			gomega.Expect(sel).To(gomega.HaveKeyWithValue(ps, gomega.HaveKeyWithValue(productLabel, flavor)), "pod set %s", ps)
 		}
 		second := create(ctx, c, a, ns, "second")
-		gomega.Eventually(quotaStatus(ctx, c, second), timeout, interval).Should(gomega.Equal(metav1.ConditionFalse))
+		// Waiting its turn is served by the engine (the visibility API,
+		// kubectl berth explain), not written to the Workload's status.
+		gomega.Eventually(pendingReason(ctx, env(), second), timeout, interval).Should(gomega.Equal(admission.InsufficientQuota))
 		gomega.Consistently(started(ctx, c, a, second), held, interval).Should(gomega.BeFalse())
+		gomega.Expect(quotaReserved(ctx, c, second)(gomega.Default)).To(gomega.BeFalse())
 	})
 	ginkgo.It("releases quota when a job finishes (or, for a kind that never does, is scaled to zero)", func(ctx ginkgo.SpecContext) {
 		ns := *nsp
@@ -318,14 +323,26 @@ func quotaReason(ctx context.Context, c client.Client, obj client.Object) func(g
 	return conditionReason(ctx, c, obj, berthv1.ConditionQuotaReserved)
 }
 
-func quotaStatus(ctx context.Context, c client.Client, obj client.Object) func(gomega.Gomega) metav1.ConditionStatus {
-	return func(g gomega.Gomega) metav1.ConditionStatus {
+// quotaReserved reports whether obj's only Workload holds quota.
+func quotaReserved(ctx context.Context, c client.Client, obj client.Object) func(gomega.Gomega) bool {
+	return func(g gomega.Gomega) bool {
 		wls, err := WorkloadsOf(ctx, c, obj)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(wls).To(gomega.HaveLen(1))
-		cond := meta.FindStatusCondition(wls[0].Status.Conditions, berthv1.ConditionQuotaReserved)
-		g.Expect(cond).NotTo(gomega.BeNil())
-		return cond.Status
+		return meta.IsStatusConditionTrue(wls[0].Status.Conditions, berthv1.ConditionQuotaReserved)
+	}
+}
+
+// pendingReason is the engine's reason for obj's only Workload to wait:
+// what the visibility API serves for it.
+func pendingReason(ctx context.Context, env *framework.Env, obj client.Object) func(gomega.Gomega) admission.PendingReason {
+	return func(g gomega.Gomega) admission.PendingReason {
+		wls, err := WorkloadsOf(ctx, env.Client, obj)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(wls).To(gomega.HaveLen(1))
+		ex, ok := env.Berth().Scheduler.Explain(scheduler.KeyOf(&wls[0]))
+		g.Expect(ok).To(gomega.BeTrue(), "Workload %s is not pending in the engine", wls[0].Name)
+		return ex.Reason
 	}
 }
 
