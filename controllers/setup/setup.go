@@ -239,13 +239,19 @@ func AddToScheme(s *runtime.Scheme) error {
 
 // CacheOptions bound what berth's informers hold: of all Pods in the
 // cluster, only those labelled with a queue name (pod groups and
-// LeaderWorkerSet pods) matter to berth, so only those are cached.
+// LeaderWorkerSet pods) matter to berth, so only those are cached; and no
+// cached object keeps its managedFields, which berth never reads (its
+// patches are computed from the cached copy, so they leave them alone,
+// and its server-side applies build their own configurations).
 func CacheOptions() (cache.Options, error) {
 	queued, err := labels.NewRequirement(berthv1.QueueNameLabel, selection.Exists, nil)
 	if err != nil {
 		return cache.Options{}, fmt.Errorf("building the pod cache selector: %w", err)
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*queued)},
-	}}, nil
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*queued)},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}, nil
 }
