@@ -36,6 +36,7 @@ type record struct {
 	finishWritten time.Time     // when the runner's finish write returned (workloads mode)
 	reason        string        // last pending reason seen
 	reasonChanges int           // pending reasons berth wrote
+	requeueing    bool          // a requeue was asked for since the last state that was not Evicting
 }
 
 // usageSample is every ClusterQueue's usage of its first quota resource, as
@@ -193,11 +194,27 @@ func (t *tracker) observe(obj any) {
 			r.reasonChanges++
 		}
 	}
+	phase := lifecycle.PhaseOf(wl)
+	if phase != lifecycle.Evicting {
+		r.requeueing = false
+	}
 	switch {
-	case lifecycle.MayRun(lifecycle.PhaseOf(wl)) && !r.running:
+	case lifecycle.MayRun(phase) && !r.running:
 		t.admittedLocked(i, now, t.revision(wl))
 		t.tracef(i, "admitted rv %s", wl.ResourceVersion)
-	case lifecycle.PhaseOf(wl) == lifecycle.Evicting && r.running:
+	case phase == lifecycle.Evicting:
+		t.evictedLocked(i, wl)
+	}
+}
+
+// evictedLocked handles a state of workload i in which berth evicts it.
+// The watch may show that state without the admission before it — a
+// relist after the watch fell behind shows only the latest state — so the
+// requeue does not depend on having seen the run; it is asked for once
+// per eviction.
+func (t *tracker) evictedLocked(i int, wl *berthv1.Workload) {
+	r := &t.recs[i]
+	if r.running {
 		r.running = false
 		r.evictions++
 		if r.timer != nil {
@@ -206,11 +223,12 @@ func (t *tracker) observe(obj any) {
 		t.charge(i, -1)
 		t.released(i, t.revision(wl))
 		t.tracef(i, "evicted rv %s", wl.ResourceVersion)
-		if t.mode == ModeWorkloads {
-			// berth's job adapter requeues an evicted workload once its
-			// pods are gone; here there are none.
-			t.actions <- action{kind: actionRequeue, wl: i}
-		}
+	}
+	if t.mode == ModeWorkloads && !r.requeueing {
+		// berth's job adapter requeues an evicted workload once its
+		// pods are gone; here there are none.
+		r.requeueing = true
+		t.actions <- action{kind: actionRequeue, wl: i}
 	}
 }
 

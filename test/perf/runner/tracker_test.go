@@ -99,6 +99,23 @@ func TestTracker(t *testing.T) {
 			actions: []actionKind{actionRequeue, actionFinish},
 		},
 		{
+			name:    "an eviction seen again asks for one requeue",
+			steps:   []step{{"small-0", admitted, 0}, {"small-0", evicting, 0}, {"small-0", evicting, 0}},
+			actions: []actionKind{actionRequeue},
+		},
+		{
+			name:    "an eviction seen without its admission (the watch relisted) still asks for a requeue and releases nothing",
+			steps:   []step{{"small-1", admitted, 0}, {"small-0", evicting, 0}},
+			usage:   1000,
+			actions: []actionKind{actionRequeue, actionFinish},
+		},
+		{
+			name: "each eviction asks for its own requeue",
+			steps: []step{{"small-0", admitted, 0}, {"small-0", evicting, 0}, {"small-0", requeued, 0}, {"small-0", admitted, 0},
+				{"small-0", evicting, 0}},
+			actions: []actionKind{actionRequeue, actionRequeue},
+		},
+		{
 			name: "pending reasons count once per change; a requeue's Pending is not berth's",
 			steps: []step{{"small-0", pending("InsufficientQuota"), 0}, {"small-0", pending("InsufficientQuota"), 0},
 				{"small-0", pending("ReservedForHead"), 0}, {"small-0", pending(string(berthv1.ReasonPending)), 0}},
@@ -161,6 +178,9 @@ func checkTracker(t *testing.T, tr *tracker, tc trackerCase) {
 		case <-time.After(time.Second):
 			t.Fatalf("no action %d (want %v)", i, want)
 		}
+	}
+	if n := len(tr.actions); n > 0 {
+		t.Errorf("%d more actions than %v", n, tc.actions)
 	}
 	select {
 	case <-tr.done:
