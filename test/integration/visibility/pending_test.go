@@ -148,17 +148,25 @@ var _ = Describe("pending workloads", Ordered, func() {
 		By("a job naming a LocalQueue that does not exist yet")
 		late := builders.Job(nsB, "late", "later").Request(builders.GPU, "1").Obj()
 		Expect(env.Client.Create(ctx, late)).To(Succeed())
+		jobs = append(jobs, late)
 		Eventually(quotaReason(ctx, late)).Should(Equal(string(berthv1.ReasonLocalQueueNotFound)))
 		By("the LocalQueue appears: the job now only waits its turn, and its status must stop asking for a queue")
 		Expect(env.Client.Create(ctx, builders.LocalQueue(nsB, "later", cq))).To(Succeed())
 		Eventually(quotaReason(ctx, late)).Should(Equal(string(berthv1.ReasonInsufficientQuota)))
 		By("the jobs that only ever waited were considered in earlier cycles and have no reason written")
-		for _, job := range jobs[1:] {
+		for _, job := range jobs[1 : len(jobs)-1] {
 			Expect(quotaReason(ctx, job)(Default)).To(BeEmpty(), "%s only waits its turn", job.Name)
 		}
 	})
 
 	It("lists them in the order berth then admits them", func(ctx SpecContext) {
+		By("the line now also holds the late job, which may tie with the others on creation time")
+		Eventually(func(g Gomega) {
+			s, err := get(ctx, "", "clusterqueues/"+cq+"/pendingworkloads")
+			g.Expect(err).NotTo(HaveOccurred())
+			listed = names(s)
+			g.Expect(listed).To(ConsistOf("a1", "b1", "a2", "b2", "late"))
+		}).Should(Succeed())
 		all := jobsByName(jobs)
 		holder := jobs[0]
 		for i, next := range listed {
