@@ -9,9 +9,11 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,28 +88,46 @@ func (g *Gang) IsActive() bool {
 	return false
 }
 
-// Write releases or deletes pods as Resume or Suspend asked.
+// writeParallelism bounds the pods of one gang written at once. A gang's
+// pods are independent objects; writing them one after another would make
+// a gang of n pods wait n API round trips before kube-scheduler sees it.
+const writeParallelism = 8
+
+// Write releases or deletes pods as Resume or Suspend asked, several at
+// once. Every pod is tried; the errors of all that failed are returned.
 func (g *Gang) Write(ctx context.Context, c client.Client) error {
+	var eg errgroup.Group
+	eg.SetLimit(writeParallelism)
+	errs := make([]error, len(g.Pods))
 	for i := range g.Pods {
 		p := &g.Pods[i]
 		switch {
 		case g.resume && IsGated(p) && p.DeletionTimestamp.IsZero():
-			if err := g.release(ctx, c, p); err != nil {
-				return err
-			}
+			eg.Go(func() error { errs[i] = g.release(ctx, c, p); return nil })
 		case g.suspend && !IsGated(p) && !isTerminal(p) && p.DeletionTimestamp.IsZero():
-			if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting pod %s to stop its gang: %w", p.Name, err)
-			}
+			eg.Go(func() error {
+				if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+					errs[i] = fmt.Errorf("deleting pod %s to stop its gang: %w", p.Name, err)
+				}
+				return nil
+			})
 		}
 	}
-	return nil
+	_ = eg.Wait() // the goroutines report through errs
+	return errors.Join(errs...)
 }
 
 // release removes the gate and adds the pod set's node selector and
 // tolerations. A gated pod may gain node selector keys and tolerations but
 // not change existing ones, so only missing ones are added.
+//
+// It patches rather than updates: kube-scheduler writes a gated pod's
+// PodScheduled condition, so the cached pod is often a version behind, and
+// an update would fail on the conflict and release the gang only after a
+// retry. The strategic merge patch deletes berth's gate by name and adds
+// only what berth adds.
 func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) error {
+	orig := p.DeepCopy()
 	s := g.scheduling[g.PodSetOf(p)]
 	for k, v := range s.NodeSelector {
 		if _, ok := p.Spec.NodeSelector[k]; !ok {
@@ -127,7 +147,7 @@ func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) erro
 	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(sg corev1.PodSchedulingGate) bool {
 		return sg.Name == berthv1.AdmissionGate
 	})
-	if err := c.Update(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing pod %s: %w", p.Name, err)
 	}
 	return nil

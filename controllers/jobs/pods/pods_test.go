@@ -2,13 +2,19 @@ package pods
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
 )
 
 func TestDefaulter(t *testing.T) {
@@ -39,5 +45,57 @@ func TestDefaulter(t *testing.T) {
 				t.Errorf("defaulting twice added the gate twice: %v", p.Spec.SchedulingGates)
 			}
 		})
+	}
+}
+
+// TestReleaseFromStaleCache releases a pod from a cached copy a version
+// behind the server's, as after kube-scheduler wrote the gated pod's
+// PodScheduled condition: the release must not conflict, must keep what
+// the newer version has, and must remove only berth's gate.
+func TestReleaseFromStaleCache(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-0"},
+		Spec: corev1.PodSpec{
+			NodeSelector:    map[string]string{"pool": "a"},
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "other.example/gate"}, {Name: berthv1.AdmissionGate}},
+		},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod).WithStatusSubresource(pod).Build()
+	stale := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), stale); err != nil {
+		t.Fatal(err)
+	}
+	newer := stale.DeepCopy()
+	newer.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "SchedulingGated"}}
+	if err := c.Status().Update(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+
+	g := &Gang{Pods: []corev1.Pod{*stale}, PodSetOf: func(*corev1.Pod) string { return "main" }}
+	g.SetScheduling([]jobs.PodSetScheduling{{Name: "main", NodeSelector: map[string]string{"pool": "b", "rack": "r1"}}})
+	g.Resume()
+	if err := g.Write(ctx, c); err != nil {
+		t.Fatalf("releasing from a stale copy: %v", err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	if IsGated(got) {
+		t.Errorf("berth's gate is still there: %v", got.Spec.SchedulingGates)
+	}
+	if want := []corev1.PodSchedulingGate{{Name: "other.example/gate"}}; !reflect.DeepEqual(got.Spec.SchedulingGates, want) {
+		t.Errorf("gates = %v, want %v", got.Spec.SchedulingGates, want)
+	}
+	if want := map[string]string{"pool": "a", "rack": "r1"}; !reflect.DeepEqual(got.Spec.NodeSelector, want) {
+		t.Errorf("node selector = %v, want %v (existing keys kept, missing ones added)", got.Spec.NodeSelector, want)
+	}
+	if len(got.Status.Conditions) != 1 {
+		t.Errorf("the newer version's status was lost: %v", got.Status.Conditions)
 	}
 }
