@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/controllers/visibility"
 )
 
@@ -31,6 +32,7 @@ type config struct {
 	statusInterval          time.Duration
 	statusRate              float64
 	applyWorkers            int
+	jobWorkers              int
 	pendingStatusDelay      time.Duration
 	fairSharing             bool
 	localQueueFairSharing   bool
@@ -61,6 +63,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
 	fs.Float64Var(&c.statusRate, "queue-status-rate", 2, "the most writes per second of counts and usage for all ClusterQueues, and as many for all LocalQueues: with many queues each is written less often than --queue-status-interval; 0 sets no such limit")
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
+	fs.IntVar(&c.jobWorkers, "job-workers", setup.DefaultJobWorkers, "how many jobs of each kind are reconciled at once (Workload created, pods released or stopped)")
 	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 0, "how long a workload waits its turn for quota before that is written to its status; 0 never writes it (the visibility API and kubectl berth explain show it); reasons that need action are written at once")
 	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
 	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
@@ -90,6 +93,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		if err := c.certs.Validate(); err != nil {
 			return c, err
 		}
+	}
+	if c.applyWorkers < 1 || c.jobWorkers < 1 {
+		return c, errors.New("--apply-workers and --job-workers must be at least 1")
 	}
 	if c.statusRate < 0 {
 		return c, errors.New("--queue-status-rate must not be negative: 0 sets no limit")

@@ -62,6 +62,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "renewal after expiry", args: []string{"--webhook-cert-validity=1h", "--webhook-cert-renew-before=2h"}, wantErr: "must be shorter than --webhook-cert-validity"},
 		{name: "lease shorter than renewal", args: []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"}, wantErr: "shorter than --leader-elect-lease-duration"},
 		{name: "no QPS", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		{name: "no job workers", args: []string{"--job-workers=0"}, wantErr: "--job-workers must be at least 1"},
 		{name: "negative queue status rate", args: []string{"--queue-status-rate=-1"}, wantErr: "--queue-status-rate must not be negative"},
 		{name: "bad DRA mapping", args: []string{"--dra-device-class=gpu.nvidia.com"}, wantErr: "--dra-device-class"},
 	}

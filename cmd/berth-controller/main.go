@@ -108,6 +108,7 @@ func run(ctx context.Context, c config) error {
 		StatusInterval:     c.statusInterval,
 		StatusRate:         c.statusRate,
 		ApplyWorkers:       c.applyWorkers,
+		JobWorkers:         c.jobWorkers,
 		PendingStatusDelay: c.pendingStatusDelay,
 		LocalQueueMetrics:  c.localQueueMetrics,
 		DeviceClasses:      c.deviceClasses,

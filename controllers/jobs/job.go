@@ -204,7 +204,8 @@ type Resolver interface {
 	// berth does not manage the object.
 	Key(obj client.Object) (string, bool)
 	// Resolve returns the gang of a key, or nil when none of its objects
-	// exists any more.
+	// exists any more. c indexes the kind's objects by their Key under
+	// KeyIndexKey, so a gang is found without reading its namespace.
 	Resolve(ctx context.Context, c client.Reader, namespace, key string) (Gang, error)
 }
 

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -75,7 +76,7 @@ func (r *Reconciler) Name() string { return strings.ToLower(r.kind.GVK().Kind) }
 // and the Workloads they own, and whatever else the kind asks for.
 func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if res, ok := r.kind.(Resolver); ok {
-		return r.registerResolved(mgr, res)
+		return r.registerResolved(ctx, mgr, res)
 	}
 	if err := IndexOwner(ctx, mgr, r.kind.GVK()); err != nil {
 		return err
@@ -87,13 +88,21 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
 		For(r.kind.NewObject(), builder.WithPredicates(labelled)).
-		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner()))
+		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner())).
+		WithOptions(r.controllerOptions())
 	if w, ok := r.kind.(Watcher); ok {
 		if err := w.Watch(ctx, mgr, b); err != nil {
 			return fmt.Errorf("registering %s watches: %w", r.Name(), err)
 		}
 	}
 	return b.Complete(r)
+}
+
+// controllerOptions reconcile up to opts.Workers jobs at once. The work
+// queue never hands the same job to two workers, and each job's writes
+// touch only its own Workload and pods, so jobs need no lock between them.
+func (r *Reconciler) controllerOptions() controller.Options {
+	return controller.Options{MaxConcurrentReconciles: max(r.opts.Workers, 1)}
 }
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete

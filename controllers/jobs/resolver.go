@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,9 +19,34 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
+// KeyIndexKey is the cache index of a Resolver kind's objects by their
+// gang key.
+func KeyIndexKey(gvk schema.GroupVersionKind) string {
+	return "berth.dev/gang-key-" + strings.ToLower(gvk.Kind)
+}
+
+// IndexKeys indexes the objects of a Resolver kind by their gang key. A
+// burst of small pod groups puts thousands of pods into one namespace;
+// without the index each gang's reconcile would filter all of them.
+func IndexKeys(ctx context.Context, indexer client.FieldIndexer, kind Kind, res Resolver) error {
+	err := indexer.IndexField(ctx, kind.NewObject(), KeyIndexKey(kind.GVK()), func(o client.Object) []string {
+		if key, ok := res.Key(o); ok {
+			return []string{key}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("indexing %s by gang key: %w", kind.GVK().Kind, err)
+	}
+	return nil
+}
+
 // registerResolved watches the objects of a Resolver kind and the Workloads
 // of their gangs, both mapped to the gang's key.
-func (r *Reconciler) registerResolved(mgr ctrl.Manager, res Resolver) error {
+func (r *Reconciler) registerResolved(ctx context.Context, mgr ctrl.Manager, res Resolver) error {
+	if err := IndexKeys(ctx, mgr.GetFieldIndexer(), r.kind, res); err != nil {
+		return err
+	}
 	toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		key, ok := res.Key(o)
 		if !ok {
@@ -37,7 +63,8 @@ func (r *Reconciler) registerResolved(mgr ctrl.Manager, res Resolver) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
 		Watches(r.kind.NewObject(), toKey).
-		Watches(&berthv1.Workload{}, wlToKey, builder.WithPredicates(ofKind))
+		Watches(&berthv1.Workload{}, wlToKey, builder.WithPredicates(ofKind)).
+		WithOptions(r.controllerOptions())
 	return b.Complete(r)
 }
 

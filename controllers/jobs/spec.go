@@ -24,6 +24,9 @@ type Options struct {
 	Parents []Kind
 	// Clock stamps Workload conditions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Workers is how many jobs (or gangs of a resolved kind) are reconciled
+	// at once; never the same one twice. Zero means 1.
+	Workers int
 }
 
 // maxPodSetResources is the Workload API's limit on the resources of one

@@ -4,6 +4,7 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -45,6 +46,10 @@ import (
 // ControllerName is the name berth reports in events.
 const ControllerName = "berth-controller"
 
+// DefaultJobWorkers is how many jobs of each kind are reconciled at once
+// unless Options.JobWorkers says otherwise (--job-workers).
+const DefaultJobWorkers = 16
+
 // Options configure berth.
 type Options struct {
 	// Engine configures admission decisions.
@@ -60,6 +65,11 @@ type Options struct {
 	Webhooks bool
 	// ApplyWorkers is how many decisions are written at once.
 	ApplyWorkers int
+	// JobWorkers is how many jobs of each kind are reconciled at once;
+	// zero means DefaultJobWorkers. One would serialise every job's writes
+	// (Workload create, one pod release per pod) behind each other, which
+	// a burst of small gangs turns into minutes of waiting.
+	JobWorkers int
 	// MetricsRegistry receives berth's collectors; controller-runtime's
 	// registry (served on the manager's metrics endpoint) when nil.
 	MetricsRegistry prometheus.Registerer
@@ -141,7 +151,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers)}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
 	if err != nil {
 		return nil, err

@@ -15,7 +15,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,33 +63,17 @@ func (Kind) Key(obj client.Object) (string, bool) {
 	return obj.GetName(), true
 }
 
-// Resolve reads the pods of a group.
+// Resolve reads the pods of a group, or the lone pod whose key is its own
+// name, from the gang-key index.
 func (k Kind) Resolve(ctx context.Context, c client.Reader, namespace, key string) (jobs.Gang, error) {
 	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{berthv1.PodGroupLabel: key}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{jobs.KeyIndexKey(k.GVK()): key}); err != nil {
 		return nil, fmt.Errorf("listing pods of group %s: %w", key, err)
 	}
-	var members []corev1.Pod
-	for i := range list.Items {
-		if got, ok := k.Key(&list.Items[i]); ok && got == key {
-			members = append(members, list.Items[i])
-		}
+	if len(list.Items) == 0 {
+		return nil, nil
 	}
-	if len(members) == 0 {
-		lone := &corev1.Pod{}
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: key}, lone)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading pod %s: %w", key, err)
-		}
-		if got, ok := k.Key(lone); !ok || got != key {
-			return nil, nil
-		}
-		members = []corev1.Pod{*lone}
-	}
-	return newGroup(members), nil
+	return newGroup(list.Items), nil
 }
 
 // Group is a pod group seen as a GenericJob.

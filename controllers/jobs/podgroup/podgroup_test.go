@@ -1,14 +1,20 @@
 package podgroup
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
 )
 
 func pod(name, group, count string) corev1.Pod {
@@ -108,4 +114,63 @@ func TestFinished(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResolveFromTheKeyIndex resolves gangs through the gang-key index the
+// reconciler registers: a group's pods, a lone pod by its name, nothing for
+// pods berth does not manage.
+func TestResolveFromTheKeyIndex(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	inNS := func(p corev1.Pod) *corev1.Pod { p.Namespace = "ns"; return &p }
+	unlabelled := inNS(pod("u", "g", "2"))
+	delete(unlabelled.Labels, berthv1.QueueNameLabel)
+	owned := inNS(pod("j", "g", "2"))
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: ptr.To(true)}}
+	other := inNS(pod("b", "g", "2"))
+	other.Namespace = "elsewhere"
+	indexer := &fieldIndexes{}
+	if err := jobs.IndexKeys(context.Background(), indexer, Kind{}, Kind{}); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(Kind{}.GVK()), indexer.fn).
+		WithObjects(inNS(pod("b", "g", "2")), inNS(pod("a", "g", "2")), inNS(pod("solo", "", "")), unlabelled, owned, other).Build()
+	tests := []struct {
+		key  string
+		want []string
+	}{
+		{key: "g", want: []string{"a", "b"}},
+		{key: "solo", want: []string{"solo"}},
+		{key: "u", want: nil},
+		{key: "j", want: nil},
+		{key: "missing", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			g, err := Kind{}.Resolve(context.Background(), c, "ns", tt.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if g != nil {
+				for _, p := range g.(*Group).Pods {
+					got = append(got, p.Name)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Resolve(%q) = %v, want %v", tt.key, got, tt.want)
+			}
+		})
+	}
+}
+
+// fieldIndexes captures the index function IndexKeys registers.
+type fieldIndexes struct{ fn client.IndexerFunc }
+
+func (f *fieldIndexes) IndexField(_ context.Context, _ client.Object, _ string, fn client.IndexerFunc) error {
+	f.fn = fn
+	return nil
 }

@@ -142,6 +142,9 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.applyWorkers) }}
 - --apply-workers={{ int64 $c.applyWorkers }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.jobWorkers) }}
+- --job-workers={{ int64 $c.jobWorkers }}
+{{- end }}
 {{- with $c.pendingStatusDelay }}
 - --pending-status-delay={{ . }}
 {{- end }}

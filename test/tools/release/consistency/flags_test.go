@@ -50,6 +50,7 @@ var flagCases = []flagCase{
 	{"queue-status-rate", []string{"controller.queueStatusRate=0.5"}, "--queue-status-rate=0.5"},
 	{"queue-status-rate", []string{"controller.queueStatusRate=0"}, "--queue-status-rate=0"},
 	{"apply-workers", []string{"controller.applyWorkers=32"}, "--apply-workers=32"},
+	{"job-workers", []string{"controller.jobWorkers=4"}, "--job-workers=4"},
 	{"pending-status-delay", []string{"controller.pendingStatusDelay=2m"}, "--pending-status-delay=2m"},
 	{"fair-sharing", []string{"controller.fairSharing=false"}, "--fair-sharing=false"},
 	{"local-queue-fair-sharing", []string{"controller.localQueueFairSharing=true"}, "--local-queue-fair-sharing=true"},

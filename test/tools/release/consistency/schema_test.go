@@ -27,6 +27,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{[]string{"controller.kubeAPIBurst=-1"}, []string{"/controller/kubeAPIBurst", "minimum"}},
 		{[]string{"controller.queueStatusRate=-1"}, []string{"/controller/queueStatusRate", "minimum"}},
 		{[]string{"controller.applyWorkers=many"}, []string{"/controller/applyWorkers"}},
+		{[]string{"controller.jobWorkers=0"}, []string{"/controller/jobWorkers", "minimum"}},
 		{[]string{"controller.fairSharing=yes"}, []string{"/controller/fairSharing"}},
 		{[]string{"controller.draDeviceClasses={nvidia.com/gpu}"}, []string{"/controller/draDeviceClasses/0"}},
 		{[]string{"leaderElection.leaseDuration=15 seconds"}, []string{"/leaderElection/leaseDuration", "pattern"}},
