@@ -73,13 +73,13 @@ test-unit:
 
 ## test-integration: suites against a real kube-apiserver and etcd.
 test-integration:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/... ./test/perf/...
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/... ./test/perf/runner/... ./test/perf/scenario/...
 
 ## test-e2e: suites on the full plane (apiserver, etcd, controller-manager, scheduler, kwok),
-## including the harness's own suite. Packages run one at a time (-p 1): two
+## including the harness's own suite and a small burst perf scenario. Packages run one at a time (-p 1): two
 ## control planes at once would starve each other on a small machine.
 test-e2e:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/controlplane/... ./test/e2e/...
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,)" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/controlplane/... ./test/e2e/... ./test/perf/burst/...
 
 ## test-reliability: the reliability suites on the full plane — leader
 ## failover of two berth-controller processes, API faults through a fault
@@ -104,15 +104,17 @@ soak:
 ## perf: run a performance scenario against a real apiserver and etcd and
 ## report it against its floors (not part of `make test`, which runs only
 ## the smoke scenario). SCENARIO: smoke, baseline, large, gpu-gangs or a YAML
-## file; QPS and BURST: berth's client limits; PERF_FLAGS: more berth-perf
-## flags (--mode=jobs, --preemption=never, --berth-rev=HEAD, ...). See
-## docs/performance.md.
+## file, or burst, which runs on the full plane (kube-scheduler, kwok nodes);
+## QPS and BURST: berth's client limits; PERF_FLAGS: more berth-perf flags
+## (--mode=jobs, --preemption=never, --berth-rev=HEAD, --burst-gangs=N, ...).
+## See docs/performance.md.
 SCENARIO ?= smoke
 QPS ?= 500
 BURST ?= 1000
 PERF_FLAGS ?=
+PERF_TOOLS = etcd kube-apiserver $(if $(filter burst,$(SCENARIO)),kube-controller-manager kube-scheduler kwok)
 perf:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,etcd kube-apiserver)" $(GO) run ./test/perf/cmd/berth-perf --scenario=$(SCENARIO) --qps=$(QPS) --burst=$(BURST) $(PERF_FLAGS)
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,$(PERF_TOOLS))" $(GO) run ./test/perf/cmd/berth-perf --scenario=$(SCENARIO) --qps=$(QPS) --burst=$(BURST) $(PERF_FLAGS)
 
 ## images: OCI images of berth-controller and berth-autoscaler for linux/amd64 and linux/arm64 in dist/images (no Docker). VERSION, IMAGE_REPO.
 VERSION ?= v0.0.0-dev

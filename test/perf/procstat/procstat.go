@@ -1,4 +1,6 @@
-package runner
+// Package procstat reads a process's CPU time and peak memory from /proc,
+// for the perf runners' reports of berth and the control plane.
+package procstat
 
 import (
 	"bufio"
@@ -14,35 +16,35 @@ import (
 // USER_HZ = 100 to user space on every architecture.
 const userHZ = 100
 
-// ProcSample is a process's CPU time and memory at one moment.
-type ProcSample struct {
+// Sample is a process's CPU time and memory at one moment.
+type Sample struct {
 	// CPUSeconds is user + system time so far.
 	CPUSeconds float64
 	// PeakRSSBytes is the high-water mark of the resident set (VmHWM).
 	PeakRSSBytes int64
 }
 
-// readProc samples process pid from /proc.
-func readProc(pid int) (ProcSample, error) {
+// Read samples process pid from /proc.
+func Read(pid int) (Sample, error) {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return ProcSample{}, fmt.Errorf("reading stat of pid %d: %w", pid, err)
+		return Sample{}, fmt.Errorf("reading stat of pid %d: %w", pid, err)
 	}
 	fields, err := statFields(stat)
 	if err != nil {
-		return ProcSample{}, fmt.Errorf("pid %d: %w", pid, err)
+		return Sample{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	// After the command, fields[0] is the state (field 3); utime and stime
 	// are fields 14 and 15.
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return ProcSample{}, fmt.Errorf("pid %d: malformed stat %q", pid, stat)
+		return Sample{}, fmt.Errorf("pid %d: malformed stat %q", pid, stat)
 	}
-	s := ProcSample{CPUSeconds: float64(utime+stime) / userHZ}
+	s := Sample{CPUSeconds: float64(utime+stime) / userHZ}
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return ProcSample{}, fmt.Errorf("reading status of pid %d: %w", pid, err)
+		return Sample{}, fmt.Errorf("reading status of pid %d: %w", pid, err)
 	}
 	s.PeakRSSBytes = statusKB(status, "VmHWM") * 1024
 	return s, nil
@@ -78,9 +80,9 @@ func statusKB(status []byte, key string) int64 {
 	return 0
 }
 
-// childrenNamed returns the pids of this process's children whose command
+// ChildrenNamed returns the pids of this process's children whose command
 // is one of names (envtest starts etcd and kube-apiserver as children).
-func childrenNamed(names ...string) map[string]int {
+func ChildrenNamed(names ...string) map[string]int {
 	out := map[string]int{}
 	self := strconv.Itoa(os.Getpid())
 	entries, err := os.ReadDir("/proc")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/test/perf/procstat"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -258,7 +259,7 @@ func requests(m *measurement, admitted int) Requests {
 // API server and berth spent per admitted workload.
 func processes(m *measurement, admitted int) Processes {
 	secs := m.after.at.Sub(m.t0).Seconds()
-	use := func(before, after ProcSample) ProcUsage {
+	use := func(before, after procstat.Sample) ProcUsage {
 		cpu := after.CPUSeconds - before.CPUSeconds
 		u := ProcUsage{CPUSeconds: cpu, PeakRSSBytes: after.PeakRSSBytes}
 		if secs > 0 {

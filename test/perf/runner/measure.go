@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/perf/procstat"
 )
 
 // requestsMetric is client-go's request counter, as controller-runtime
@@ -22,9 +23,9 @@ const requestsMetric = "rest_client_requests_total"
 // snapshot is what the runner reads of the processes at one moment.
 type snapshot struct {
 	at       time.Time
-	berth    ProcSample
-	plane    map[string]ProcSample // by component
-	runner   ProcSample
+	berth    procstat.Sample
+	plane    map[string]procstat.Sample // by component
+	runner   procstat.Sample
 	metrics  []Sample // berth's
 	requests map[string]int
 }
@@ -161,17 +162,17 @@ func startInformer(ctx context.Context, cl *cluster, t *tracker) (cache.Cache, e
 // takeSnapshot reads CPU and memory of berth, the plane's processes and
 // the runner, and berth's client metrics.
 func takeSnapshot(ctx context.Context, berth *berthProcess, cl *cluster) (snapshot, error) {
-	s := snapshot{at: time.Now(), plane: map[string]ProcSample{}, requests: cl.requests.snapshot()}
+	s := snapshot{at: time.Now(), plane: map[string]procstat.Sample{}, requests: cl.requests.snapshot()}
 	var err error
-	if s.berth, err = readProc(berth.PID()); err != nil {
+	if s.berth, err = procstat.Read(berth.PID()); err != nil {
 		return s, err
 	}
-	for name, pid := range childrenNamed("kube-apiserver", "etcd") {
-		if p, err := readProc(pid); err == nil {
+	for name, pid := range procstat.ChildrenNamed("kube-apiserver", "etcd") {
+		if p, err := procstat.Read(pid); err == nil {
 			s.plane[name] = p
 		}
 	}
-	if s.runner, err = readProc(os.Getpid()); err != nil {
+	if s.runner, err = procstat.Read(os.Getpid()); err != nil {
 		return s, err
 	}
 	s.metrics, err = scrape(ctx, berth.metricsURL, requestsMetric)

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -19,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/berth-dev/berth/test/perf/burst"
 	"github.com/berth-dev/berth/test/perf/runner"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
@@ -36,13 +39,20 @@ type config struct {
 	trace    string
 	opts     runner.Options
 	mode     string
+	burst    burst.Options
+	profile  string
 }
 
 func parseFlags(args []string) (config, error) {
 	var c config
 	var berthArgs stringList
 	fs := flag.NewFlagSet("berth-perf", flag.ContinueOnError)
-	fs.StringVar(&c.scenario, "scenario", "smoke", "shipped scenario ("+strings.Join(scenario.Shipped(), ", ")+") or a YAML file")
+	fs.StringVar(&c.scenario, "scenario", "smoke", "shipped scenario ("+strings.Join(scenario.Shipped(), ", ")+"), a YAML file, or burst (on the full plane)")
+	fs.IntVar(&c.burst.Gangs, "burst-gangs", 0, "burst: inference gangs that arrive; default 2000")
+	fs.DurationVar(&c.burst.Window, "burst-window", 0, "burst: the time they arrive within; default 10s")
+	fs.IntVar(&c.burst.Nodes, "burst-nodes", 0, "burst: 8-GPU nodes; default every pod's GPU plus an eighth")
+	fs.StringVar(&c.profile, "burst-cpu-profile", "", "burst: write a CPU profile of this process, which runs berth in the burst scenario, to this file")
+	fs.IntVar(&c.burst.SchedulerQPS, "burst-scheduler-qps", 0, "burst: kube-scheduler's client QPS (burst twice that); default 500")
 	fs.StringVar(&c.out, "out", "", "JSON report path; default bin/perf/<scenario>-<mode>-qps<qps>.json")
 	fs.StringVar(&c.mode, "mode", string(runner.ModeWorkloads), "workloads: create Workloads as a job adapter would; jobs: create suspended batch/v1 Jobs")
 	fs.Float64Var(&c.opts.QPS, "qps", 500, "berth's --kube-api-qps")
@@ -65,6 +75,9 @@ func parseFlags(args []string) (config, error) {
 	if c.out == "" {
 		name := strings.TrimSuffix(filepath.Base(c.scenario), ".yaml")
 		c.out = filepath.Join("bin", "perf", fmt.Sprintf("%s-%s-qps%g.json", name, c.mode, c.opts.QPS))
+		if c.scenario == burstScenario {
+			c.out = filepath.Join("bin", "perf", "burst.json")
+		}
 	}
 	return c, nil
 }
@@ -93,7 +106,35 @@ func mainCode() int {
 	return 0
 }
 
+// burstScenario is the scenario burst.Run runs on the full plane.
+const burstScenario = "burst"
+
+// reporter is what both kinds of run report.
+type reporter interface {
+	WriteJSON(path string) error
+	WriteTable(w io.Writer) error
+}
+
 func run(ctx context.Context, c config) error {
+	if c.scenario == burstScenario {
+		c.burst.Progress = os.Stderr
+		if c.profile != "" {
+			f, err := os.Create(c.profile)
+			if err != nil {
+				return fmt.Errorf("creating CPU profile: %w", err)
+			}
+			defer func() { _ = f.Close() }()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return fmt.Errorf("starting CPU profile: %w", err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		report, err := burst.Run(ctx, c.burst)
+		if report == nil {
+			return err
+		}
+		return write(c.out, report, err)
+	}
 	s, err := scenario.Named(c.scenario)
 	if err != nil {
 		return err
@@ -112,15 +153,21 @@ func run(ctx context.Context, c config) error {
 	if report == nil {
 		return runErr
 	}
-	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
+	return write(c.out, report, runErr)
+}
+
+// write saves the report as JSON at out and prints its table; runErr is
+// the run's own error, returned with any of these.
+func write(out string, report reporter, runErr error) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return errors.Join(runErr, fmt.Errorf("creating report directory: %w", err))
 	}
-	if err := report.WriteJSON(c.out); err != nil {
+	if err := report.WriteJSON(out); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if err := report.WriteTable(os.Stdout); err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Printf("report: %s\n", c.out)
+	fmt.Printf("report: %s\n", out)
 	return runErr
 }

@@ -1,0 +1,207 @@
+// Package burst runs the burst scenario on the full plane (kube-apiserver,
+// etcd, kube-controller-manager, kube-scheduler and kwok GPU nodes):
+// inference replicas — LeaderWorkerSet-shaped gangs of one leader and up to
+// three workers — arrive within a few seconds on free capacity, once with
+// kube-scheduler alone (the floor) and once through berth, and the report
+// compares the time from a gang's creation until all its pods are bound.
+//
+// Both runs create the same plain pods on the same nodes; the berth run
+// adds only berth's pod-group labels, so the difference is what berth's
+// admission (gate, Workload, admission, ungating) costs. Plain pods keep an
+// operator's own latency out of both runs.
+package burst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
+
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+// Options configure a run. Zero values get the defaults named per field.
+type Options struct {
+	// Gangs is how many inference replicas arrive. Default 2000.
+	Gangs int
+	// Window is the time over which they arrive, evenly spaced.
+	// Default 10s.
+	Window time.Duration
+	// MaxGangSize bounds a gang's pods; gang i has 1 + i mod MaxGangSize
+	// pods, one GPU each. Default 4.
+	MaxGangSize int
+	// Nodes is how many 8-GPU kwok nodes exist. Default: enough for every
+	// pod plus an eighth spare.
+	Nodes int
+	// SchedulerQPS is kube-scheduler's client QPS (burst twice that), so
+	// the floor is the scheduler's own speed rather than its default client
+	// limit of 50 QPS. Default 500, berth's own default.
+	SchedulerQPS int
+	// PhaseTimeout bounds each run's wait for every pod to be bound.
+	// Default 10m.
+	PhaseTimeout time.Duration
+	// Progress receives a line per step; nil discards them.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Gangs == 0 {
+		o.Gangs = 2000
+	}
+	if o.Window == 0 {
+		o.Window = 10 * time.Second
+	}
+	if o.MaxGangSize == 0 {
+		o.MaxGangSize = 4
+	}
+	if o.Nodes == 0 {
+		gpus := Pods(o.Gangs, o.MaxGangSize)
+		o.Nodes = (gpus*9/8 + gpusPerNode - 1) / gpusPerNode
+	}
+	if o.SchedulerQPS == 0 {
+		o.SchedulerQPS = 500
+	}
+	if o.PhaseTimeout == 0 {
+		o.PhaseTimeout = 10 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Gangs < 1:
+		return fmt.Errorf("gangs must be at least 1, not %d", o.Gangs)
+	case o.MaxGangSize < 1:
+		return fmt.Errorf("the largest gang must have at least 1 pod, not %d", o.MaxGangSize)
+	case o.Window < 0:
+		return fmt.Errorf("the arrival window must not be negative, not %s", o.Window)
+	case o.Nodes*gpusPerNode < Pods(o.Gangs, o.MaxGangSize):
+		return fmt.Errorf("%d nodes hold %d GPUs, fewer than the %d pods need: the scenario runs on free capacity",
+			o.Nodes, o.Nodes*gpusPerNode, Pods(o.Gangs, o.MaxGangSize))
+	}
+	return nil
+}
+
+// gpusPerNode is the GPUs of each kwok node (controlplane.GPUNode).
+const gpusPerNode = 8
+
+// GangSize is the number of pods of gang i.
+func GangSize(i, maxSize int) int { return 1 + i%maxSize }
+
+// Pods is the number of pods of n gangs of at most maxSize pods.
+func Pods(n, maxSize int) int {
+	total := 0
+	for i := range n {
+		total += GangSize(i, maxSize)
+	}
+	return total
+}
+
+// Run starts the full plane, runs the floor and then the berth run on it,
+// and stops the plane again. A partial report is returned with the error
+// when a run fails after the plane started.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o.defaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	qps := strconv.Itoa(o.SchedulerQPS)
+	fmt.Fprintf(o.Progress, "starting the full plane with %d nodes\n", o.Nodes)
+	env, err := framework.StartWith(ctx, framework.StartOptions{Full: true,
+		ExtraArgs: map[controlplane.Component][]string{controlplane.KubeScheduler: {
+			"--kube-api-qps=" + qps, "--kube-api-burst=" + strconv.Itoa(2*o.SchedulerQPS)}}})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Gangs: o.Gangs, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
+		Window: o.Window.Seconds(), SchedulerQPS: o.SchedulerQPS}
+	err = run(ctx, env, o, rep)
+	return rep, errors.Join(err, env.Stop())
+}
+
+func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error {
+	if err := createNodes(ctx, env, o.Nodes); err != nil {
+		return err
+	}
+	// The creator's own client must never be what throttles arrivals.
+	cfg := rest.CopyConfig(env.Plane.Config)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	p := &phaser{env: env, cfg: cfg, o: o}
+
+	fmt.Fprintln(o.Progress, "floor: the pods with kube-scheduler alone")
+	floor, err := p.run(ctx, "burst-floor", false)
+	rep.Floor = floor
+	if err != nil {
+		return fmt.Errorf("floor run: %w", err)
+	}
+	if _, err := env.StartBerth(framework.BerthOptions{}); err != nil {
+		return fmt.Errorf("starting berth: %w", err)
+	}
+	fmt.Fprintln(o.Progress, "berth: the same pods as pod groups in a LocalQueue")
+	through, err := p.run(ctx, "burst-berth", true)
+	rep.Berth = through
+	if err != nil {
+		return fmt.Errorf("berth run: %w", err)
+	}
+	if rep.Floor.P95 > 0 {
+		rep.P95Ratio = rep.Berth.P95 / rep.Floor.P95
+	}
+	return nil
+}
+
+// createNodes creates the nodes concurrently and waits until all are Ready.
+func createNodes(ctx context.Context, env *framework.Env, n int) error {
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			node := controlplane.GPUNode(fmt.Sprintf("h200-%d", i), gpusPerNode, nil)
+			if err := env.Client.Create(ctx, node); err != nil {
+				errs <- fmt.Errorf("creating node %s: %w", node.Name, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var all []error
+	for range n {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return err
+	}
+	for i := range n {
+		if err := controlplane.WaitForNodeReady(ctx, env.Client, fmt.Sprintf("h200-%d", i)); err != nil {
+			return fmt.Errorf("waiting for node h200-%d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// createQueues gives namespace ns a LocalQueue "team" in a ClusterQueue
+// whose GPU quota covers every node.
+func createQueues(ctx context.Context, env *framework.Env, ns string, gpus int) error {
+	flavor := builders.Flavor(ns, nil)
+	cq := builders.ClusterQueue(ns).Quota(flavor.Name, builders.GPU, resource.NewQuantity(int64(gpus), resource.DecimalSI).String(), "").Obj()
+	if err := env.Client.Create(ctx, flavor); err != nil {
+		return fmt.Errorf("creating ResourceFlavor: %w", err)
+	}
+	if err := env.Client.Create(ctx, cq); err != nil {
+		return fmt.Errorf("creating ClusterQueue: %w", err)
+	}
+	if err := env.Client.Create(ctx, builders.LocalQueue(ns, "team", ns)); err != nil {
+		return fmt.Errorf("creating LocalQueue: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package burst
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+)
+
+func TestGangs(t *testing.T) {
+	tests := []struct {
+		gangs, maxSize, pods int
+		sizes                []int
+	}{
+		{gangs: 1, maxSize: 4, pods: 1, sizes: []int{1}},
+		{gangs: 6, maxSize: 4, pods: 1 + 2 + 3 + 4 + 1 + 2, sizes: []int{1, 2, 3, 4, 1, 2}},
+		{gangs: 2000, maxSize: 4, pods: 5000},
+		{gangs: 3, maxSize: 1, pods: 3, sizes: []int{1, 1, 1}},
+	}
+	for _, tt := range tests {
+		if got := Pods(tt.gangs, tt.maxSize); got != tt.pods {
+			t.Errorf("Pods(%d, %d) = %d, want %d", tt.gangs, tt.maxSize, got, tt.pods)
+		}
+		for i, want := range tt.sizes {
+			if got := GangSize(i, tt.maxSize); got != want {
+				t.Errorf("GangSize(%d, %d) = %d, want %d", i, tt.maxSize, got, want)
+			}
+		}
+	}
+}
+
+func TestGangPods(t *testing.T) {
+	for _, throughBerth := range []bool{false, true} {
+		pods := GangPods("ns", 3, 4, throughBerth)
+		if len(pods) != 4 {
+			t.Fatalf("gang 3 has %d pods, want 4", len(pods))
+		}
+		for _, p := range pods {
+			if p.Labels[GangLabel] != "r00003" {
+				t.Errorf("%s: gang label %q", p.Name, p.Labels[GangLabel])
+			}
+			if q := p.Spec.Containers[0].Resources.Requests[builders.GPU]; q.Value() != 1 {
+				t.Errorf("%s requests %s GPUs, want 1", p.Name, q.String())
+			}
+			_, queued := p.Labels[berthv1.QueueNameLabel]
+			group := p.Labels[berthv1.PodGroupLabel]
+			count := p.Annotations[berthv1.PodGroupTotalCountAnnotation]
+			if throughBerth && (!queued || group != "r00003" || count != "4") {
+				t.Errorf("%s through berth: queue %v, group %q, count %q", p.Name, queued, group, count)
+			}
+			if !throughBerth && (queued || group != "" || count != "") {
+				t.Errorf("%s for kube-scheduler alone carries berth's labels: %v %v", p.Name, p.Labels, p.Annotations)
+			}
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	s := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Second)
+		}
+		return out
+	}
+	tests := []struct {
+		values []time.Duration
+		p      int
+		want   time.Duration
+	}{
+		{values: nil, p: 95, want: 0},
+		{values: s(3), p: 95, want: 3 * time.Second},
+		{values: s(5, 1, 4, 2, 3), p: 50, want: 3 * time.Second},
+		{values: s(5, 1, 4, 2, 3), p: 100, want: 5 * time.Second},
+		{values: s(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), p: 95, want: 19 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := Percentile(tt.values, tt.p); got != tt.want {
+			t.Errorf("Percentile(%v, %d) = %v, want %v", tt.values, tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestRunRejectsBadOptions checks that options that cannot describe a burst
+// on free capacity fail before any plane starts, saying what to fix.
+func TestRunRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{name: "negative gangs", o: Options{Gangs: -1}, want: "gangs must be at least 1"},
+		{name: "empty gangs", o: Options{MaxGangSize: -2}, want: "at least 1 pod"},
+		{name: "negative window", o: Options{Window: -time.Second}, want: "must not be negative"},
+		{name: "too few nodes", o: Options{Gangs: 100, Nodes: 10}, want: "10 nodes hold 80 GPUs, fewer than the 250 pods need"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultNodesHoldEveryPodWithSpare(t *testing.T) {
+	o := Options{}
+	o.defaults()
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Nodes*gpusPerNode < Pods(o.Gangs, o.MaxGangSize)*9/8 {
+		t.Errorf("%d nodes for %d pods leave less than an eighth spare", o.Nodes, Pods(o.Gangs, o.MaxGangSize))
+	}
+}

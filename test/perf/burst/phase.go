@@ -1,0 +1,335 @@
+package burst
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/perf/procstat"
+)
+
+// GangLabel names the gang a pod belongs to, in both runs.
+const GangLabel = "perf.berth.dev/gang"
+
+// creators is how many gangs are created concurrently: enough that a slow
+// create never delays the next arrival.
+const creators = 32
+
+// phaser runs one arrival of every gang into a namespace of its own.
+type phaser struct {
+	env *framework.Env
+	cfg *rest.Config
+	o   Options
+}
+
+// binds records when each pod was first seen bound to a node.
+type binds struct {
+	mu   sync.Mutex
+	when map[string]time.Time
+}
+
+func (b *binds) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, seen := b.when[pod.Name]; !seen {
+		b.when[pod.Name] = now
+	}
+}
+
+func (b *binds) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.when)
+}
+
+// run creates every gang in namespace ns on schedule, through berth when
+// throughBerth, waits until every pod is bound (or the phase times out),
+// and measures each gang from the creation of its first pod until its last
+// pod was seen bound. The floor's namespace is emptied again afterwards so
+// that the berth run finds the same free capacity.
+func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, error) {
+	ph := Phase{Namespace: ns, ThroughBerth: throughBerth, Gangs: p.o.Gangs, Pods: Pods(p.o.Gangs, p.o.MaxGangSize)}
+	if err := p.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return ph, fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	if throughBerth {
+		if err := createQueues(ctx, p.env, ns, p.o.Nodes*gpusPerNode); err != nil {
+			return ph, err
+		}
+		if err := waitActive(ctx, p.env.Client, ns); err != nil {
+			return ph, err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(p.cfg)
+	if err != nil {
+		return ph, fmt.Errorf("creating clientset: %w", err)
+	}
+	seen := &binds{when: map[string]time.Time{}}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, obj any) { seen.observe(obj) },
+	}); err != nil {
+		return ph, fmt.Errorf("watching pods: %w", err)
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	var wls *workloads
+	if throughBerth {
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if wls, err = watchWorkloads(watchCtx, p.env, p.cfg, ns); err != nil {
+			return ph, err
+		}
+	}
+
+	before := sampleCPU()
+	created, span, err := p.arrive(ctx, cs, ns, throughBerth)
+	ph.CreateSpan = span.Seconds()
+	if err != nil {
+		return ph, err
+	}
+	fmt.Fprintf(p.o.Progress, "  %d pods created in %.1fs; waiting for every pod to be bound\n", ph.Pods, span.Seconds())
+	waitErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.o.PhaseTimeout, true,
+		func(context.Context) (bool, error) { return seen.count() >= ph.Pods, nil })
+	ph.measure(created, seen, p.o.MaxGangSize)
+	ph.CPUSeconds = cpuSince(before)
+	if throughBerth {
+		st := wls.stages(created, seen, p.o.MaxGangSize)
+		ph.Stages = &st
+		if ph.Workloads, err = admittedWorkloads(ctx, p.env.Client, ns); err != nil {
+			return ph, err
+		}
+	}
+	fmt.Fprintf(p.o.Progress, "  %d of %d gangs bound, %d partly; p50 %.2fs p95 %.2fs max %.2fs\n",
+		ph.Complete, ph.Gangs, ph.Partial, ph.P50, ph.P95, ph.Max)
+	if waitErr != nil {
+		return ph, fmt.Errorf("%d of %d pods bound: %w", seen.count(), ph.Pods, waitErr)
+	}
+	if !throughBerth {
+		return ph, emptyNamespace(ctx, p.env.Client, ns)
+	}
+	return ph, nil
+}
+
+// arrive creates gang i at start + i×window/gangs and returns when each
+// gang's creation began and how long all creations took.
+func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string, throughBerth bool) ([]time.Time, time.Duration, error) {
+	created := make([]time.Time, p.o.Gangs)
+	next := make(chan int)
+	errs := make(chan error, creators)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Go(func() {
+			var failed error
+			for i := range next {
+				if failed != nil {
+					continue
+				}
+				created[i] = time.Now()
+				for _, pod := range GangPods(ns, i, p.o.MaxGangSize, throughBerth) {
+					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+						failed = fmt.Errorf("creating pod %s/%s: %w", ns, pod.Name, err)
+						break
+					}
+				}
+			}
+			errs <- failed
+		})
+	}
+	start := time.Now()
+	for i := range p.o.Gangs {
+		due := start.Add(time.Duration(i) * p.o.Window / time.Duration(p.o.Gangs))
+		select {
+		case <-time.After(time.Until(due)):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	span := time.Since(start)
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return created, span, errors.Join(append(all, ctx.Err())...)
+}
+
+// components are the processes whose CPU time a phase reports: the plane's
+// (/proc truncates kube-controller-manager's name to 15 characters) and
+// this process, which runs berth and creates the load.
+var components = []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok", "kube-controller"}
+
+// thisProcess names this process's CPU in Phase.CPUSeconds.
+const thisProcess = "berth-perf (berth and the load)"
+
+// sampleCPU reads the CPU seconds of each component so far.
+func sampleCPU() map[string]float64 {
+	out := map[string]float64{}
+	pids := procstat.ChildrenNamed(components...)
+	pids[thisProcess] = os.Getpid()
+	for name, pid := range pids {
+		if s, err := procstat.Read(pid); err == nil {
+			out[name] = s.CPUSeconds
+		}
+	}
+	return out
+}
+
+// cpuSince is the CPU seconds each component used since before.
+func cpuSince(before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, now := range sampleCPU() {
+		if was, ok := before[name]; ok {
+			out[name] = now - was
+		}
+	}
+	return out
+}
+
+// measure fills the phase's gang counts and latencies.
+func (ph *Phase) measure(created []time.Time, seen *binds, maxSize int) {
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	var latencies []time.Duration
+	for i, start := range created {
+		size, bound := GangSize(i, maxSize), 0
+		var last time.Time
+		for j := range size {
+			if t, ok := seen.when[podName(i, j)]; ok {
+				bound++
+				if t.After(last) {
+					last = t
+				}
+			}
+		}
+		switch {
+		case bound == size:
+			ph.Complete++
+			latencies = append(latencies, last.Sub(start))
+		case bound > 0:
+			ph.Partial++
+		}
+	}
+	ph.P50 = Percentile(latencies, 50).Seconds()
+	ph.P95 = Percentile(latencies, 95).Seconds()
+	ph.Max = Percentile(latencies, 100).Seconds()
+}
+
+// Percentile is the nearest-rank percentile p of values (0 if none).
+func Percentile(values []time.Duration, p int) time.Duration {
+	if len(values) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	rank := (p*len(sorted) + 99) / 100
+	return sorted[max(rank, 1)-1]
+}
+
+func podName(gang, index int) string { return fmt.Sprintf("r%05d-%d", gang, index) }
+
+// GangPods are the pods of gang i: a leader and workers, one GPU each,
+// which kube-scheduler places on its own, or, through berth, as one pod
+// group in LocalQueue "team".
+func GangPods(ns string, i, maxSize int, throughBerth bool) []*corev1.Pod {
+	size := GangSize(i, maxSize)
+	gang := fmt.Sprintf("r%05d", i)
+	gpu := corev1.ResourceList{builders.GPU: resource.MustParse("1")}
+	var out []*corev1.Pod
+	for j := range size {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(i, j), Labels: map[string]string{GangLabel: gang}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/inference:latest",
+				Resources: corev1.ResourceRequirements{Requests: gpu, Limits: gpu}}}},
+		}
+		if throughBerth {
+			pod.Labels[berthv1.QueueNameLabel] = "team"
+			pod.Labels[berthv1.PodGroupLabel] = gang
+			pod.Annotations = map[string]string{berthv1.PodGroupTotalCountAnnotation: strconv.Itoa(size)}
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+// waitActive waits until berth reports ClusterQueue name Active, so that the
+// berth run measures admission, not berth learning about its queue.
+func waitActive(ctx context.Context, c client.Client, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cq := &berthv1.ClusterQueue{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cq); err != nil {
+			return false, err
+		}
+		return apimeta.IsStatusConditionTrue(cq.Status.Conditions, berthv1.ConditionActive), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for ClusterQueue %s to be Active: %w", name, err)
+	}
+	return nil
+}
+
+// admittedWorkloads counts the Workloads in ns that hold quota.
+func admittedWorkloads(ctx context.Context, c client.Client, ns string) (int, error) {
+	wls := &berthv1.WorkloadList{}
+	if err := c.List(ctx, wls, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("listing Workloads in %s: %w", ns, err)
+	}
+	n := 0
+	for _, wl := range wls.Items {
+		if wl.Status.Admission != nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// emptyNamespace deletes every pod in ns at once (no kubelet waits for
+// them) and waits until they are gone, freeing their nodes.
+func emptyNamespace(ctx context.Context, c client.Client, ns string) error {
+	if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
+		return fmt.Errorf("deleting the pods in %s: %w", ns, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the pods in %s to go: %w", ns, err)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package burst
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// Phase is what one run measured. Times are seconds.
+type Phase struct {
+	Namespace    string `json:"namespace"`
+	ThroughBerth bool   `json:"throughBerth"`
+	Gangs        int    `json:"gangs"`
+	Pods         int    `json:"pods"`
+	// CreateSpan is how long creating every gang took, against the
+	// window they were due in.
+	CreateSpan float64 `json:"createSpanSeconds"`
+	// Complete gangs have every pod bound; Partial ones only some.
+	Complete int `json:"complete"`
+	Partial  int `json:"partial"`
+	// P50, P95 and Max of the complete gangs' time from the creation of
+	// their first pod until their last pod was seen bound.
+	P50 float64 `json:"p50Seconds"`
+	P95 float64 `json:"p95Seconds"`
+	Max float64 `json:"maxSeconds"`
+	// Workloads admitted by berth (the berth run only): one per gang shows
+	// every gang went through berth.
+	Workloads int `json:"admittedWorkloads,omitempty"`
+	// CPUSeconds each process used from the first creation until the last
+	// bind (or the timeout), by component.
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+	// Stages splits the berth run's time per gang.
+	Stages *Stages `json:"stages,omitempty"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Gangs        int     `json:"gangs"`
+	Pods         int     `json:"pods"`
+	Nodes        int     `json:"nodes"`
+	Window       float64 `json:"windowSeconds"`
+	SchedulerQPS int     `json:"schedulerQPS"`
+	CPUs         int     `json:"cpus"`
+	GoVersion    string  `json:"goVersion"`
+	// Floor is kube-scheduler alone; Berth the same pods through berth.
+	Floor Phase `json:"floor"`
+	Berth Phase `json:"berth"`
+	// P95Ratio is the berth run's p95 over the floor's.
+	P95Ratio float64 `json:"p95Ratio"`
+}
+
+// WriteJSON writes the report to path.
+func (r *Report) WriteJSON(path string) error {
+	r.CPUs, r.GoVersion = runtime.NumCPU(), runtime.Version()
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding report: %w", err)
+	}
+	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable prints the report for a reader.
+func (r *Report) WriteTable(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "berth perf: burst, %d gangs (%d pods, 1 GPU each) within %gs on %d nodes; kube-scheduler QPS %d\n",
+		r.Gangs, r.Pods, r.Window, r.Nodes, r.SchedulerQPS)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "%-22s %9s %9s %9s %9s %9s %9s\n", "run", "created", "complete", "partial", "p50", "p95", "max"); err != nil {
+		return err
+	}
+	for _, ph := range []struct {
+		name string
+		p    Phase
+	}{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}} {
+		if _, err := fmt.Fprintf(w, "%-22s %8.1fs %9d %9d %8.2fs %8.2fs %8.2fs\n", ph.name,
+			ph.p.CreateSpan, ph.p.Complete, ph.p.Partial, ph.p.P50, ph.p.P95, ph.p.Max); err != nil {
+			return err
+		}
+	}
+	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: %.2fx; Workloads admitted: %d\n", r.P95Ratio, r.Berth.Workloads); err != nil {
+		return err
+	}
+	for _, ph := range []struct {
+		name string
+		p    Phase
+	}{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}} {
+		if _, err := fmt.Fprintf(w, "CPU seconds, %s: %s\n", ph.name, cpuLine(ph.p.CPUSeconds)); err != nil {
+			return err
+		}
+	}
+	if s := r.Berth.Stages; s != nil {
+		_, err = fmt.Fprintf(w, "through berth, p50 / p95: creation to Workload %.2fs / %.2fs, to admission %.2fs / %.2fs, to all bound %.2fs / %.2fs\n",
+			s.ToWorkloadP50, s.ToWorkloadP95, s.ToAdmittedP50, s.ToAdmittedP95, s.ToBoundP50, s.ToBoundP95)
+	}
+	return err
+}
+
+// cpuLine lists CPU seconds by component, largest first.
+func cpuLine(cpu map[string]float64) string {
+	names := slices.Collect(maps.Keys(cpu))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(cpu[b], cpu[a]) })
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f", n, cpu[n]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,53 @@
+package burst_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/test/perf/burst"
+)
+
+var _ = Describe("a small burst on the full plane", func() {
+	It("binds every gang whole, with kube-scheduler alone and through berth, and reports both", func(ctx SpecContext) {
+		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+		const gangs = 24
+		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, Progress: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		pods := burst.Pods(gangs, 4)
+		Expect(rep.Pods).To(Equal(pods))
+		for _, ph := range []burst.Phase{rep.Floor, rep.Berth} {
+			Expect(ph.Pods).To(Equal(pods))
+			Expect(ph.Complete).To(Equal(gangs), "%s: every gang bound", ph.Namespace)
+			Expect(ph.Partial).To(BeZero(), "%s: no gang partly bound", ph.Namespace)
+			Expect(ph.P50).To(BeNumerically(">", 0))
+			Expect(ph.P95).To(BeNumerically(">=", ph.P50))
+			Expect(ph.Max).To(BeNumerically(">=", ph.P95))
+		}
+		By("every gang of the berth run went through berth, one admitted Workload each")
+		Expect(rep.Berth.ThroughBerth).To(BeTrue())
+		Expect(rep.Berth.Workloads).To(Equal(gangs))
+		Expect(rep.Floor.Workloads).To(BeZero())
+		Expect(rep.P95Ratio).To(BeNumerically("~", rep.Berth.P95/rep.Floor.P95, 1e-9))
+
+		By("writing the report as JSON and as a table")
+		path := filepath.Join(GinkgoT().TempDir(), "burst.json")
+		Expect(rep.WriteJSON(path)).To(Succeed())
+		raw, err := os.ReadFile(path)
+		Expect(err).NotTo(HaveOccurred())
+		var back burst.Report
+		Expect(json.Unmarshal(raw, &back)).To(Succeed())
+		Expect(back.Berth).To(Equal(rep.Berth))
+		var table bytes.Buffer
+		Expect(rep.WriteTable(&table)).To(Succeed())
+		Expect(table.String()).To(ContainSubstring("through berth"))
+		GinkgoWriter.Println(table.String())
+	}, NodeTimeout(10*time.Minute))
+})
