@@ -58,32 +58,6 @@ func TestGangPods(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	s := func(v ...int) []time.Duration {
-		var out []time.Duration
-		for _, x := range v {
-			out = append(out, time.Duration(x)*time.Second)
-		}
-		return out
-	}
-	tests := []struct {
-		values []time.Duration
-		p      int
-		want   time.Duration
-	}{
-		{values: nil, p: 95, want: 0},
-		{values: s(3), p: 95, want: 3 * time.Second},
-		{values: s(5, 1, 4, 2, 3), p: 50, want: 3 * time.Second},
-		{values: s(5, 1, 4, 2, 3), p: 100, want: 5 * time.Second},
-		{values: s(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20), p: 95, want: 19 * time.Second},
-	}
-	for _, tt := range tests {
-		if got := Percentile(tt.values, tt.p); got != tt.want {
-			t.Errorf("Percentile(%v, %d) = %v, want %v", tt.values, tt.p, got, tt.want)
-		}
-	}
-}
-
 // TestRunRejectsBadOptions checks that options that cannot describe a burst
 // on free capacity fail before any plane starts, saying what to fix.
 func TestRunRejectsBadOptions(t *testing.T) {

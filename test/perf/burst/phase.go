@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/perf/procstat"
+	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
 // GangLabel names the gang a pod belongs to, in both runs.
@@ -242,20 +242,8 @@ func (ph *Phase) measure(created []time.Time, seen *binds, maxSize int) {
 			ph.Partial++
 		}
 	}
-	ph.P50 = Percentile(latencies, 50).Seconds()
-	ph.P95 = Percentile(latencies, 95).Seconds()
-	ph.Max = Percentile(latencies, 100).Seconds()
-}
-
-// Percentile is the nearest-rank percentile p of values (0 if none).
-func Percentile(values []time.Duration, p int) time.Duration {
-	if len(values) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
-	rank := (p*len(sorted) + 99) / 100
-	return sorted[max(rank, 1)-1]
+	s := scenario.Summarize(latencies)
+	ph.P50, ph.P95, ph.Max = s.P50.Seconds(), s.P95.Seconds(), s.Max.Seconds()
 }
 
 func podName(gang, index int) string { return fmt.Sprintf("r%05d-%d", gang, index) }

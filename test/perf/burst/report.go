@@ -68,6 +68,17 @@ func (r *Report) WriteJSON(path string) error {
 	return nil
 }
 
+// namedPhase is a run with its name in the table.
+type namedPhase struct {
+	name string
+	p    Phase
+}
+
+// runs are the floor and the berth run, in table order.
+func (r *Report) runs() []namedPhase {
+	return []namedPhase{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}}
+}
+
 // WriteTable prints the report for a reader.
 func (r *Report) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "berth perf: burst, %d gangs (%d pods, 1 GPU each) within %gs on %d nodes; kube-scheduler QPS %d\n",
@@ -78,10 +89,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "%-22s %9s %9s %9s %9s %9s %9s\n", "run", "created", "complete", "partial", "p50", "p95", "max"); err != nil {
 		return err
 	}
-	for _, ph := range []struct {
-		name string
-		p    Phase
-	}{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}} {
+	for _, ph := range r.runs() {
 		if _, err := fmt.Fprintf(w, "%-22s %8.1fs %9d %9d %8.2fs %8.2fs %8.2fs\n", ph.name,
 			ph.p.CreateSpan, ph.p.Complete, ph.p.Partial, ph.p.P50, ph.p.P95, ph.p.Max); err != nil {
 			return err
@@ -90,10 +98,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: %.2fx; Workloads admitted: %d\n", r.P95Ratio, r.Berth.Workloads); err != nil {
 		return err
 	}
-	for _, ph := range []struct {
-		name string
-		p    Phase
-	}{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}} {
+	for _, ph := range r.runs() {
 		if _, err := fmt.Fprintf(w, "CPU seconds, %s: %s\n", ph.name, cpuLine(ph.p.CPUSeconds)); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
 // Stages splits the berth run's time per gang, in seconds: from creation
@@ -97,10 +98,11 @@ func (w *workloads) stages(created []time.Time, seen *binds, maxSize int) Stages
 		toAdmitted = append(toAdmitted, admitted.Sub(appeared))
 		toBound = append(toBound, last.Sub(admitted))
 	}
+	w1, w2, w3 := scenario.Summarize(toWorkload), scenario.Summarize(toAdmitted), scenario.Summarize(toBound)
 	return Stages{
-		ToWorkloadP50: Percentile(toWorkload, 50).Seconds(), ToWorkloadP95: Percentile(toWorkload, 95).Seconds(),
-		ToAdmittedP50: Percentile(toAdmitted, 50).Seconds(), ToAdmittedP95: Percentile(toAdmitted, 95).Seconds(),
-		ToBoundP50: Percentile(toBound, 50).Seconds(), ToBoundP95: Percentile(toBound, 95).Seconds(),
+		ToWorkloadP50: w1.P50.Seconds(), ToWorkloadP95: w1.P95.Seconds(),
+		ToAdmittedP50: w2.P50.Seconds(), ToAdmittedP95: w2.P95.Seconds(),
+		ToBoundP50: w3.P50.Seconds(), ToBoundP95: w3.P95.Seconds(),
 	}
 }
 

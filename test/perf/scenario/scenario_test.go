@@ -122,9 +122,11 @@ func TestSummarize(t *testing.T) {
 	}{
 		{"empty", nil, scenario.Summary{}},
 		{"one", ms(7), scenario.Summary{Count: 1, Mean: 7 * time.Millisecond, P50: 7 * time.Millisecond,
-			P90: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}},
+			P90: 7 * time.Millisecond, P95: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}},
 		{"unsorted ten", ms(10, 1, 9, 2, 8, 3, 7, 4, 6, 5), scenario.Summary{Count: 10, Mean: 5500 * time.Microsecond,
-			P50: 5 * time.Millisecond, P90: 9 * time.Millisecond, P99: 10 * time.Millisecond, Max: 10 * time.Millisecond}},
+			P50: 5 * time.Millisecond, P90: 9 * time.Millisecond, P95: 10 * time.Millisecond, P99: 10 * time.Millisecond, Max: 10 * time.Millisecond}},
+		{"twenty", ms(20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1), scenario.Summary{Count: 20, Mean: 10500 * time.Microsecond,
+			P50: 10 * time.Millisecond, P90: 18 * time.Millisecond, P95: 19 * time.Millisecond, P99: 20 * time.Millisecond, Max: 20 * time.Millisecond}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

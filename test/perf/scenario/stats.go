@@ -9,9 +9,9 @@ import (
 type Summary struct {
 	// Count of values.
 	Count int
-	// Mean, and the 50th, 90th and 99th percentiles (nearest rank), and the
-	// largest value.
-	Mean, P50, P90, P99, Max time.Duration
+	// Mean, and the 50th, 90th, 95th and 99th percentiles (nearest rank),
+	// and the largest value.
+	Mean, P50, P90, P95, P99, Max time.Duration
 }
 
 // Summarize returns the summary of values; values is not modified.
@@ -30,6 +30,7 @@ func Summarize(values []time.Duration) Summary {
 		Mean:  sum / time.Duration(len(sorted)),
 		P50:   percentile(sorted, 50),
 		P90:   percentile(sorted, 90),
+		P95:   percentile(sorted, 95),
 		P99:   percentile(sorted, 99),
 		Max:   sorted[len(sorted)-1],
 	}
