@@ -84,9 +84,13 @@ type NotificationSettings struct {
 	MaxReportsPerHour int32 `json:"maxReportsPerHour,omitempty"`
 
 	// logLines is how many lines of the previous container's log a report
-	// carries (0: none); logBytes bounds them.
+	// carries (0: none); logBytes bounds them. Unset means 20 in a
+	// NotificationPolicy, whose reports go to the namespace's own team,
+	// and 0 in a ClusterNotificationPolicy, whose reports leave every
+	// selected tenant's namespace: a platform team that wants tenants' logs
+	// sets it. Lines that look like secrets (bearer tokens, password= and
+	// token= pairs, cloud keys, private keys) are redacted either way.
 	// +optional
-	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=200
 	LogLines *int32 `json:"logLines,omitempty"`
@@ -136,8 +140,11 @@ type ClusterNotificationPolicySpec struct {
 
 // NotificationPolicyStatus is what berth observed of a policy.
 type NotificationPolicyStatus struct {
-	// conditions: Ready says whether berth can read the sink's Secret and
-	// the URL in it is valid, and if not, what to do.
+	// conditions: Ready says whether berth uses the policy: it can read
+	// the sink's Secret, the URL in it is valid for the sink's type and
+	// the policy is within its namespace's cap; if not, what to do.
+	// Delivered says how the last report that went out ended (absent until
+	// one did).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -145,9 +152,14 @@ type NotificationPolicyStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ConditionReady is the condition of a notification policy that says
-// whether its sink can be used.
-const ConditionReady = "Ready"
+// Conditions of a notification policy.
+const (
+	// ConditionReady says whether berth uses the policy's sink.
+	ConditionReady = "Ready"
+	// ConditionDelivered says how the last report that went out to the
+	// sink ended.
+	ConditionDelivered = "Delivered"
+)
 
 // Reasons of a notification policy's Ready condition.
 const (
@@ -157,8 +169,29 @@ const (
 	// may not read it, or it has no such key.
 	ReasonSecretNotReadable = "SecretNotReadable"
 	// ReasonInvalidURL (Ready=False): the Secret's value is not an https
-	// URL.
+	// URL, or a Slack sink's URL is not on a host berth allows for Slack.
 	ReasonInvalidURL = "InvalidURL"
+	// ReasonEgressRefused (Ready=False): the URL names an IP address berth
+	// does not connect to (loopback, link-local, private, the cluster's
+	// ranges) and no admin allowed it. Also a reason of Delivered=False,
+	// when the sink's name resolved to such an address.
+	ReasonEgressRefused = "EgressRefused"
+	// ReasonTooManyPolicies (Ready=False): the namespace has more
+	// NotificationPolicies than berth uses per namespace; this one is
+	// among the newest, beyond the cap, and is not used.
+	ReasonTooManyPolicies = "TooManyPolicies"
+)
+
+// Reasons of a notification policy's Delivered condition.
+const (
+	// ReasonDelivered (Delivered=True): the sink accepted the last report.
+	ReasonDelivered = "Delivered"
+	// ReasonSinkRedirected (Delivered=False): the sink answered with a
+	// redirect, which berth does not follow.
+	ReasonSinkRedirected = "SinkRedirected"
+	// ReasonDeliveryFailed (Delivered=False): the sink refused the report
+	// or could not be reached, and retries, if any, ran out.
+	ReasonDeliveryFailed = "DeliveryFailed"
 )
 
 // NotificationPolicy sends failure reports of its namespace's gangs

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/controllers/visibility"
 )
@@ -40,6 +42,16 @@ type config struct {
 	deviceClasses           jobs.DeviceClassMapping
 	leaseDuration, renewDue time.Duration
 	notifications           bool
+	notify                  notifyFlags
+}
+
+// notifyFlags are the admin's say in where and how failure reports are
+// delivered; docs/notifications.md explains each.
+type notifyFlags struct {
+	allowedCIDRs, serviceCIDRs, podCIDRs []netip.Prefix
+	slackHosts                           []string
+	workers                              int
+	perNamespace                         int
 }
 
 func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
@@ -72,6 +84,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		"export per-LocalQueue series (berth_local_queue_*); their labels grow with the namespaces")
 	fs.BoolVar(&c.notifications, "notifications", true,
 		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
+	bindNotifyFlags(fs, &c.notify)
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
 	zapOpts.BindFlags(fs)
@@ -96,6 +109,9 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	}
 	if c.applyWorkers < 1 || c.jobWorkers < 1 {
 		return c, errors.New("--apply-workers and --job-workers must be at least 1")
+	}
+	if c.notify.workers < 1 || c.notify.perNamespace < 1 {
+		return c, errors.New("--notification-workers and --notification-policies-per-namespace must be at least 1")
 	}
 	if c.statusRate < 0 {
 		return c, errors.New("--queue-status-rate must not be negative: 0 sets no limit")
@@ -135,6 +151,72 @@ func bindCertFlags(fs *flag.FlagSet, o *certs.Options) {
 	fs.DurationVar(&o.Validity, "webhook-cert-validity", 365*24*time.Hour, "lifetime of a self-managed serving certificate (the CA lasts ten years)")
 	fs.DurationVar(&o.RenewBefore, "webhook-cert-renew-before", 90*24*time.Hour, "renew the self-managed serving certificate when this much of its life is left")
 	fs.DurationVar(&o.CheckInterval, "webhook-cert-check-interval", 12*time.Hour, "how often the self-managed certificate's expiry is checked (a change to its Secret is checked at once)")
+}
+
+// bindNotifyFlags binds the flags of failure notifications' delivery to o.
+func bindNotifyFlags(fs *flag.FlagSet, o *notifyFlags) {
+	fs.Func("notification-allowed-cidrs", "ranges, comma-separated CIDRs or addresses, that notification sinks may be reached at although "+
+		"they are loopback, link-local, private, CGNAT or the cluster's own, e.g. an internal chat server's 10.20.0.0/24 (default none)",
+		cidrList(&o.allowedCIDRs))
+	fs.Func("cluster-service-cidrs", "the cluster's Service ranges, comma-separated CIDRs, that notification sinks may not be reached at "+
+		"unless --notification-allowed-cidrs names them; needed where they are not private addresses (default none)", cidrList(&o.serviceCIDRs))
+	fs.Func("cluster-pod-cidrs", "the cluster's pod ranges, comma-separated CIDRs, that notification sinks may not be reached at "+
+		"unless --notification-allowed-cidrs names them; needed where they are not private addresses (default none)", cidrList(&o.podCIDRs))
+	o.slackHosts = notify.DefaultSlackHosts()
+	fs.Func("notification-slack-hosts", "the hosts a Slack sink may post to, comma-separated host or host:port (443 when none); the list replaces "+
+		"the default, so name Slack's hosts too to keep them (default "+strings.Join(o.slackHosts, ",")+")", func(s string) error {
+		o.slackHosts = splitList(s)
+		if len(o.slackHosts) == 0 {
+			return errors.New("name at least one host")
+		}
+		return nil
+	})
+	fs.IntVar(&o.workers, "notification-workers", notify.DefaultDispatchOptions().Workers,
+		"how many failure reports are delivered at once, each to a different namespace's sinks")
+	fs.IntVar(&o.perNamespace, "notification-policies-per-namespace", notify.DefaultPoliciesPerNamespace,
+		"how many NotificationPolicies of one namespace are used, the oldest first; the others say so in their Ready condition")
+}
+
+// cidrList parses a comma-separated list of CIDRs (or single addresses)
+// into *dst.
+func cidrList(dst *[]netip.Prefix) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, item := range splitList(s) {
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				a, aerr := netip.ParseAddr(item)
+				if aerr != nil {
+					return fmt.Errorf("%q is neither a CIDR nor an IP address", item)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			*dst = append(*dst, p.Masked())
+		}
+		return nil
+	}
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// notifyOptions are failure notifications' options from the flags.
+func notifyOptions(c config) notify.Options {
+	d := notify.DefaultDispatchOptions()
+	d.Workers = c.notify.workers
+	return notify.Options{Enabled: c.notifications, Namespace: c.namespace, Dispatch: d,
+		PoliciesPerNamespace: c.notify.perNamespace, Egress: notify.EgressOptions{
+			AllowedCIDRs: c.notify.allowedCIDRs, ServiceCIDRs: c.notify.serviceCIDRs, PodCIDRs: c.notify.podCIDRs,
+			SlackHosts: c.notify.slackHosts,
+		}}
 }
 
 // engineOptions are the admission engine's defaults with the flags applied.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -65,6 +66,36 @@ func TestParseFlags(t *testing.T) {
 		{name: "no job workers", args: []string{"--job-workers=0"}, wantErr: "--job-workers must be at least 1"},
 		{name: "negative queue status rate", args: []string{"--queue-status-rate=-1"}, wantErr: "--queue-status-rate must not be negative"},
 		{name: "bad DRA mapping", args: []string{"--dra-device-class=gpu.nvidia.com"}, wantErr: "--dra-device-class"},
+		{name: "notifications keep to Slack's hosts and public addresses by default", check: func(t *testing.T, c config) {
+			o := notifyOptions(c)
+			if !slices.Equal(o.Egress.SlackHosts, []string{"hooks.slack.com", "hooks.slack-gov.com"}) || len(o.Egress.AllowedCIDRs) != 0 ||
+				len(o.Egress.ServiceCIDRs)+len(o.Egress.PodCIDRs) != 0 {
+				t.Errorf("egress = %+v, want Slack's hosts and no ranges", o.Egress)
+			}
+			if o.Dispatch.Workers != 4 || o.PoliciesPerNamespace != 20 || o.Dispatch.Timeout != 10*time.Second {
+				t.Errorf("workers %d, policies per namespace %d, timeout %s; want 4, 20, 10s", o.Dispatch.Workers, o.PoliciesPerNamespace, o.Dispatch.Timeout)
+			}
+		}},
+		{name: "an admin allows internal sinks and names the cluster's ranges", args: []string{
+			"--notification-allowed-cidrs=10.20.0.0/24, 192.168.1.5,fd00::/8", "--cluster-service-cidrs=34.118.224.0/20",
+			"--cluster-pod-cidrs=35.200.0.0/14", "--notification-slack-hosts=chat.example.com", "--notification-workers=8",
+			"--notification-policies-per-namespace=5"}, check: func(t *testing.T, c config) {
+			o := notifyOptions(c)
+			want := []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("192.168.1.5/32"), netip.MustParsePrefix("fd00::/8")}
+			if !slices.Equal(o.Egress.AllowedCIDRs, want) {
+				t.Errorf("allowed %v, want %v", o.Egress.AllowedCIDRs, want)
+			}
+			if o.Egress.ServiceCIDRs[0].String() != "34.118.224.0/20" || o.Egress.PodCIDRs[0].String() != "35.200.0.0/14" {
+				t.Errorf("cluster ranges %v %v", o.Egress.ServiceCIDRs, o.Egress.PodCIDRs)
+			}
+			if !slices.Equal(o.Egress.SlackHosts, []string{"chat.example.com"}) || o.Dispatch.Workers != 8 || o.PoliciesPerNamespace != 5 {
+				t.Errorf("options %+v", o)
+			}
+		}},
+		{name: "not a CIDR", args: []string{"--notification-allowed-cidrs=10.0.0.0/33"}, wantErr: "neither a CIDR nor an IP address"},
+		{name: "no Slack host", args: []string{"--notification-slack-hosts= , "}, wantErr: "name at least one host"},
+		{name: "no notification workers", args: []string{"--notification-workers=0"}, wantErr: "--notification-workers and --notification-policies-per-namespace must be at least 1"},
+		{name: "no policies per namespace", args: []string{"--notification-policies-per-namespace=0"}, wantErr: "--notification-workers and --notification-policies-per-namespace must be at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,6 @@ import (
 	"github.com/berth-dev/berth/cmd/internal/buildinfo"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/leader"
-	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/controllers/visibility"
 )
@@ -112,7 +111,7 @@ func run(ctx context.Context, c config) error {
 		PendingStatusDelay: c.pendingStatusDelay,
 		LocalQueueMetrics:  c.localQueueMetrics,
 		DeviceClasses:      c.deviceClasses,
-		Notifications:      notify.Options{Enabled: c.notifications, Namespace: c.namespace},
+		Notifications:      notifyOptions(c),
 	})
 	if err != nil {
 		return err

@@ -50,8 +50,17 @@ type Metrics struct {
 	IdleWhileWaitingTotal *prometheus.CounterVec
 	// NotificationsTotal counts failure reports by sink type (slack,
 	// webhook, event) and result: sent, failed (given up after retries or
-	// refused) or dropped (the delivery queue was full).
+	// refused) or dropped (the namespace's delivery queue was full, the
+	// policy's rate was spent, or the sink's circuit breaker was open).
 	NotificationsTotal *prometheus.CounterVec
+	// NotificationBreakersOpen is how many sinks, by type, have their
+	// circuit breaker open: they failed too often in a row, and their
+	// reports are dropped until a cool-down has passed and a trial
+	// succeeds.
+	NotificationBreakersOpen *prometheus.GaugeVec
+	// NotificationBreakerTripsTotal counts circuit breakers of sinks that
+	// opened, by sink type.
+	NotificationBreakerTripsTotal *prometheus.CounterVec
 	// Queues are the per-queue series, set on the queue-status tick.
 	Queues *Queues
 }
@@ -104,8 +113,16 @@ func New() *Metrics {
 		}, []string{"flavor", "resource"}),
 		NotificationsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "berth_notifications_total",
-			Help: "Failure reports of gangs, by sink type (slack, webhook, event) and result: sent, failed (refused, or given up after retries) or dropped (the delivery queue was full).",
+			Help: "Failure reports of gangs, by sink type (slack, webhook, event) and result: sent, failed (refused, or given up after retries) or dropped (the namespace's delivery queue was full, the policy's rate was spent, or the sink's circuit breaker was open).",
 		}, []string{"sink", "result"}),
+		NotificationBreakersOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_notification_breakers_open",
+			Help: "Notification sinks whose circuit breaker is open (their reports are dropped for a cool-down after repeated failures), by sink type (slack, webhook, event).",
+		}, []string{"sink"}),
+		NotificationBreakerTripsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_notification_breaker_trips_total",
+			Help: "Circuit breakers of notification sinks that opened after repeated failures, by sink type (slack, webhook, event).",
+		}, []string{"sink"}),
 		Queues: newQueues(),
 	}
 }
@@ -113,7 +130,8 @@ func New() *Metrics {
 // Register adds every collector to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range append([]prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
-		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal}, m.Queues.collectors()...) {
+		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal, m.NotificationBreakersOpen,
+		m.NotificationBreakerTripsTotal}, m.Queues.collectors()...) {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -151,4 +169,16 @@ func (m *Metrics) AddIdle(flavor, resource string, amount float64, d time.Durati
 // Notification records the result of one report to a sink.
 func (m *Metrics) Notification(sink, result string) {
 	m.NotificationsTotal.WithLabelValues(sink, result).Inc()
+}
+
+// NotificationBreakerOpened records a sink's circuit breaker opening.
+func (m *Metrics) NotificationBreakerOpened(sink string) {
+	m.NotificationBreakersOpen.WithLabelValues(sink).Inc()
+	m.NotificationBreakerTripsTotal.WithLabelValues(sink).Inc()
+}
+
+// NotificationBreakerClosed records a sink's circuit breaker closing (a
+// trial succeeded, or its policy went away).
+func (m *Metrics) NotificationBreakerClosed(sink string) {
+	m.NotificationBreakersOpen.WithLabelValues(sink).Dec()
 }

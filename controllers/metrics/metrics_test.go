@@ -27,6 +27,9 @@ func TestMetrics(t *testing.T) {
 	m.ProvisioningOutcome("best-effort-atomic-scale-up.autoscaling.x-k8s.io", "Failed")
 	m.AddIdle("h200", "nvidia.com/gpu", 4, 5*time.Second)
 	m.AddIdle("h200", "nvidia.com/gpu", 2, 5*time.Second)
+	m.NotificationBreakerOpened("webhook")
+	m.NotificationBreakerOpened("webhook")
+	m.NotificationBreakerClosed("webhook")
 
 	cases := []struct {
 		name string
@@ -39,6 +42,8 @@ func TestMetrics(t *testing.T) {
 		{"pending writes", testutil.ToFloat64(m.PendingStatusWritesTotal), 1},
 		{"provisioning failures", testutil.ToFloat64(m.ProvisioningAttemptsTotal.WithLabelValues("best-effort-atomic-scale-up.autoscaling.x-k8s.io", "Failed")), 1},
 		{"idle GPU-seconds", testutil.ToFloat64(m.IdleWhileWaitingTotal.WithLabelValues("h200", "nvidia.com/gpu")), 30},
+		{"breakers open", testutil.ToFloat64(m.NotificationBreakersOpen.WithLabelValues("webhook")), 1},
+		{"breaker trips", testutil.ToFloat64(m.NotificationBreakerTripsTotal.WithLabelValues("webhook")), 2},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {

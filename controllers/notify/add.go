@@ -28,11 +28,21 @@ type Options struct {
 	// Namespace is berth's own, where ClusterNotificationPolicies' Secrets
 	// live.
 	Namespace string
-	// HTTPClient posts to the sinks (nil: a client with a 10 s timeout).
+	// Egress says where sinks may be reached; the zero value refuses
+	// loopback, link-local, private, CGNAT, unspecified and multicast
+	// addresses, and lets Slack sinks post to Slack's hosts only.
+	Egress EgressOptions
+	// HTTPClient, when set, lends the sinks' client its timeout and its
+	// transport's TLS configuration (tests trust their own server's
+	// certificate this way); berth's egress rules apply all the same (see
+	// Egress.Guard). Nil: a client with Dispatch.Timeout.
 	HTTPClient *http.Client
 	// Dispatch configures delivery; a zero QueueSize means
 	// DefaultDispatchOptions.
 	Dispatch DispatchOptions
+	// PoliciesPerNamespace caps the NotificationPolicies used per
+	// namespace (0: DefaultPoliciesPerNamespace).
+	PoliciesPerNamespace int
 	// Clock is the notifier's clock (the real one when nil).
 	Clock clock.WithTicker
 }
@@ -47,6 +57,15 @@ func Add(ctx context.Context, mgr ctrl.Manager, m *metrics.Metrics, recorder eve
 	}
 	if o.Dispatch.QueueSize == 0 {
 		o.Dispatch = DefaultDispatchOptions()
+	}
+	egress := NewEgress(o.Egress)
+	httpClient := o.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: o.Dispatch.Timeout}
+	}
+	httpClient, err := egress.Guard(httpClient)
+	if err != nil {
+		return fmt.Errorf("building the sinks' HTTP client: %w", err)
 	}
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -75,7 +94,8 @@ func Add(ctx context.Context, mgr ctrl.Manager, m *metrics.Metrics, recorder eve
 	if err := mgr.Add(n); err != nil {
 		return fmt.Errorf("adding the notifier: %w", err)
 	}
-	return NewPolicyReconciler(mgr.GetClient(), mgr.GetAPIReader(), n, recorder, o.HTTPClient, o.Namespace).Register(ctx, mgr)
+	return NewPolicyReconciler(mgr.GetClient(), mgr.GetAPIReader(), n, recorder, PolicyOptions{Namespace: o.Namespace,
+		HTTPClient: httpClient, Egress: egress, PerNamespace: o.PoliciesPerNamespace}).Register(ctx, mgr)
 }
 
 // podCache caches the pods berth started (labelled with their Workload's

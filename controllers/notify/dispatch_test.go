@@ -158,7 +158,7 @@ func TestDispatcherRetriesUntilSent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go d.Run(ctx)
-	d.Enqueue(NewSlackSink(srv.URL, srv.Client()), sampleReport())
+	d.Enqueue("team-a/chat", NewSlackSink(srv.URL, srv.Client()), sampleReport())
 	for range 3 {
 		<-srv.got
 	}
@@ -177,7 +177,7 @@ func TestDispatcherGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go d.Run(ctx)
-	d.Enqueue(NewWebhookSink(srv.URL, srv.Client()), sampleReport())
+	d.Enqueue("team-a/chat", NewWebhookSink(srv.URL, srv.Client()), sampleReport())
 	NewWithT(t).Eventually(func() float64 {
 		return testutil.ToFloat64(m.NotificationsTotal.WithLabelValues("webhook", metrics.NotificationFailed))
 	}).WithTimeout(time.Minute).Should(BeEquivalentTo(1))
@@ -193,11 +193,12 @@ func TestDispatcherNeverBlocks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
-	// The worker holds one delivery in the blocked sink; the queue holds
-	// two more; every further one is dropped at once.
+	// One worker holds the namespace's one delivery in flight in the
+	// blocked sink; the namespace's queue holds two more; every further
+	// one is dropped at once.
 	accepted := 0
 	for range 10 {
-		if d.Enqueue(sink, sampleReport()) {
+		if d.Enqueue("team-a/chat", sink, sampleReport()) {
 			accepted++
 		}
 	}

@@ -86,3 +86,23 @@ func (p *Policy) Selects(g Gang, kind Kind, nsLabels labels.Set) bool {
 	}
 	return len(p.ClusterQueues) == 0 || slices.Contains(p.ClusterQueues, g.ClusterQueue)
 }
+
+// Default log lines of a report when a policy leaves logLines unset: a
+// NotificationPolicy's reports go to the namespace's own team; a
+// ClusterNotificationPolicy's leave every tenant's namespace it selects, so
+// it carries no logs unless its platform team asks.
+const (
+	defaultLogLines        = 20
+	defaultClusterLogLines = 0
+)
+
+// logLines is how many log lines the policy's reports carry.
+func (p *Policy) logLines() int32 {
+	switch {
+	case p.Settings.LogLines != nil:
+		return *p.Settings.LogLines
+	case p.Namespace == "":
+		return defaultClusterLogLines
+	}
+	return defaultLogLines
+}

@@ -53,6 +53,8 @@ type Notifier struct {
 	reader   client.Reader // berth's cache: Workloads, Namespaces
 	dispatch *Dispatcher
 	enrich   *Enricher
+	redact   *Redactor
+	outcomes *outcomes
 	metrics  *metrics.Metrics
 	clock    clock.WithTicker
 	log      logr.Logger
@@ -80,21 +82,32 @@ func NewNotifier(pods, reader client.Reader, enrich *Enricher, m *metrics.Metric
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	n := &Notifier{pods: pods, reader: reader, enrich: enrich, metrics: m, clock: o.Clock, log: log,
-		incoming: make(chan observed, 1024), unsched: map[string]bool{}, gangs: map[types.UID]Gang{},
+	n := &Notifier{pods: pods, reader: reader, enrich: enrich, redact: NewRedactor(), outcomes: newOutcomes(), metrics: m,
+		clock: o.Clock, log: log, incoming: make(chan observed, 1024), unsched: map[string]bool{}, gangs: map[types.UID]Gang{},
 		policies: map[string]*policyState{}}
-	o.Dispatch.Prepare = enrich.Enrich
+	o.Dispatch.Prepare = n.prepare
+	o.Dispatch.Outcome = n.outcomes.record
 	n.dispatch = NewDispatcher(o.Dispatch, m, log)
 	return n
 }
 
-// SetPolicy adds or replaces a policy and its sink; a nil sink removes it.
-// A changed window or rate starts the policy's aggregation afresh.
+// prepare completes a report before it is first sent: its log tail and
+// events, then every free text in it redacted.
+func (n *Notifier) prepare(ctx context.Context, r *Report) {
+	n.enrich.Enrich(ctx, r)
+	n.redact.RedactReport(r)
+}
+
+// SetPolicy adds or replaces a policy and its sink; a nil sink removes it,
+// with what was kept of its deliveries. A changed window or rate starts
+// the policy's aggregation afresh.
 func (n *Notifier) SetPolicy(p Policy, sink Sink) {
 	n.policyMu.Lock()
 	defer n.policyMu.Unlock()
 	if sink == nil {
 		delete(n.policies, p.Key)
+		n.dispatch.Forget(p.Key)
+		n.outcomes.forget(p.Key)
 		return
 	}
 	window := time.Duration(p.Settings.DedupWindowSeconds) * time.Second
@@ -232,8 +245,8 @@ func (n *Notifier) flush() {
 				n.metrics.Notification(ps.sink.Type(), metrics.NotificationDropped)
 				continue
 			}
-			r.LogLines, r.LogBytes = int64(ptrOr(ps.policy.Settings.LogLines, 20)), int64(ps.policy.Settings.LogBytes)
-			n.dispatch.Enqueue(ps.sink, r)
+			r.LogLines, r.LogBytes = int64(ps.policy.logLines()), int64(ps.policy.Settings.LogBytes)
+			n.dispatch.Enqueue(ps.policy.Key, ps.sink, r)
 		}
 	}
 }
@@ -283,11 +296,4 @@ func (n *Notifier) namespaceLabels(ctx context.Context, name string) labels.Set 
 		return labels.Set{}
 	}
 	return ns.Labels
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -209,5 +210,43 @@ func TestNotifierKeepsThePolicysRate(t *testing.T) {
 	advance(func() bool { return testutil.ToFloat64(dropped) == 2 })
 	if got := len(sink.headlines()); got != 1 {
 		t.Errorf("%d reports with a rate of 1 an hour", got)
+	}
+}
+
+// TestNotifierLogLinesByPolicyKind: a report carries the log lines its
+// policy asks for; unset, a NotificationPolicy's carry 20 and a
+// ClusterNotificationPolicy's none, since they leave the tenant's
+// namespace.
+func TestNotifierLogLinesByPolicyKind(t *testing.T) {
+	cluster := Policy{Key: "platform", Namespaces: labels.Everything(),
+		Settings: berthv1.NotificationSettings{DedupWindowSeconds: 300, MaxReportsPerHour: 60}}
+	clusterWithLogs := cluster
+	clusterWithLogs.Settings.LogLines = ptr.To[int32](10)
+	tenantWithout := tenantPolicy(60)
+	tenantWithout.Settings.LogLines = ptr.To[int32](0)
+	cases := []struct {
+		name   string
+		policy Policy
+		want   int64
+	}{
+		{"NotificationPolicy, unset", tenantPolicy(60), 20},
+		{"NotificationPolicy, 0", tenantWithout, 0},
+		{"ClusterNotificationPolicy, unset", cluster, 0},
+		{"ClusterNotificationPolicy, set", clusterWithLogs, 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &recordingSink{}
+			n, advance := startNotifier(t, tc.policy, sink)
+			n.workloadSeen(nil, admittedWorkload())
+			n.podUpdated(gangPod(0, 0, nil), gangPod(0, 1, &corev1.ContainerStateTerminated{Reason: "OOMKilled"}))
+			NewWithT(t).Eventually(collected(n)).Should(Equal(1))
+			advance(func() bool { return len(sink.headlines()) == 1 })
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if got := sink.got[0].LogLines; got != tc.want {
+				t.Errorf("LogLines = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,21 +1,23 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
@@ -29,45 +31,75 @@ import (
 // used without editing the policy (berth does not watch Secrets: it may
 // read only those it was granted, one by one); retry is how soon a policy
 // that is not Ready is looked at again, so that granting berth the Secret,
-// or creating it, is noticed without touching the policy.
+// creating it, or deleting an older policy that kept this one beyond its
+// namespace's cap, is noticed without touching the policy.
 const (
 	reread = 10 * time.Minute
 	retry  = 20 * time.Second
 )
 
+// DefaultPoliciesPerNamespace is how many NotificationPolicies of one
+// namespace berth uses unless told otherwise.
+const DefaultPoliciesPerNamespace = 20
+
+// PolicyOptions configure a PolicyReconciler.
+type PolicyOptions struct {
+	// Namespace is berth's own, where ClusterNotificationPolicies' Secrets
+	// are.
+	Namespace string
+	// HTTPClient posts to the sinks; it must keep the egress rules (see
+	// Egress.Client).
+	HTTPClient *http.Client
+	// Egress checks the sinks' URLs: Slack hosts, and IP addresses named in
+	// them.
+	Egress *Egress
+	// PerNamespace caps the NotificationPolicies used per namespace (0:
+	// DefaultPoliciesPerNamespace).
+	PerNamespace int
+}
+
 // PolicyReconciler keeps the Notifier's policies in step with the
 // NotificationPolicy and ClusterNotificationPolicy objects, reads each
-// sink's URL from its Secret, and says in the policy's Ready condition
-// whether the sink can be used and, if not, what to do.
+// sink's URL from its Secret, and says in the policy's conditions whether
+// the sink can be used and, if not, what to do (Ready), and how its last
+// report's delivery ended (Delivered).
 type PolicyReconciler struct {
 	client client.Client
 	// secrets reads Secrets straight from the API server: berth may get
 	// only the Secrets it was granted, so it cannot list or watch them.
-	secrets   client.Reader
-	notifier  *Notifier
-	recorder  events.EventRecorder
-	http      *http.Client
-	namespace string
+	secrets  client.Reader
+	notifier *Notifier
+	recorder events.EventRecorder
+	opts     PolicyOptions
 }
 
-// NewPolicyReconciler returns the reconciler. namespace is berth's own,
-// where ClusterNotificationPolicies' Secrets are; httpClient posts to the
-// sinks (nil: a client with a 10 s timeout).
+// NewPolicyReconciler returns the reconciler. A nil Egress means the
+// default rules; a nil HTTPClient, a client that keeps them.
 func NewPolicyReconciler(c client.Client, secrets client.Reader, n *Notifier, recorder events.EventRecorder,
-	httpClient *http.Client, namespace string) *PolicyReconciler {
-	return &PolicyReconciler{client: c, secrets: secrets, notifier: n, recorder: recorder, http: orDefault(httpClient), namespace: namespace}
+	o PolicyOptions) *PolicyReconciler {
+	if o.Egress == nil {
+		o.Egress = NewEgress(EgressOptions{})
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = o.Egress.Client(10 * time.Second)
+	}
+	o.PerNamespace = cmp.Or(o.PerNamespace, DefaultPoliciesPerNamespace)
+	return &PolicyReconciler{client: c, secrets: secrets, notifier: n, recorder: recorder, opts: o}
 }
 
 // Name implements setup.Reconciler.
 func (*PolicyReconciler) Name() string { return "notificationpolicy" }
 
-// Register adds a controller for each policy kind.
+// Register adds a controller for each policy kind. Each also runs when
+// the outcome of its policies' deliveries changes, to write Delivered.
 func (r *PolicyReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("notificationpolicy").For(&berthv1.NotificationPolicy{}).
+		WatchesRawSource(source.Channel(r.notifier.outcomes.namespaced, &handler.EnqueueRequestForObject{})).
 		Complete(reconcile.Func(r.reconcileNamespaced)); err != nil {
 		return fmt.Errorf("registering the NotificationPolicy controller: %w", err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("clusternotificationpolicy").For(&berthv1.ClusterNotificationPolicy{}).
+		WatchesRawSource(source.Channel(r.notifier.outcomes.cluster, &handler.EnqueueRequestForObject{})).
 		Complete(reconcile.Func(r.reconcileCluster)); err != nil {
 		return fmt.Errorf("registering the ClusterNotificationPolicy controller: %w", err)
 	}
@@ -81,8 +113,44 @@ func (r *PolicyReconciler) reconcileNamespaced(ctx context.Context, req reconcil
 		r.notifier.SetPolicy(Policy{Key: key}, nil)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	list := &berthv1.NotificationPolicyList{}
+	if err := r.client.List(ctx, list, client.InNamespace(np.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing the NotificationPolicies of %s: %w", np.Namespace, err)
+	}
+	beyond := PoliciesBeyondCap(list.Items, r.opts.PerNamespace)
+	for _, name := range beyond {
+		// A policy created in the same second as the last one used may
+		// sort before it and push it out: it stops now, and says so when
+		// it is reconciled.
+		r.notifier.SetPolicy(Policy{Key: np.Namespace + "/" + name}, nil)
+	}
 	p := Policy{Key: key, Namespace: np.Namespace, Settings: np.Spec.NotificationSettings, LocalQueues: np.Spec.LocalQueues}
-	return r.apply(ctx, np, &np.Status, p, np.Namespace)
+	if slices.Contains(beyond, np.Name) {
+		return r.write(ctx, np, &np.Status, p, nil, berthv1.ReasonTooManyPolicies, fmt.Sprintf(
+			"namespace %s has more than %d NotificationPolicies and berth uses only the %d oldest (by creation time, then name): "+
+				"this one is not used; delete a policy the namespace no longer needs, or ask an admin to raise --notification-policies-per-namespace",
+			np.Namespace, r.opts.PerNamespace, r.opts.PerNamespace))
+	}
+	sink, reason, msg := r.sink(ctx, p.Settings.Sink, np.Namespace)
+	return r.write(ctx, np, &np.Status, p, sink, reason, msg)
+}
+
+// PoliciesBeyondCap are the names of the policies beyond the first limit,
+// oldest first: by creation time, then name (unique in a namespace), so
+// every reconcile agrees on which are used.
+func PoliciesBeyondCap(items []berthv1.NotificationPolicy, limit int) []string {
+	if len(items) <= limit {
+		return nil
+	}
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, func(a, b berthv1.NotificationPolicy) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	var out []string
+	for _, p := range sorted[limit:] {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 func (r *PolicyReconciler) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -103,69 +171,56 @@ func (r *PolicyReconciler) reconcileCluster(ctx context.Context, req reconcile.R
 	} else {
 		p.Namespaces = labels.Everything()
 	}
-	return r.apply(ctx, cnp, &cnp.Status, p, r.namespace)
+	sink, reason, msg := r.sink(ctx, p.Settings.Sink, r.opts.Namespace)
+	return r.write(ctx, cnp, &cnp.Status, p, sink, reason, msg)
 }
 
-// apply builds the policy's sink, hands both to the Notifier and writes
-// the Ready condition when it changed.
-func (r *PolicyReconciler) apply(ctx context.Context, obj client.Object, st *berthv1.NotificationPolicyStatus, p Policy,
-	secretNamespace string) (reconcile.Result, error) {
-	sink, reason, msg := r.sink(ctx, p.Settings.Sink, secretNamespace)
+// warning is an event to record once the status that explains it is
+// written.
+type warning struct{ reason, msg string }
+
+// write hands the policy and its sink (nil: not used) to the Notifier,
+// computes the Ready and Delivered conditions, writes the status once
+// when they changed, and then records a Warning event for each condition
+// that turned bad.
+func (r *PolicyReconciler) write(ctx context.Context, obj client.Object, st *berthv1.NotificationPolicyStatus, p Policy,
+	sink Sink, reason, msg string) (reconcile.Result, error) {
 	r.notifier.SetPolicy(p, sink)
-	cond := metav1.Condition{Type: berthv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
-		ObservedGeneration: obj.GetGeneration()}
+	gen := obj.GetGeneration()
+	ready := metav1.Condition{Type: berthv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: gen}
 	after := reread
 	if sink == nil {
-		cond.Status, after = metav1.ConditionFalse, retry
+		ready.Status, after = metav1.ConditionFalse, retry
 	}
-	if meta.SetStatusCondition(&st.Conditions, cond) {
-		if sink == nil {
-			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Notify", "%s", msg)
+	var warnings []warning
+	changed := meta.SetStatusCondition(&st.Conditions, ready)
+	if changed && sink == nil {
+		warnings = append(warnings, warning{reason, msg})
+	}
+	if sink == nil {
+		// Nothing is delivered for a policy that is not used.
+		changed = meta.RemoveStatusCondition(&st.Conditions, berthv1.ConditionDelivered) || changed
+	} else if oc, ok := r.notifier.Outcome(p.Key); ok {
+		cond := metav1.Condition{Type: berthv1.ConditionDelivered, Status: metav1.ConditionTrue, Reason: oc.Reason,
+			Message: oc.Message, ObservedGeneration: gen}
+		if !oc.Delivered() {
+			cond.Status = metav1.ConditionFalse
 		}
-		if err := r.client.Status().Update(ctx, obj); err != nil {
-			return reconcile.Result{}, fmt.Errorf("writing the Ready condition of %s: %w", p.Key, err)
+		if meta.SetStatusCondition(&st.Conditions, cond) {
+			changed = true
+			if !oc.Delivered() {
+				warnings = append(warnings, warning{oc.Reason, oc.Message})
+			}
 		}
+	}
+	if !changed {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+	if err := r.client.Status().Update(ctx, obj); err != nil {
+		return reconcile.Result{}, fmt.Errorf("writing the conditions of %s: %w", p.Key, err)
+	}
+	for _, w := range warnings {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, w.reason, "Notify", "%s", w.msg)
 	}
 	return reconcile.Result{RequeueAfter: after}, nil
-}
-
-// sink builds the policy's sink, or says why it cannot.
-func (r *PolicyReconciler) sink(ctx context.Context, s berthv1.NotificationSink, ns string) (Sink, string, string) {
-	if s.Type == berthv1.SinkEvent {
-		return NewEventSink(r.recorder), berthv1.ReasonSinkReady, "reports are recorded as Warning events on the jobs"
-	}
-	ref := s.URLSecretRef
-	if ref == nil {
-		return nil, berthv1.ReasonSecretNotReadable, "a Slack or Webhook sink needs urlSecretRef"
-	}
-	key := ref.Key
-	if key == "" {
-		key = "url"
-	}
-	secret := &corev1.Secret{}
-	err := r.secrets.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, berthv1.ReasonSecretNotReadable, fmt.Sprintf("Secret %s/%s does not exist: create it with the URL under key %q", ns, ref.Name, key)
-	case apierrors.IsForbidden(err):
-		return nil, berthv1.ReasonSecretNotReadable, fmt.Sprintf(
-			"berth may not read Secret %s/%s: grant it with `kubectl -n %s create role berth-notify --verb=get --resource=secrets --resource-name=%s` "+
-				"and `kubectl -n %s create rolebinding berth-notify --role=berth-notify --serviceaccount=<berth's namespace>:<berth's service account>`",
-			ns, ref.Name, ns, ref.Name, ns)
-	case err != nil:
-		return nil, berthv1.ReasonSecretNotReadable, fmt.Sprintf("reading Secret %s/%s: %v", ns, ref.Name, err)
-	}
-	raw, ok := secret.Data[key]
-	if !ok {
-		return nil, berthv1.ReasonSecretNotReadable, fmt.Sprintf("Secret %s/%s has no key %q", ns, ref.Name, key)
-	}
-	u, err := url.Parse(string(raw))
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		// Never quote the value: it is a credential.
-		return nil, berthv1.ReasonInvalidURL, fmt.Sprintf("key %q of Secret %s/%s is not an https:// URL", key, ns, ref.Name)
-	}
-	if s.Type == berthv1.SinkSlack {
-		return NewSlackSink(u.String(), r.http), berthv1.ReasonSinkReady, "reports are posted to the Slack webhook"
-	}
-	return NewWebhookSink(u.String(), r.http), berthv1.ReasonSinkReady, "reports are posted to the webhook"
 }

@@ -43,17 +43,36 @@ type SendError struct {
 }
 
 func (e *SendError) Error() string {
-	if e.Status != 0 {
+	switch {
+	case e.Redirected():
+		// Never the Location: it may carry the credential onwards.
+		return fmt.Sprintf("the sink redirected (%d %s), and berth does not follow redirects: put the final URL in the Secret",
+			e.Status, http.StatusText(e.Status))
+	case e.Status != 0:
 		return fmt.Sprintf("the sink answered %d %s", e.Status, http.StatusText(e.Status))
+	}
+	var ee *EgressError
+	if errors.As(e.cause, &ee) {
+		// Only the rule: the dial error around it names the address.
+		return "the sink was not contacted: " + ee.Error()
 	}
 	return fmt.Sprintf("the sink could not be reached: %v", e.cause)
 }
 
 func (e *SendError) Unwrap() error { return e.cause }
 
+// Redirected reports whether the sink answered with a redirect.
+func (e *SendError) Redirected() bool { return e.Status >= 300 && e.Status < 400 }
+
 // scrub turns an HTTP client error into a SendError without the URL: a
-// *url.Error carries the whole address, secret path included.
+// *url.Error carries the whole address, secret path included. A connection
+// the egress rules refused is not retried: the address will not change
+// into an allowed one by waiting.
 func scrub(err error) error {
+	var ee *EgressError
+	if errors.As(err, &ee) {
+		return &SendError{cause: ee}
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -61,7 +80,9 @@ func scrub(err error) error {
 	return &SendError{Retryable: true, cause: err}
 }
 
-// statusError classifies an HTTP status.
+// statusError classifies an HTTP status. A redirect is a failure: the
+// client does not follow it (refuseRedirect), and trying again gets the
+// same answer.
 func statusError(code int, retryAfter string) error {
 	if code >= 200 && code < 300 {
 		return nil
@@ -80,7 +101,9 @@ type SlackSink struct {
 }
 
 // NewSlackSink returns a sink for the incoming-webhook URL, posting with
-// client (nil: a client with a 10 s timeout).
+// client (nil: a client of NewEgress's default rules with a 10 s timeout).
+// Which hosts the URL may name is checked where the URL is read
+// (PolicyReconciler), which can say so in the policy's status.
 func NewSlackSink(webhookURL string, client *http.Client) *SlackSink {
 	return &SlackSink{url: webhookURL, client: orDefault(client)}
 }
@@ -111,7 +134,7 @@ type WebhookSink struct {
 }
 
 // NewWebhookSink returns a sink posting to the URL with client (nil: a
-// client with a 10 s timeout).
+// client of NewEgress's default rules with a 10 s timeout).
 func NewWebhookSink(target string, client *http.Client) *WebhookSink {
 	return &WebhookSink{url: target, client: orDefault(client)}
 }
@@ -141,11 +164,13 @@ func (s *WebhookSink) Send(ctx context.Context, r *Report) error {
 	return statusError(resp.StatusCode, resp.Header.Get("Retry-After"))
 }
 
+// orDefault is c, or a client that keeps the default egress rules: a
+// sink never posts with a client that follows redirects or dials anywhere.
 func orDefault(c *http.Client) *http.Client {
 	if c != nil {
 		return c
 	}
-	return &http.Client{Timeout: 10 * time.Second}
+	return NewEgress(EgressOptions{}).Client(10 * time.Second)
 }
 
 // EventReason is the reason of the Warning events the Event sink records.
@@ -171,7 +196,7 @@ func (s *EventSink) Send(_ context.Context, r *Report) error {
 		ref = &corev1.ObjectReference{APIVersion: berthv1.GroupVersion.String(), Kind: "Workload", Namespace: g.Namespace, Name: g.JobName, UID: g.UID}
 	}
 	note := r.Headline()
-	if lines := r.podLines(slackMaxPods); lines != "" {
+	if lines := r.podLines(slackMaxPods, plainText); lines != "" {
 		note += "; " + strings.ReplaceAll(strings.ReplaceAll(lines, "\n", "; "), "`", "")
 	}
 	// An event's note is at most 1 kB.

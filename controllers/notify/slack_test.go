@@ -118,3 +118,85 @@ func TestSlackMessageRespectsLimits(t *testing.T) {
 		t.Errorf("the message does not say how many failures it left out")
 	}
 }
+
+// mrkdwnTexts are the mrkdwn texts of a message, with whether each is
+// verbatim.
+func mrkdwnTexts(t *testing.T, r *Report) (top string, texts []string, verbatim []bool) {
+	raw, err := json.Marshal(SlackMessage(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type text struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Verbatim bool   `json:"verbatim"`
+	}
+	var msg struct {
+		Text   string `json:"text"`
+		Blocks []struct {
+			Text     *text  `json:"text"`
+			Fields   []text `json:"fields"`
+			Elements []text `json:"elements"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range msg.Blocks {
+		all := append(append([]text(nil), b.Fields...), b.Elements...)
+		if b.Text != nil {
+			all = append(all, *b.Text)
+		}
+		for _, x := range all {
+			if x.Type == "mrkdwn" {
+				texts, verbatim = append(texts, x.Text), append(verbatim, x.Verbatim)
+			}
+		}
+	}
+	return msg.Text, texts, verbatim
+}
+
+// TestSlackMessageEscapes: what tenants write into a report (termination
+// messages, events, logs, an owner's kind) is shown, not parsed: no
+// mention, link or code block of theirs reaches Slack as markup.
+func TestSlackMessageEscapes(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Report)
+		want string // how the text shows up, escaped
+	}{
+		{"a mention in a termination message", func(r *Report) { r.Failures[0].Message = "<!channel> look" }, "&lt;!channel&gt; look"},
+		{"a planted link", func(r *Report) { r.Failures[1].Message = "see <http://evil.example|the runbook>" },
+			"see &lt;http://evil.example|the runbook&gt;"},
+		{"an event with a user mention and an ampersand", func(r *Report) { r.Events = []string{"Hi: <@U123> & co"} }, "&lt;@U123&gt; &amp; co"},
+		{"a log that closes the code block", func(r *Report) { r.LogTail = "ok\n```\n<!here> *owned*\n```" }, "&lt;!here&gt;"},
+		{"a log that ends in a backtick", func(r *Report) { r.LogTail = "value `x`" }, "value `x`\u200b```"},
+		{"a reason with markup", func(r *Report) { r.Failures[0].Reason = "<!everyone>" }, "&lt;!everyone&gt;"},
+		{"an owner's kind", func(r *Report) { r.Gang.JobKind = "<!channel>" }, "&lt;!channel&gt;"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sampleReport()
+			tc.edit(r)
+			top, texts, verbatim := mrkdwnTexts(t, r)
+			all := strings.Join(texts, "\n")
+			if !strings.Contains(all, tc.want) {
+				t.Errorf("the message lacks %q:\n%s", tc.want, all)
+			}
+			for i, s := range append(texts, top) {
+				// berth writes no link or mention itself: any < is a tenant's.
+				if strings.Contains(s, "<") {
+					t.Errorf("text %d keeps markup: %q", i, s)
+				}
+				if n := strings.Count(s, "```"); n != 0 && n != 2 {
+					t.Errorf("text %d has %d code fences, want berth's 2: %q", i, n, s)
+				}
+			}
+			for i, v := range verbatim {
+				if !v {
+					t.Errorf("mrkdwn text %d is not verbatim: Slack would link and mention in it", i)
+				}
+			}
+		})
+	}
+}

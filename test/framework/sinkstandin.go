@@ -5,8 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"sync"
 	"time"
+
+	"github.com/berth-dev/berth/controllers/notify"
 )
 
 // SinkStandIn is an HTTPS server standing in for Slack's incoming webhooks
@@ -73,6 +77,18 @@ func (s *SinkStandIn) serve(w http.ResponseWriter, r *http.Request) {
 
 // URL is the stand-in's address for path (which starts with /).
 func (s *SinkStandIn) URL(path string) string { return s.srv.URL + path }
+
+// Egress lets berth reach the stand-in, which listens on loopback, and
+// post to it as Slack: an admin's allowlist and Slack host, as
+// notify.EgressOptions.
+func (s *SinkStandIn) Egress() notify.EgressOptions {
+	u, err := url.Parse(s.srv.URL)
+	if err != nil {
+		panic(err) // httptest's own URL
+	}
+	ip := netip.MustParseAddr(u.Hostname())
+	return notify.EgressOptions{AllowedCIDRs: []netip.Prefix{netip.PrefixFrom(ip, ip.BitLen())}, SlackHosts: []string{u.Host}}
+}
 
 // Client is an HTTP client that trusts the stand-in's certificate.
 func (s *SinkStandIn) Client() *http.Client { return s.srv.Client() }

@@ -52,7 +52,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
 		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
 		Berth: framework.BerthOptions{Setup: setup.Options{Notifications: notify.Options{
-			Enabled: true, Namespace: "default", HTTPClient: slack.Client(),
+			Enabled: true, Namespace: "default", HTTPClient: slack.Client(), Egress: slack.Egress(),
 			Dispatch: notify.DispatchOptions{QueueSize: 8, Attempts: 2, Backoff: 100 * time.Millisecond,
 				MaxBackoff: time.Second, Timeout: 2 * time.Second},
 		}}},

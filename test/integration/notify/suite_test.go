@@ -51,7 +51,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
-		Notifications: notify.Options{Enabled: true, Namespace: berthNamespace, HTTPClient: sinks.Client(),
+		Notifications: notify.Options{Enabled: true, Namespace: berthNamespace, HTTPClient: sinks.Client(), Egress: sinks.Egress(),
 			// Fast retries, so a failing sink's give-up is seen in a spec.
 			Dispatch: notify.DispatchOptions{QueueSize: 16, Attempts: 3, Backoff: 100 * time.Millisecond,
 				MaxBackoff: 500 * time.Millisecond, Timeout: 2 * time.Second}},

@@ -160,6 +160,24 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.notifications) }}
 - --notifications={{ $c.notifications }}
 {{- end }}
+{{- with $c.notificationAllowedCIDRs }}
+- --notification-allowed-cidrs={{ join "," . }}
+{{- end }}
+{{- with $c.clusterServiceCIDRs }}
+- --cluster-service-cidrs={{ join "," . }}
+{{- end }}
+{{- with $c.clusterPodCIDRs }}
+- --cluster-pod-cidrs={{ join "," . }}
+{{- end }}
+{{- with $c.notificationSlackHosts }}
+- --notification-slack-hosts={{ join "," . }}
+{{- end }}
+{{- if not (kindIs "invalid" $c.notificationWorkers) }}
+- --notification-workers={{ int64 $c.notificationWorkers }}
+{{- end }}
+{{- if not (kindIs "invalid" $c.notificationPoliciesPerNamespace) }}
+- --notification-policies-per-namespace={{ int64 $c.notificationPoliciesPerNamespace }}
+{{- end }}
 {{- with $c.draDeviceClasses }}
 - --dra-device-class={{ join "," . }}
 {{- end }}
