@@ -2,6 +2,14 @@
 # fresh machine needs; everything else is built from pinned Go modules.
 
 GO ?= go
+# Every build, test binary and tool of a make run compiles with the flags the
+# release's images are built with (static, -trimpath), so the packages
+# compiled for `go vet` are the ones the suites, berth-controller processes,
+# images and plugin archives link; otherwise each of those would compile the
+# whole dependency tree again. Only the race detector (test-unit) needs cgo.
+CGO_ENABLED ?= 0
+GOFLAGS += -trimpath
+export CGO_ENABLED GOFLAGS
 MODULE = github.com/berth-dev/berth
 CONTROLLER_GEN = $(GO) tool controller-gen
 # Control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
@@ -10,7 +18,7 @@ CONTROLLER_GEN = $(GO) tool controller-gen
 TOOLS_BIN = $(shell test/tools/build.sh $(1) | tail -n 1)
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build generate verify-generated lint vet fmt test test-unit test-integration test-e2e test-reliability soak tools demo perf images push-images plugin release clean
+.PHONY: all build generate verify-generated lint vet fmt test test-long tools-background test-unit test-integration test-e2e test-reliability soak tools demo perf images push-images plugin release clean
 
 all: build
 
@@ -56,14 +64,39 @@ lint: fmt vet
 tools:
 	test/tools/build.sh
 
-## test: everything CI runs — generated files, lint, unit, integration and e2e.
-test: verify-generated lint test-unit test-integration test-e2e test-reliability
+## test: everything CI runs — generated files, lint, unit, integration, e2e and
+## reliability — one phase after another, with a table of each phase's time at
+## the end (test/tools/phases.sh). TEST_BUDGET is the budget in seconds for a
+## run from a new clone with every cache empty; a slower run says so.
+TEST_PHASES = verify-generated lint test-unit test-integration test-e2e test-reliability
+TEST_BUDGET ?= 2700
+test: tools-background
+	@test/tools/phases.sh $(TEST_BUDGET) $(TEST_PHASES)
+
+## tools-background: start building every control-plane binary and operator
+## (test/tools/build.sh) at the lowest CPU priority, detached, so that on a
+## machine with empty caches the builds use what the first phases leave idle
+## instead of waiting until the suites need them; each suite's own call of
+## build.sh waits for the component it needs (one lock per component) and
+## rebuilds it in the foreground, with its errors, if the background build
+## failed. Its output goes to TOOLS_BACKGROUND_LOG.
+TOOLS_BACKGROUND_LOG ?= $(or $(TMPDIR),/tmp)/berth-tools-build.log
+tools-background:
+	@echo "building the control-plane binaries in the background; log: $(TOOLS_BACKGROUND_LOG)"
+	@nohup nice -n 19 test/tools/build.sh >$(TOOLS_BACKGROUND_LOG) 2>&1 </dev/null &
+
+## test-long: the same suites with the long scenarios at full scale
+## (BERTH_TEST_LONG=1): every kind x propagation x state of the deletion
+## matrix, the API-fault and failover bursts at full size, images and plugin
+## archives for both platforms. See docs/reliability.md.
+test-long: tools-background
+	@BERTH_TEST_LONG=1 test/tools/phases.sh 0 $(TEST_PHASES)
 
 ## test-unit: pure Go tests (engine, adapters, fuzz seed corpora) and the
 ## tools' own modules (images, the Block Kit renderer, berth's kwok Stages,
 ## release, the dashboard).
 test-unit:
-	$(GO) test -race -count=1 ./admission/... ./apis/... ./controllers/... ./cmd/... ./test/oracle/... ./test/faultproxy/... ./test/reliability/soakstats/...
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./admission/... ./apis/... ./controllers/... ./cmd/... ./test/oracle/... ./test/faultproxy/... ./test/reliability/soakstats/... ./test/scale/...
 	cd test/tools/images && $(GO) test -count=1 ./...
 	cd test/tools/blockkit && $(GO) test -count=1 ./...
 	cd test/tools/kwok && $(GO) test -count=1 ./...
@@ -116,12 +149,13 @@ PERF_TOOLS = etcd kube-apiserver $(if $(filter burst,$(SCENARIO)),kube-controlle
 perf:
 	BERTH_TOOLS_BIN="$(call TOOLS_BIN,$(PERF_TOOLS))" $(GO) run ./test/perf/cmd/berth-perf --scenario=$(SCENARIO) --qps=$(QPS) --burst=$(BURST) $(PERF_FLAGS)
 
-## images: OCI images of berth-controller and berth-autoscaler for linux/amd64 and linux/arm64 in dist/images (no Docker). VERSION, IMAGE_REPO.
+## images: OCI images of berth-controller and berth-autoscaler for IMAGE_PLATFORMS (default linux/amd64 and linux/arm64) in dist/images (no Docker). VERSION, IMAGE_REPO.
 VERSION ?= v0.0.0-dev
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_REPO ?= ghcr.io/berth-dev
 DIST ?= $(CURDIR)/dist
 images:
-	cd test/tools/images && $(GO) run . build --source $(CURDIR) --out $(DIST)/images --version $(VERSION) --repo $(IMAGE_REPO)
+	cd test/tools/images && $(GO) run . build --source $(CURDIR) --out $(DIST)/images --version $(VERSION) --repo $(IMAGE_REPO) --platforms $(IMAGE_PLATFORMS)
 
 ## push-images: push what `make images` built to IMAGE_REPO (needs registry credentials in ~/.docker/config.json).
 push-images:

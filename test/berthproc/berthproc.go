@@ -12,20 +12,17 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/test/repo"
 )
 
-// repoRoot is the root of the berth checkout this file is part of.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// repoRoot is the root of the berth checkout (repo.Root).
+func repoRoot() string { return repo.MustRoot() }
 
 // Build compiles cmd/berth-controller to bin: of this checkout's working
 // tree when rev is "", else of git revision rev (exported with git archive,

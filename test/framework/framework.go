@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +31,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/repo"
 )
 
 // Env is a control plane with berth's API installed.
@@ -49,11 +49,8 @@ type Env struct {
 	current *setup.Berth
 }
 
-// RepoRoot is the root of the berth checkout.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// RepoRoot is the root of the berth checkout (repo.Root).
+func RepoRoot() string { return repo.MustRoot() }
 
 // NewScheme returns a scheme with Kubernetes' and berth's types.
 func NewScheme() (*k8sruntime.Scheme, error) {

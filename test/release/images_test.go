@@ -3,9 +3,11 @@
 // a registry would see it, so the main module never depends on the image
 // tooling in test/tools/images.
 //
-// It compiles both binaries for two platforms, which takes minutes on a
-// small machine: run it with a generous timeout,
-// (`make test-unit` runs it so):
+// At full scale (BERTH_TEST_LONG=1, `make test-long`) it builds both
+// platforms a release ships, linux/amd64 and linux/arm64; in `make test`
+// only the host's, which is the one whose binaries it can run. Each
+// platform is a full compile of both binaries, minutes on a small machine:
+// run it with a generous timeout (`make test-unit` runs it so):
 //
 //	go test -count=1 -timeout 30m ./test/release/
 package release
@@ -28,6 +30,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/test/scale"
 )
 
 const (
@@ -41,7 +45,13 @@ var binaries = []string{"berth-controller", "berth-autoscaler"}
 func TestImages(t *testing.T) {
 	dist := t.TempDir()
 	start := time.Now()
-	cmd := exec.CommandContext(t.Context(), "make", "-C", repoRoot(t), "images", "DIST="+dist, "VERSION="+version)
+	arches := imageArches(t)
+	platforms := make([]string, len(arches))
+	for i, arch := range arches {
+		platforms[i] = "linux/" + arch
+	}
+	cmd := exec.CommandContext(t.Context(), "make", "-C", repoRoot(t), "images", "DIST="+dist, "VERSION="+version,
+		"IMAGE_PLATFORMS="+strings.Join(platforms, ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make images: %v\n%s", err, out)
@@ -49,22 +59,33 @@ func TestImages(t *testing.T) {
 	t.Logf("make images took %s:\n%s", time.Since(start).Round(time.Second), out)
 	images := filepath.Join(dist, "images")
 
-	t.Run("oci layout", func(t *testing.T) { checkLayout(t, images) })
+	t.Run("oci layout", func(t *testing.T) { checkLayout(t, images, platforms) })
 	for _, bin := range binaries {
 		t.Run(bin, func(t *testing.T) {
 			byArch := map[string]*image{}
-			for _, arch := range []string{"amd64", "arm64"} {
+			for _, arch := range arches {
 				img := readTarball(t, filepath.Join(images, bin+"-"+version+"-linux-"+arch+".tar"))
 				checkImage(t, img, bin, arch)
 				byArch[arch] = img
 			}
-			host, ok := byArch[runtime.GOARCH]
-			if !ok || runtime.GOOS != "linux" {
-				t.Fatalf("the images are linux/amd64 and linux/arm64: run this test on one of them, not %s/%s", runtime.GOOS, runtime.GOARCH)
-			}
-			checkVersion(t, host, bin)
+			checkVersion(t, byArch[runtime.GOARCH], bin)
 		})
 	}
+}
+
+// imageArches are the architectures TestImages builds: the host's, or at
+// full scale both that a release ships. The host must be one of them: the
+// test runs the host's binary out of its image.
+func imageArches(t *testing.T) []string {
+	t.Helper()
+	shipped := []string{"amd64", "arm64"}
+	if runtime.GOOS != "linux" || !slices.Contains(shipped, runtime.GOARCH) {
+		t.Fatalf("the images are linux/amd64 and linux/arm64: run this test on one of them, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if scale.Long() {
+		return shipped
+	}
+	return []string{runtime.GOARCH}
 }
 
 // repoRoot walks up from the test's directory to the berth module's go.mod.
@@ -282,8 +303,8 @@ func checkVersion(t *testing.T, img *image, bin string) {
 }
 
 // checkLayout reads the OCI layout: one multi-platform index per binary,
-// named by ref.name, pinned by <binary>.digest, with both platforms.
-func checkLayout(t *testing.T, images string) {
+// named by ref.name, pinned by <binary>.digest, with the platforms built.
+func checkLayout(t *testing.T, images string, want []string) {
 	t.Helper()
 	oci := filepath.Join(images, "oci")
 	if _, err := os.Stat(filepath.Join(oci, "oci-layout")); err != nil {
@@ -318,7 +339,7 @@ func checkLayout(t *testing.T, images string) {
 		for _, m := range inner.Manifests {
 			platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
 		}
-		if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+		if !slices.Equal(platforms, want) {
 			t.Errorf("%s: platforms %q, want %q", ref, platforms, want)
 		}
 	}

@@ -16,13 +16,17 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/test/scale"
 )
 
 // pluginPlatforms are the platforms TestPlugin builds: each is a full
-// compile, so not all five a release ships. linux/arm64 shares most of
-// its compiled packages with the arm64 images; Windows's differently
-// named binary is checked by the plugin package's own tests.
-var pluginPlatforms = []string{"linux/amd64", "linux/arm64"}
+// compile, so not all five a release ships. At full scale (`make
+// test-long`) linux/amd64 and linux/arm64, which shares most of its
+// compiled packages with the arm64 images; in `make test` the host's
+// alone. Windows's differently named binary and manifests of several
+// platforms are checked by the plugin package's own tests.
+var pluginPlatforms = scale.Pick([]string{runtime.GOOS + "/" + runtime.GOARCH}, []string{"linux/amd64", "linux/arm64"})
 
 // krewManifest is the part of a krew Plugin manifest the test reads.
 type krewManifest struct {

@@ -17,12 +17,18 @@ cache="${BERTH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth/tools}"
 bin="$cache/bin"
 mkdir -p "$bin"
 
-# Test packages run in parallel and each may call this script: one builds,
-# the others wait and then find everything cached.
-if command -v flock >/dev/null; then
-  exec 9>"$cache/.build.lock"
-  flock 9
-fi
+# lock NAME: hold NAME's lock until unlock. Several invocations may run at
+# once — `make test` builds every component in the background while its
+# first phases run, and each phase asks for what it needs — so each
+# component has its own lock: one invocation builds it, the others wait for
+# that component alone and then find it cached.
+lock() {
+  if command -v flock >/dev/null; then
+    exec 9>"$cache/.build-$1.lock"
+    flock 9
+  fi
+}
+unlock() { exec 9>&-; }
 
 kube_ldflags() {
   local minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
@@ -41,11 +47,17 @@ build() {
   if [[ -x "$out" ]]; then
     return 0
   fi
+  lock "$name-$version"
+  if [[ -x "$out" ]]; then
+    unlock
+    return 0
+  fi
   echo "building $name $version (cached in $bin; first build only)" >&2
   local start=$SECONDS
   (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp.$$" "$pkg")
   mv "$out.tmp.$$" "$out"
   echo "built $name in $((SECONDS - start))s" >&2
+  unlock
 }
 
 # link NAME VERSION: a stable name next to the versioned binary, which is what
@@ -72,6 +84,7 @@ link() {
 #   pod/fast/pod-delete                         deleting pod -> gone at once
 kwok_stages() {
   local out="$bin/kwok-stages-$KWOK_VERSION"
+  lock "kwok-stages-$KWOK_VERSION"
   if [[ ! -d "$out" ]]; then
     local src tmp
     src="$(cd "$here/kwok" && go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
@@ -83,6 +96,7 @@ kwok_stages() {
     done
     mv -T "$tmp" "$out"
   fi
+  unlock
   link kwok-stages "$KWOK_VERSION"
 }
 
@@ -93,6 +107,7 @@ kwok_stages() {
 operator_config() {
   local name="$1" version="$2" module="$3"; shift 3
   local out="$bin/$name-config-$version"
+  lock "$name-config-$version"
   if [[ ! -d "$out" ]]; then
     local src tmp
     src="$(cd "$here/$name" && go mod download "$module" && go list -m -f '{{.Dir}}' "$module")"
@@ -103,6 +118,7 @@ operator_config() {
     done
     mv -T "$tmp" "$out"
   fi
+  unlock
   link "$name-config" "$version"
 }
 

@@ -3,11 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"runtime"
 	"strconv"
 
 	"github.com/berth-dev/berth/test/berthproc"
+	"github.com/berth-dev/berth/test/repo"
 )
 
 // berthProcess is berth-controller running as a child process, so that its
@@ -44,8 +43,5 @@ func startBerth(ctx context.Context, bin, kubeconfig, logPath string, qps float6
 	return &berthProcess{Process: p, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}, nil
 }
 
-// repoRoot is the root of the berth checkout this file is part of.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
+// repoRoot is the root of the berth checkout (repo.Root).
+func repoRoot() string { return repo.MustRoot() }

@@ -18,11 +18,13 @@ import (
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/faultproxy"
 	"github.com/berth-dev/berth/test/oracle"
+	"github.com/berth-dev/berth/test/scale"
 )
 
-// faultJobs is how many Jobs each API-fault spec runs; quota for a quarter
-// of the nodes keeps most of them queued while the faults are on.
-const faultJobs = 80
+// faultJobs is how many Jobs each API-fault spec runs (80 at full scale,
+// 32 in `make test`); quota for a quarter of the nodes keeps most of them
+// queued while the faults are on.
+var faultJobs = scale.Pick(32, 80)
 
 var _ = Describe("API faults between berth and the API server", func() {
 	DescribeTable("loses nothing, admits nothing twice and never overshoots quota",

@@ -22,10 +22,13 @@ import (
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/oracle"
+	"github.com/berth-dev/berth/test/scale"
 )
 
-// burst is how many Jobs arrive at once.
-const burst = 500
+// burst is how many Jobs arrive at once: 500 at full scale (`make
+// test-long`), 200 in `make test`, where the faults come after fewer
+// admissions (step) so that each still hits a leader with jobs in flight.
+var burst = scale.Pick(200, 500)
 
 // burstJobs creates the burst's Jobs, of 1 to 8 GPUs each, as fast as the
 // API server takes them.
@@ -108,7 +111,8 @@ var _ = Describe("two replicas under a burst", func() {
 		go func() { created <- burstJobs(ctx, ns, rng) }()
 		var faults []string
 		progress := 0
-		step := func() int { progress += 30 + rng.IntN(60); return progress }
+		gap := scale.Pick(15, 30)
+		step := func() int { progress += gap + rng.IntN(2*gap); return progress }
 
 		By("killing the leader with SIGKILL")
 		waitAdmitted(ctx, ns, step())

@@ -1,68 +1,29 @@
-// Package podgroup_test runs the pod group adapter against a real
-// kube-apiserver and etcd. There is no kubelet here: pods stay Pending once
-// released, and the adapter marks them Succeeded as a kubelet would.
-package podgroup_test
+package kinds_test
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"testing"
-	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
-	"github.com/berth-dev/berth/test/jobsuite"
 )
 
-const (
-	timeout  = 30 * time.Second
-	interval = 100 * time.Millisecond
-)
-
-var env *framework.Env
-
-func TestPodGroup(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "pod group integration suite")
-}
-
-var _ = BeforeSuite(func(ctx SpecContext) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	var err error
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{})
-	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*time.Minute))
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-var _ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, adapter{})
-
-// adapter drives groups of two pods with 4 GPUs each; a job is named by
+// podGroupAdapter drives groups of two pods with 4 GPUs each; a job is named by
 // its first pod.
-type adapter struct{}
+type podGroupAdapter struct{}
 
-func (adapter) Kind() string { return "pod group" }
+func (podGroupAdapter) Kind() string { return "pod group" }
 
-func (adapter) PodSets() []string { return []string{podgroup.PodSetName} }
+func (podGroupAdapter) PodSets() []string { return []string{podgroup.PodSetName} }
 
-func (adapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
+func (podGroupAdapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
 	ps := groupPods(namespace, name, queue, "2", "2")
 	for _, p := range ps {
 		if err := c.Create(ctx, p); err != nil {
@@ -72,7 +33,7 @@ func (adapter) Create(ctx context.Context, c client.Client, namespace, name, que
 	return ps[0], nil
 }
 
-func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
+func (podGroupAdapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
 	ps := groupPods(namespace, name, queue, "2", "3")
 	for _, p := range ps {
 		if err := c.Create(ctx, p); err != nil {
@@ -83,7 +44,7 @@ func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, na
 }
 
 // State reports a group started when none of its pods is gated.
-func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
+func (podGroupAdapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
 	members, err := membersOf(ctx, c, obj)
 	if err != nil || len(members) == 0 {
 		return false, nil, err
@@ -96,7 +57,7 @@ func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (b
 	return true, map[string]map[string]string{podgroup.PodSetName: members[0].Spec.NodeSelector}, nil
 }
 
-func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
+func (podGroupAdapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
 	members, err := membersOf(ctx, c, obj)
 	if err != nil {
 		return err
@@ -110,16 +71,16 @@ func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) e
 	return nil
 }
 
-func (adapter) Finishes() bool { return true }
+func (podGroupAdapter) Finishes() bool { return true }
 
-func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
+func (podGroupAdapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
 	return c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(obj.GetNamespace()),
 		client.MatchingLabels{berthv1.PodGroupLabel: obj.GetLabels()[berthv1.PodGroupLabel]})
 }
 
 // Requeues is false: plain pods are deleted on eviction and nothing
 // creates them again.
-func (adapter) Requeues() bool { return false }
+func (podGroupAdapter) Requeues() bool { return false }
 
 // groupPods builds one pod per count, each of group name with that
 // total-count annotation and 4 GPUs.
@@ -153,8 +114,4 @@ func membersOf(ctx context.Context, c client.Client, obj client.Object) ([]corev
 		return nil, fmt.Errorf("listing group pods: %w", err)
 	}
 	return list.Items, nil
-}
-
-func gated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == berthv1.AdmissionGate })
 }

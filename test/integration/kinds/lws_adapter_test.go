@@ -1,74 +1,37 @@
-// Package lws_test runs the LeaderWorkerSet adapter against a real
-// kube-apiserver and etcd with the LeaderWorkerSet CRD installed. There is
-// no LeaderWorkerSet operator here: the adapter creates each replica's pods
-// (leader and workers, labelled as the operator labels them) whenever they
-// are missing, as the operator's StatefulSets would.
-package lws_test
+package kinds_test
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"testing"
-	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
-	"github.com/berth-dev/berth/test/jobsuite"
 )
 
-var env *framework.Env
-
-func TestLeaderWorkerSet(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "LeaderWorkerSet integration suite")
-}
-
-var _ = BeforeSuite(func(ctx SpecContext) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	crd, err := framework.LeaderWorkerSetCRD()
-	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{crd}}, framework.BerthOptions{})
-	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*time.Minute))
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-var _ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, adapter{})
-
-// adapter drives LeaderWorkerSets of one replica of size 2 (a leader and
+// lwsAdapter drives LeaderWorkerSets of one replica of size 2 (a leader and
 // a worker), 4 GPUs per pod.
-type adapter struct{}
+type lwsAdapter struct{}
 
-func (adapter) Kind() string { return "LeaderWorkerSet" }
+func (lwsAdapter) Kind() string { return "LeaderWorkerSet" }
 
-func (adapter) PodSets() []string { return []string{lws.LeaderPodSet, lws.WorkersPodSet} }
+func (lwsAdapter) PodSets() []string { return []string{lws.LeaderPodSet, lws.WorkersPodSet} }
 
-func (adapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
+func (lwsAdapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
 	obj := newLWS(namespace, name, queue)
 	return obj, c.Create(ctx, obj)
 }
 
-func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
+func (lwsAdapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
 	obj := newLWS(namespace, name, queue)
 	obj.Labels[berthv1.PriorityClassLabel] = "no-such-class"
 	return obj, `PriorityClass "no-such-class" does not exist`, c.Create(ctx, obj)
@@ -76,7 +39,7 @@ func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, na
 
 // State plays the operator (creating missing pods), then reports the
 // LeaderWorkerSet started when every pod of every replica is released.
-func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
+func (lwsAdapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
 	set := &lwsv1.LeaderWorkerSet{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), set); err != nil {
 		return false, nil, err
@@ -102,18 +65,18 @@ func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (b
 // it is scaled down. Its StatefulSets then delete the pods, which this
 // suite (no controller-manager) does itself: berth releases a replica's
 // quota only once its pods are gone.
-func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
+func (lwsAdapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := scale(ctx, c, obj, 0); err != nil {
 		return err
 	}
 	return deletePods(ctx, c, obj)
 }
 
-func (adapter) Finishes() bool { return false }
+func (lwsAdapter) Finishes() bool { return false }
 
 // Delete deletes the LeaderWorkerSet, and its pods as the garbage
 // collector would.
-func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
+func (lwsAdapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := c.Delete(ctx, obj); err != nil {
 		return err
 	}
@@ -125,7 +88,7 @@ func deletePods(ctx context.Context, c client.Client, obj client.Object) error {
 	return c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{lwsv1.SetNameLabelKey: obj.GetName()})
 }
 
-func (adapter) Requeues() bool { return true }
+func (lwsAdapter) Requeues() bool { return true }
 
 func scale(ctx context.Context, c client.Client, obj client.Object, replicas int32) error {
 	set := &lwsv1.LeaderWorkerSet{}
@@ -190,8 +153,4 @@ func ensurePods(ctx context.Context, c client.Client, set *lwsv1.LeaderWorkerSet
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-func gated(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == berthv1.AdmissionGate })
 }

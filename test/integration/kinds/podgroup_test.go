@@ -1,4 +1,4 @@
-package podgroup_test
+package kinds_test
 
 import (
 	"context"

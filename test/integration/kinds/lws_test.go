@@ -1,8 +1,7 @@
-package lws_test
+package kinds_test
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,11 +17,6 @@ import (
 	"github.com/berth-dev/berth/test/jobsuite"
 )
 
-const (
-	timeout  = 30 * time.Second
-	interval = 100 * time.Millisecond
-)
-
 // startedLWS creates a namespace whose queue "team" has gpus GPUs of quota
 // and a LeaderWorkerSet "serve" in it, and waits until its replica started.
 func startedLWS(ctx context.Context, gpus string) (string, *lwsv1.LeaderWorkerSet) {
@@ -36,7 +30,7 @@ func startedLWS(ctx context.Context, gpus string) (string, *lwsv1.LeaderWorkerSe
 	set := newLWS(ns, "serve", "team")
 	Expect(env.Client.Create(ctx, set)).To(Succeed())
 	Eventually(func(g Gomega) bool {
-		started, _, err := adapter{}.State(ctx, env.Client, set)
+		started, _, err := lwsAdapter{}.State(ctx, env.Client, set)
 		g.Expect(err).NotTo(HaveOccurred())
 		return started
 	}, timeout, interval).Should(BeTrue())
@@ -50,7 +44,7 @@ var _ = Describe("LeaderWorkerSet replicas", func() {
 		By("scaling up: the second replica is a gang of its own, held while the first holds the quota")
 		Expect(scale(ctx, env.Client, set, 2)).To(Succeed())
 		Eventually(func(g Gomega) {
-			_, _, err := adapter{}.State(ctx, env.Client, set) // the operator creates the new replica's pods
+			_, _, err := lwsAdapter{}.State(ctx, env.Client, set) // the operator creates the new replica's pods
 			g.Expect(err).NotTo(HaveOccurred())
 			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, set)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -98,7 +92,7 @@ var _ = Describe("LeaderWorkerSet rolling updates", func() {
 
 		By("admitting it again for its new size, with no pod of the old size left running")
 		Eventually(func(g Gomega) {
-			_, _, err := adapter{}.State(ctx, env.Client, set) // the operator creates the pods again
+			_, _, err := lwsAdapter{}.State(ctx, env.Client, set) // the operator creates the pods again
 			g.Expect(err).NotTo(HaveOccurred())
 			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, set)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package batchjob_test
+package kinds_test
 
 import (
 	"context"

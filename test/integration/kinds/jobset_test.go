@@ -1,11 +1,7 @@
-// Package jobset_test runs the JobSet adapter against a real kube-apiserver
-// and etcd with the JobSet CRD installed. There is no JobSet operator here:
-// the adapter marks JobSets finished as the operator would.
-package jobset_test
+package kinds_test
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,67 +11,41 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
-	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
 )
 
-var env *framework.Env
-
-func TestJobSet(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "JobSet integration suite")
-}
-
-var _ = BeforeSuite(func(ctx SpecContext) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	crd, err := framework.JobSetCRD()
-	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{crd}}, framework.BerthOptions{})
-	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*time.Minute))
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
-
-var _ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, adapter{})
-
-// adapter drives JobSets of two replicated jobs: "driver" (one Job of two
+// jobSetAdapter drives JobSets of two replicated jobs: "driver" (one Job of two
 // pods) and "workers" (two Jobs of one pod), 2 GPUs per pod.
-type adapter struct{}
+type jobSetAdapter struct{}
 
-func (adapter) Kind() string { return "JobSet" }
+func (jobSetAdapter) Kind() string { return "JobSet" }
 
-func (adapter) PodSets() []string { return []string{"driver", "workers"} }
+func (jobSetAdapter) PodSets() []string { return []string{"driver", "workers"} }
 
-func (adapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
+func (jobSetAdapter) Create(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, error) {
 	js := newJobSet(namespace, name, queue, 1)
 	return js, c.Create(ctx, js)
 }
 
-func (adapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
+func (jobSetAdapter) CreateInvalid(ctx context.Context, c client.Client, namespace, name, queue string) (client.Object, string, error) {
 	js := newJobSet(namespace, name, queue, 0)
 	return js, "runs no pods", c.Create(ctx, js)
 }
 
-func (adapter) Finishes() bool { return true }
+func (jobSetAdapter) Finishes() bool { return true }
 
-func (adapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
+func (jobSetAdapter) Delete(ctx context.Context, c client.Client, obj client.Object) error {
 	return c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
-func (adapter) Requeues() bool { return true }
+func (jobSetAdapter) Requeues() bool { return true }
 
-func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
+func (jobSetAdapter) State(ctx context.Context, c client.Client, obj client.Object) (bool, map[string]map[string]string, error) {
 	js := &jobsetv1.JobSet{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), js); err != nil {
 		return false, nil, err
@@ -87,7 +57,7 @@ func (adapter) State(ctx context.Context, c client.Client, obj client.Object) (b
 	return !ptr.Deref(js.Spec.Suspend, false), sel, nil
 }
 
-func (adapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
+func (jobSetAdapter) Finish(ctx context.Context, c client.Client, obj client.Object) error {
 	js := &jobsetv1.JobSet{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), js); err != nil {
 		return err

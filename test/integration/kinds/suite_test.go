@@ -1,0 +1,75 @@
+// Package kinds_test runs each job kind's adapter — batch/v1 Job, JobSet,
+// LeaderWorkerSet and pod group — against one real kube-apiserver and etcd
+// with the JobSet and LeaderWorkerSet CRDs installed: the shared adapter
+// suite (test/jobsuite) for each kind, and each kind's specifics. Every
+// spec works in a namespace, flavor and ClusterQueue of its own, so the
+// kinds share the plane and one berth. There is no kube-controller-manager,
+// operator or kubelet here: the adapters play them — they mark Jobs and
+// JobSets finished as their controllers would, create a LeaderWorkerSet
+// replica's pods (labelled as the operator labels them) whenever they are
+// missing, and mark released pods Succeeded as a kubelet would.
+package kinds_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/setup"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 100 * time.Millisecond
+	// gpuClass is the DeviceClass the suite maps to nvidia.com/gpu.
+	gpuClass = "gpu.nvidia.com"
+)
+
+var env *framework.Env
+
+func TestKinds(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "job kinds integration suite")
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	jobSetCRD, err := framework.JobSetCRD()
+	Expect(err).NotTo(HaveOccurred())
+	lwsCRD, err := framework.LeaderWorkerSetCRD()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{jobSetCRD, lwsCRD}}, framework.BerthOptions{Setup: setup.Options{
+		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+	}})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(5*time.Minute))
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+var (
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, batchJobAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, jobSetAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, lwsAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, podGroupAdapter{})
+)
+
+// gated reports whether berth's admission gate still holds the pod.
+func gated(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == berthv1.AdmissionGate })
+}
