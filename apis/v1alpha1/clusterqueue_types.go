@@ -156,7 +156,9 @@ type ClusterQueueSpec struct {
 	Cohort string `json:"cohort,omitempty"`
 
 	// namespaceSelector selects the namespaces whose LocalQueues may submit
-	// to this ClusterQueue. Unset or empty ({}) selects every namespace.
+	// to this ClusterQueue. Unset selects no namespace, so that a queue's
+	// quota is spent only by the namespaces its administrator names; empty
+	// ({}) selects every namespace.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 

@@ -127,7 +127,9 @@ func Refusal(kind schema.GroupKind, name string, errs field.ErrorList) error {
 // berth queues (a JobSet controlling one of its Jobs), and its kind; nil
 // when there is none. A controller reference that names no such object —
 // it does not exist, has another UID, or carries no queue-name label — is
-// not a parent: a forged reference does not take a job out of quota.
+// not a parent, nor is one whose kind says obj is not among the children
+// its controller makes (see ChildVerifier): a forged reference does not
+// take a job out of quota.
 func ParentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []Kind) (client.Object, Kind, error) {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil {
@@ -150,6 +152,9 @@ func ParentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []K
 			return nil, nil, fmt.Errorf("reading %s %s, controller of %s: %w", ref.Kind, ref.Name, obj.GetName(), err)
 		}
 		if _, queued := parent.GetLabels()[berthv1.QueueNameLabel]; !queued || parent.GetUID() != ref.UID {
+			return nil, nil, nil
+		}
+		if v, ok := k.(ChildVerifier); ok && !v.IsChild(parent, obj) {
 			return nil, nil, nil
 		}
 		return parent, k, nil

@@ -40,6 +40,10 @@ type PodSetScheduling struct {
 	// of a gang admitted on booked capacity. Only those keys are managed:
 	// the ones missing here are removed.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Count is the number of pods of the pod set the admission covers.
+	// Kinds that release pods one by one (see package pods) never run
+	// more than this many at once; it is not recorded in the job.
+	Count int32 `json:"-"`
 }
 
 // provisioningAnnotations are the pod annotations that make pods consume a
@@ -165,6 +169,33 @@ type Gang interface {
 type Writer interface {
 	// Write persists the in-memory changes. It must be idempotent.
 	Write(ctx context.Context, c client.Client) error
+}
+
+// ChildVerifier is implemented by a parent Kind whose controller makes
+// children berth must tell from forged ones (a JobSet's Jobs): a child's
+// controller reference alone can be written by anyone who may create it.
+type ChildVerifier interface {
+	// IsChild reports whether child is one the parent's controller makes.
+	IsChild(parent, child client.Object) bool
+}
+
+// Releaser is implemented by a Writer that releases a gang's pods one by
+// one (see package pods) and may hold some back.
+type Releaser interface {
+	// Released is the number of pods the last Write released.
+	Released() int
+	// Held are the pods that claim the gang but stay gated: beyond the
+	// admitted count, or not the gang's own.
+	Held() []ExcludedPod
+}
+
+// ExcludedPod is a pod berth keeps gated although it claims a gang, and
+// why, in words its owner can act on.
+type ExcludedPod struct {
+	// Name of the pod.
+	Name string
+	// Why it is not released.
+	Why string
 }
 
 // Watcher is implemented by a Kind whose gangs change with objects other

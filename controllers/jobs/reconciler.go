@@ -39,6 +39,10 @@ const (
 	EventCreatedWorkload = "CreatedWorkload"
 	EventInvalidJob      = "InvalidJob"
 	EventFlavorNotFound  = "FlavorNotFound"
+	// EventPodHeld is a pod that claims a gang but that berth keeps gated.
+	EventPodHeld = "PodHeld"
+	// EventFinalizerRestored is a Workload whose finalizer berth put back.
+	EventFinalizerRestored = "FinalizerRestored"
 )
 
 // flavorRetry is how long to wait for a missing ResourceFlavor.
@@ -208,15 +212,53 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if finished, succeeded, msg := job.Finished(); finished {
 		return reconcile.Result{}, r.finish(ctx, wl, succeeded, msg)
 	}
+	if restored, err := r.restoreFinalizer(ctx, job, wl); err != nil || restored {
+		return reconcile.Result{}, err
+	}
+	var res reconcile.Result
 	switch phase := lifecycle.PhaseOf(wl); {
 	case phase == lifecycle.Evicting:
-		return r.stop(ctx, job, wl)
+		res, err = r.stop(ctx, job, wl)
 	case lifecycle.MayRun(phase) && (!job.IsSuspended() || wl.DeletionTimestamp.IsZero()):
 		// A Workload being deleted keeps its quota while its job runs, but
 		// a job that has not started does not start on it.
-		return r.start(ctx, job, wl)
+		res, err = r.start(ctx, job, wl)
 	default:
-		return reconcile.Result{}, r.hold(ctx, job, wl)
+		err = r.hold(ctx, job, wl)
+	}
+	r.reportHeld(job, wl)
+	return res, err
+}
+
+// restoreFinalizer puts berth's finalizer back on the Workload of a live
+// job that lost it, and reports whether it did. The finalizer keeps the
+// Workload, and its quota, until the job's pods are gone: without it,
+// deleting the job would free the quota while its pods still run out
+// their grace period. Tenants cannot remove it (the tenant Workload
+// policy); this covers whoever else did.
+func (r *Reconciler) restoreFinalizer(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	if !wl.DeletionTimestamp.IsZero() || lifecycle.IsFinished(wl) || controllerutil.ContainsFinalizer(wl, berthv1.WorkloadFinalizer) {
+		return false, nil
+	}
+	controllerutil.AddFinalizer(wl, berthv1.WorkloadFinalizer)
+	if err := r.client.Update(ctx, wl); err != nil {
+		return false, fmt.Errorf("restoring the finalizer of workload %s: %w", wl.Name, err)
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventFinalizerRestored, "Protect",
+		"workload %s had lost finalizer %s: restored, so that its quota stays held until the job's pods are gone", wl.Name, berthv1.WorkloadFinalizer)
+	return true, nil
+}
+
+// reportHeld says which pods that claim the gang berth keeps gated, and
+// why: pods beyond the admitted count, or that are not the gang's own.
+func (r *Reconciler) reportHeld(job GenericJob, wl *berthv1.Workload) {
+	rel, ok := job.(Releaser)
+	if !ok {
+		return
+	}
+	for _, h := range rel.Held() {
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventPodHeld, "Release",
+			"pod %s stays gated: %s", h.Name, h.Why)
 	}
 }
 
@@ -371,6 +413,9 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 	job.Resume()
 	if err := r.write(ctx, job); err != nil {
 		return reconcile.Result{}, fmt.Errorf("starting %s: %w", client.ObjectKeyFromObject(obj), err)
+	}
+	if rel, ok := job.(Releaser); ok && rel.Released() == 0 {
+		return reconcile.Result{}, nil // every gated pod is held back (see reportHeld)
 	}
 	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStarted, "Start", "%s",
 		workloadMessage(wl, berthv1.ConditionAdmitted, "admitted"))

@@ -26,8 +26,11 @@ const EventResized = "Resized"
 // and queued again at its new size), never run half on the old admission.
 func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	spec, err := r.spec(ctx, job)
-	if err != nil || len(spec.podSets) != len(wl.Spec.PodSets) {
-		return false, nil //nolint:nilerr // an invalid running job keeps its quota until it ends
+	if err != nil {
+		if !gangBroken(job, err) {
+			return false, nil //nolint:nilerr // a running job keeps its quota until it ends
+		}
+		return true, r.evictInvalid(ctx, job, wl, err)
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	obj := job.Object()
@@ -64,6 +67,9 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 // (more pods, a larger request of a resource, or a new one), and whether
 // any pod set runs fewer pods. Pod sets that differ by name count as grown.
 func compareSize(old, now []berthv1.PodSet) (string, bool) {
+	if len(old) != len(now) {
+		return fmt.Sprintf("%d pod sets, admitted for %d", len(now), len(old)), false
+	}
 	shrank := false
 	for i := range now {
 		o, n := old[i], now[i]
@@ -135,6 +141,41 @@ func withoutAdded(t *berthv1.PodSetTemplate, added PodSetScheduling) *berthv1.Po
 		out.Spec.Tolerations = nil
 	}
 	return out
+}
+
+// gangBroken reports whether a running gang of pods can no longer be read
+// as a gang (err is why): its pods disagree on what the gang is, so the
+// admission no longer describes the pods berth would release. A gang that
+// only lacks members waits for them on its admission, and a job whose
+// reference went away (a PriorityClass deleted) or that its own controller
+// runs (a Job, a JobSet: no pod is released one by one) keeps running on
+// the quota it was given.
+func gangBroken(job GenericJob, err error) bool {
+	if _, pods := job.(Writer); !pods || isIncomplete(err) {
+		return false
+	}
+	_, psErr := job.PodSets()
+	return psErr != nil
+}
+
+// evictInvalid stops a running job that berth can no longer read as a gang
+// (its pods disagree on the group's count, say): releasing more of its
+// pods would run them on an admission that no longer describes them, so it
+// is evicted and queued again whole, and dequeued until it is valid.
+// Errors other than an invalid job are returned as they are.
+func (r *Reconciler) evictInvalid(ctx context.Context, job GenericJob, wl *berthv1.Workload, cause error) error {
+	if !isInvalid(cause) {
+		return cause
+	}
+	if err := r.invalid(job, wl, cause); err != nil {
+		return err
+	}
+	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonInvalidSpec,
+		Message: "the running job can no longer be queued as it is (" + cause.Error() + "): it is stopped and queued again once it can be"})
+	if err == nil && written {
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventStopped, "Stop", "invalid while running: stopped and queued again once valid")
+	}
+	return err
 }
 
 // changedSince evicts an admitted job that has not started and no longer

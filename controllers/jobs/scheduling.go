@@ -28,7 +28,7 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 	out := make([]PodSetScheduling, 0, len(wl.Status.Admission.PodSetAssignments))
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		s := byName[psa.Name]
-		s.Name = psa.Name
+		s.Name, s.Count = psa.Name, psa.Count
 		s.NodeSelector = maps.Clone(s.NodeSelector)
 		s.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
 		for _, name := range sortedFlavors(psa.Flavors) {

@@ -116,6 +116,10 @@ type InvalidError struct {
 	msg string
 	// reason of the event; EventInvalidJob when empty.
 	reason string
+	// incomplete marks a gang that misses members it is expected to get
+	// back (a pod group whose lost pod is being replaced): a running gang
+	// keeps its admission meanwhile, as its pods are bounded by it.
+	incomplete bool
 }
 
 func (e *InvalidError) Error() string { return e.msg }
@@ -131,6 +135,19 @@ func Invalid(format string, args ...any) error {
 // waiting for members) needs its own reason.
 func InvalidWithReason(reason, format string, args ...any) error {
 	return &InvalidError{msg: fmt.Sprintf(format, args...), reason: reason}
+}
+
+// Incomplete returns an InvalidError for a gang that lacks members, with
+// its own event reason: a gang that has not started is not queued, and a
+// running one keeps its admission until the members are back.
+func Incomplete(reason, format string, args ...any) error {
+	return &InvalidError{msg: fmt.Sprintf(format, args...), reason: reason, incomplete: true}
+}
+
+// isIncomplete reports whether err is an Incomplete error.
+func isIncomplete(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie) && ie.incomplete
 }
 
 // isInvalid reports whether err is the user's to fix.

@@ -144,7 +144,7 @@ func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.
 	}
 	if !ok {
 		cond.Status, cond.Reason = metav1.ConditionFalse, berthv1.ReasonQueueNamespaceNotAllowed
-		cond.Message = fmt.Sprintf("ClusterQueue %q does not accept namespace %q: change its namespaceSelector", cq.Name, lq.Namespace)
+		cond.Message = scheduler.NotAllowedMessage(cq, lq.Namespace)
 		return cond, nil
 	}
 	if c := meta.FindStatusCondition(cq.Status.Conditions, berthv1.ConditionActive); c != nil && c.Status == metav1.ConditionFalse {

@@ -96,18 +96,29 @@ func checkClusterQueue(ctx context.Context, r client.Reader, cqName, namespace s
 		return nil, err
 	}
 	if !ok {
-		return &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: fmt.Sprintf(
-			"ClusterQueue %q does not accept workloads from namespace %q: change its namespaceSelector or use another LocalQueue",
-			cqName, namespace)}, nil
+		return &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: NotAllowedMessage(cq, namespace)}, nil
 	}
 	return nil, nil
+}
+
+// NotAllowedMessage says why a ClusterQueue refuses a namespace and who
+// can change that.
+func NotAllowedMessage(cq *berthv1.ClusterQueue, namespace string) string {
+	if cq.Spec.NamespaceSelector == nil {
+		return fmt.Sprintf("ClusterQueue %q has no namespaceSelector, which selects no namespace: "+
+			"its administrator sets one that matches namespace %q ({} for every namespace), or use another LocalQueue", cq.Name, namespace)
+	}
+	return fmt.Sprintf("ClusterQueue %q does not accept workloads from namespace %q: "+
+		"its administrator changes its namespaceSelector, or use another LocalQueue", cq.Name, namespace)
 }
 
 // NamespaceAllowed reports whether the ClusterQueue's namespaceSelector
 // selects the namespace. An unset selector selects every namespace.
 func NamespaceAllowed(ctx context.Context, r client.Reader, cq *berthv1.ClusterQueue, namespace string) (bool, error) {
 	if cq.Spec.NamespaceSelector == nil {
-		return true, nil
+		// Unset selects no namespace: a ClusterQueue's quota is spent only
+		// where its administrator says ({} for every namespace).
+		return false, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(cq.Spec.NamespaceSelector)
 	if err != nil {

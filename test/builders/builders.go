@@ -24,9 +24,17 @@ func Flavor(name string, nodeLabels map[string]string) *berthv1.ResourceFlavor {
 // ClusterQueueBuilder builds a ClusterQueue.
 type ClusterQueueBuilder struct{ cq berthv1.ClusterQueue }
 
-// ClusterQueue starts a ClusterQueue with no quota.
+// ClusterQueue starts a ClusterQueue with no quota that every namespace
+// may use (an empty namespaceSelector; unset selects none).
 func ClusterQueue(name string) *ClusterQueueBuilder {
-	return &ClusterQueueBuilder{cq: berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+	return &ClusterQueueBuilder{cq: berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}}}}
+}
+
+// Namespaces sets the namespaceSelector; nil selects no namespace.
+func (b *ClusterQueueBuilder) Namespaces(sel *metav1.LabelSelector) *ClusterQueueBuilder {
+	b.cq.Spec.NamespaceSelector = sel
+	return b
 }
 
 // Cohort sets the cohort.

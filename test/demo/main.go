@@ -192,7 +192,7 @@ func rackedGang(ctx context.Context, env *framework.Env, out io.Writer) error {
 	}
 	cq := &berthv1.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: "research"},
-		Spec: berthv1.ClusterQueueSpec{ResourceGroups: []berthv1.ResourceGroup{{
+		Spec: berthv1.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, ResourceGroups: []berthv1.ResourceGroup{{
 			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
 			Flavors: []berthv1.FlavorQuotas{{Name: rf.Name, Resources: []berthv1.ResourceQuota{
 				quota("cpu", "256"), quota("memory", "4Ti"), quota("nvidia.com/gpu", "32")}}},

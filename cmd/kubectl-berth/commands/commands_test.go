@@ -82,7 +82,7 @@ func TestImportFromFile(t *testing.T) {
 	if !strings.Contains(out, "kind: ClusterQueue") || !strings.Contains(out, "name: training") {
 		t.Errorf("stdout lacks the ClusterQueue:\n%s", out)
 	}
-	if !strings.HasPrefix(errOut, "12 settings were not mapped:\nKIND") {
+	if !strings.HasPrefix(errOut, "11 settings were not mapped:\nKIND") {
 		t.Errorf("stderr = %q, want the table of what was not mapped", errOut)
 	}
 }
@@ -120,5 +120,36 @@ func TestCreateDryRun(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestCreateClusterQueueNamespaces requires --namespace-selector: unset
+// selects no namespace, so the command asks for the namespaces meant.
+func TestCreateClusterQueueNamespaces(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "no selector", args: nil, wantErr: `required flag(s) "namespace-selector" not set`},
+		{name: "every namespace", args: []string{"--namespace-selector", ""}, want: "namespaceSelector: {}"},
+		{name: "one team", args: []string{"--namespace-selector", "team=a"}, want: "team: a"},
+		{name: "bad selector", args: []string{"--namespace-selector", "team in (a"}, wantErr: `--namespace-selector "team in (a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"create", "clusterqueue", "gpu", "--quota", "h200:nvidia.com/gpu=8", "--dry-run"}, tt.args...)
+			out, _, err := run(args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(out, tt.want) {
+				t.Errorf("out = %s, err = %v; want output containing %q", out, err, tt.want)
+			}
+		})
 	}
 }

@@ -83,13 +83,13 @@ func newCreateClusterQueue(e *env) *cobra.Command {
 					Preemption: berthv1.ClusterQueuePreemption{WithinClusterQueue: berthv1.PreemptionMode(within),
 						ReclaimWithinCohort: berthv1.PreemptionMode(reclaim)}},
 			}
-			if nsSel != "" {
-				sel, err := metav1.ParseToLabelSelector(nsSel)
-				if err != nil {
-					return fmt.Errorf("--namespace-selector %q: %w", nsSel, err)
-				}
-				cq.Spec.NamespaceSelector = sel
+			// Required: unset selects no namespace, which a queue created
+			// from the command line is never meant to; "" selects all.
+			sel, err := metav1.ParseToLabelSelector(nsSel)
+			if err != nil {
+				return fmt.Errorf("--namespace-selector %q: %w", nsSel, err)
 			}
+			cq.Spec.NamespaceSelector = sel
 			if weight != "" {
 				q, err := resource.ParseQuantity(weight)
 				if err != nil {
@@ -103,11 +103,12 @@ func newCreateClusterQueue(e *env) *cobra.Command {
 	cmd.Flags().StringArrayVar(&quotas, "quota", nil, "FLAVOR:RESOURCE=NOMINAL[:BORROWING[:LENDING]], repeatable; flavors with the same resources form one resource group")
 	cmd.Flags().StringVar(&cohort, "cohort", "", "the cohort the queue lends to and borrows from")
 	cmd.Flags().StringVar(&strategy, "queueing-strategy", "", "BestEffortFIFO (the default) or StrictFIFO")
-	cmd.Flags().StringVar(&nsSel, "namespace-selector", "", "label selector of the namespaces that may submit (default: all)")
+	cmd.Flags().StringVar(&nsSel, "namespace-selector", "", "label selector of the namespaces that may submit; '' for every namespace")
 	cmd.Flags().StringVar(&weight, "weight", "", "fair-sharing weight (default 1)")
 	cmd.Flags().StringVar(&within, "preempt-within", "", "preemption within the queue: Never, LowerPriority, LowerOrNewerEqualPriority")
 	cmd.Flags().StringVar(&reclaim, "reclaim-within-cohort", "", "reclaiming lent quota: Never, LowerPriority, Any")
 	_ = cmd.MarkFlagRequired("quota")
+	_ = cmd.MarkFlagRequired("namespace-selector")
 	for flag, values := range map[string][]string{
 		"queueing-strategy": {"BestEffortFIFO", "StrictFIFO"}, "preempt-within": {"Never", "LowerPriority", "LowerOrNewerEqualPriority"},
 		"reclaim-within-cohort": {"Never", "LowerPriority", "Any"},

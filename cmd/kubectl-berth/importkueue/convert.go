@@ -130,11 +130,11 @@ func (c *converter) clusterQueue(cq *kueue.ClusterQueue) {
 		},
 	}
 	if s.NamespaceSelector == nil {
-		// Kueue's unset selector admits no namespace; berth's admits all.
+		// Unset selects no namespace in Kueue and in berth alike; the
+		// import says so explicitly, so that the output shows the queue
+		// serves nobody until its administrator names namespaces.
 		out.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpDoesNotExist}}}
-		c.unmapped("ClusterQueue", cq.Name, "spec.namespaceSelector",
-			"unset in Kueue admits no namespace, unset in berth admits every one: the import sets a selector that matches none; set the namespaces you mean ({} for all)")
 	}
 	for _, rg := range s.ResourceGroups {
 		g := berthv1.ResourceGroup{CoveredResources: rg.CoveredResources}

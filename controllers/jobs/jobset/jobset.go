@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,10 @@ const maxPodSets = 8
 // Kind is the jobs.Kind of JobSets.
 type Kind struct{}
 
-var _ jobs.Kind = Kind{}
+var (
+	_ jobs.Kind          = Kind{}
+	_ jobs.ChildVerifier = Kind{}
+)
 
 // GVK of jobset.x-k8s.io/v1alpha2 JobSet.
 func (Kind) GVK() schema.GroupVersionKind { return jobsetv1.SchemeGroupVersion.WithKind("JobSet") }
@@ -39,6 +43,35 @@ func (Kind) NewObject() client.Object { return &jobsetv1.JobSet{} }
 
 // Wrap returns the GenericJob of a JobSet.
 func (Kind) Wrap(obj client.Object) jobs.GenericJob { return &JobSet{obj.(*jobsetv1.JobSet)} }
+
+// IsChild reports whether child is a Job the JobSet controller makes for
+// parent: named <jobset>-<replicated job>-<index> for a replicated job of
+// parent and an index below its replicas, and labelled so. A tenant can
+// point a Job's controller reference at an admitted JobSet, but not take
+// the name of one of its Jobs, which the JobSet controller holds; a Job
+// that is not one of them is queued on its own.
+func (Kind) IsChild(parent, child client.Object) bool {
+	js, ok := parent.(*jobsetv1.JobSet)
+	if !ok {
+		return false
+	}
+	l := child.GetLabels()
+	if l[jobsetv1.JobSetNameKey] != js.Name {
+		return false
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		if rj.Name != l[jobsetv1.ReplicatedJobNameKey] {
+			continue
+		}
+		for idx := range int(rj.Replicas) {
+			if child.GetName() == fmt.Sprintf("%s-%s-%d", js.Name, rj.Name, idx) {
+				return l[jobsetv1.JobIndexKey] == strconv.Itoa(idx)
+			}
+		}
+	}
+	return false
+}
 
 // JobSet is a JobSet seen as a GenericJob.
 type JobSet struct{ *jobsetv1.JobSet }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
@@ -53,6 +54,39 @@ func TestPodSets(t *testing.T) {
 				if ps.Count != tt.want[ps.Name] {
 					t.Errorf("pod set %s: count %d, want %d", ps.Name, ps.Count, tt.want[ps.Name])
 				}
+			}
+		})
+	}
+}
+
+// TestIsChild tells the Jobs the JobSet controller makes from Jobs that
+// only point their controller reference at the JobSet.
+func TestIsChild(t *testing.T) {
+	parent := &jobsetv1.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "train"}, Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{
+		{Name: "workers", Replicas: 2}, {Name: "driver", Replicas: 1},
+	}}}
+	job := func(name, js, rj, idx string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			jobsetv1.JobSetNameKey: js, jobsetv1.ReplicatedJobNameKey: rj, jobsetv1.JobIndexKey: idx}}}
+	}
+	tests := []struct {
+		name  string
+		child *batchv1.Job
+		want  bool
+	}{
+		{name: "a worker Job", child: job("train-workers-1", "train", "workers", "1"), want: true},
+		{name: "the driver Job", child: job("train-driver-0", "train", "driver", "0"), want: true},
+		{name: "an index beyond the replicas", child: job("train-workers-2", "train", "workers", "2")},
+		{name: "a name the controller does not make", child: job("extra", "train", "workers", "0")},
+		{name: "a replicated job the JobSet does not have", child: job("train-evil-0", "train", "evil", "0")},
+		{name: "labels of another JobSet", child: job("train-workers-0", "other", "workers", "0")},
+		{name: "an index label that disagrees with the name", child: job("train-workers-0", "train", "workers", "1")},
+		{name: "no labels", child: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train-workers-0"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (Kind{}).IsChild(parent, tt.child); got != tt.want {
+				t.Errorf("IsChild = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -65,8 +65,12 @@ func (Kind) Gangs(ctx context.Context, c client.Reader, obj client.Object) ([]jo
 	if err := c.List(ctx, list, client.InNamespace(lws.Namespace), client.MatchingLabels{lwsv1.SetNameLabelKey: lws.Name}); err != nil {
 		return nil, fmt.Errorf("listing pods of LeaderWorkerSet %s: %w", lws.Name, err)
 	}
+	own, excluded, err := ownPods(ctx, c, lws, list.Items)
+	if err != nil {
+		return nil, err
+	}
 	byReplica := map[int][]corev1.Pod{}
-	for _, p := range list.Items {
+	for _, p := range own {
 		if i, err := strconv.Atoi(p.Labels[lwsv1.GroupIndexLabelKey]); err == nil {
 			byReplica[i] = append(byReplica[i], p)
 		}
@@ -74,7 +78,11 @@ func (Kind) Gangs(ctx context.Context, c client.Reader, obj client.Object) ([]jo
 	n := int(ptr.Deref(lws.Spec.Replicas, 1))
 	out := make([]jobs.Gang, 0, n)
 	for i := range n {
-		out = append(out, newReplica(lws, i, byReplica[i]))
+		r := newReplica(lws, i, byReplica[i])
+		if i == 0 {
+			r.Excluded = excluded // reported once, with the first replica
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -2,12 +2,15 @@ package lws
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -63,32 +66,72 @@ func TestReplicaPodSets(t *testing.T) {
 	}
 }
 
+// TestGangsOnePerReplica splits the set's pods by replica and counts only
+// the pods whose StatefulSets are the set's own, by UID and name: pods of a
+// tenant's StatefulSet that carry the set's labels are excluded.
 func TestGangsOnePerReplica(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	pod := func(name, group, worker string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	lws := set(3, 2, false)
+	lws.UID = "lws-uid"
+	ctrl := func(kind, name string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+	}
+	sts := func(name string, uid types.UID, owner []metav1.OwnerReference) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, OwnerReferences: owner}}
+	}
+	pod := func(name, group, worker string, uid types.UID, owner []metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, OwnerReferences: owner, Labels: map[string]string{
 			lwsv1.SetNameLabelKey: "s", lwsv1.GroupIndexLabelKey: group, lwsv1.WorkerIndexLabelKey: worker}}}
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod("s-0", "0", "0"), pod("s-0-1", "0", "1"), pod("s-1", "1", "0")).Build()
-	gangs, err := Kind{}.Gangs(context.Background(), c, set(3, 2, false))
+	leaders := ctrl("StatefulSet", "s", "sts-leader")
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		sts("s", "sts-leader", ctrl("LeaderWorkerSet", "s", lws.UID)),
+		sts("s-0", "sts-w0", ctrl("Pod", "s-0", "pod-s-0")),
+		pod("s-0", "0", "0", "pod-s-0", leaders), pod("s-0-1", "0", "1", "pod-s-0-1", ctrl("StatefulSet", "s-0", "sts-w0")),
+		pod("s-1", "1", "0", "pod-s-1", leaders),
+		// A tenant's StatefulSet that names the set as its controller, and
+		// one that names a leader pod: neither holds the set's names.
+		sts("evil", "sts-evil", ctrl("LeaderWorkerSet", "s", lws.UID)),
+		pod("evil-0", "0", "0", "pod-evil-0", ctrl("StatefulSet", "evil", "sts-evil")),
+		sts("fake", "sts-fake", ctrl("Pod", "s-1", "pod-s-1")),
+		pod("fake-0", "1", "1", "pod-fake-0", ctrl("StatefulSet", "fake", "sts-fake")),
+		// A pod that names no StatefulSet at all.
+		pod("bare", "2", "0", "pod-bare", nil),
+	).Build()
+	gangs, err := Kind{}.Gangs(context.Background(), c, lws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPods := []int{2, 1, 0}
+	wantPods := [][]string{{"s-0", "s-0-1"}, {"s-1"}, nil}
 	if len(gangs) != len(wantPods) {
 		t.Fatalf("got %d gangs, want one per replica (%d)", len(gangs), len(wantPods))
 	}
 	for i, g := range gangs {
 		r := g.(*Replica)
-		if len(r.Pods) != wantPods[i] || g.WorkloadSuffix() != string(rune('0'+i)) {
-			t.Errorf("replica %d: %d pods, suffix %q", i, len(r.Pods), g.WorkloadSuffix())
+		var names []string
+		for _, p := range r.Pods {
+			names = append(names, p.Name)
+		}
+		if !slices.Equal(names, wantPods[i]) || g.WorkloadSuffix() != string(rune('0'+i)) {
+			t.Errorf("replica %d: pods %v, suffix %q; want %v", i, names, g.WorkloadSuffix(), wantPods[i])
 		}
 		if i > 0 && !r.IsSuspended() {
 			t.Errorf("replica %d misses pods and must count as held", i)
 		}
+	}
+	var excluded []string
+	for _, e := range gangs[0].(*Replica).Held() {
+		excluded = append(excluded, e.Name)
+	}
+	slices.Sort(excluded)
+	if want := []string{"bare", "evil-0", "fake-0"}; !slices.Equal(excluded, want) {
+		t.Errorf("excluded %v, want %v", excluded, want)
 	}
 }
 

@@ -11,6 +11,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -81,9 +82,54 @@ type Group struct {
 	pods.Gang
 }
 
-func newGroup(members []corev1.Pod) *Group {
-	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-	return &Group{Gang: pods.Gang{Pods: members, PodSetOf: func(*corev1.Pod) string { return PodSetName }}}
+func newGroup(all []corev1.Pod) *Group {
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	g := &Group{Gang: pods.Gang{Pods: all, PodSetOf: func(*corev1.Pod) string { return PodSetName }}}
+	if total, err := g.total(); err == nil && int(total) < len(all) {
+		g.Pods, g.Excluded = members(all, int(total))
+	}
+	return g
+}
+
+// members splits a group that has more pods than its count into the count
+// of members and the rest, which berth never releases: a tenant who adds
+// pods to an admitted group does not run more than it was admitted for.
+// Pods that were released and did not fail keep their place; then gated
+// pods, oldest first, so that the replacement of a failed member joins
+// before a later extra; failed pods and pods going away last.
+func members(all []corev1.Pod, total int) ([]corev1.Pod, []jobs.ExcludedPod) {
+	rank := func(p *corev1.Pod) int {
+		switch {
+		case !pods.IsGated(p) && p.Status.Phase != corev1.PodFailed:
+			return 0
+		case pods.IsGated(p) && p.DeletionTimestamp.IsZero():
+			return 1
+		default:
+			return 2
+		}
+	}
+	sorted := slices.Clone(all)
+	slices.SortStableFunc(sorted, func(a, b corev1.Pod) int {
+		if ra, rb := rank(&a), rank(&b); ra != rb {
+			return ra - rb
+		}
+		if pods.Older(&a, &b) {
+			return -1
+		}
+		return 1
+	})
+	in := sorted[:total]
+	sort.Slice(in, func(i, j int) bool { return in[i].Name < in[j].Name })
+	var out []jobs.ExcludedPod
+	for _, p := range sorted[total:] {
+		if p.Status.Phase == corev1.PodFailed || !pods.IsGated(&p) {
+			continue // a failed member, replaced: nothing to hold
+		}
+		out = append(out, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+			"group %q counts %d pods (%s) and has %d: delete the extra pods, or raise the count on every member to queue the group again at its new size",
+			p.Labels[berthv1.PodGroupLabel], total, berthv1.PodGroupTotalCountAnnotation, len(all))})
+	}
+	return in, out
 }
 
 // WorkloadSuffix is empty: a group has one Workload, named after its key.
@@ -134,7 +180,7 @@ func (g *Group) PodSets() ([]berthv1.PodSet, error) {
 		return nil, err
 	}
 	if n := int32(len(g.Pods)); n != total {
-		return nil, jobs.InvalidWithReason(EventGroupIncomplete, "group %q has %d of its %d pods: berth queues it once all exist (create the missing pods, or fix %s)",
+		return nil, jobs.Incomplete(EventGroupIncomplete, "group %q has %d of its %d pods: berth queues it once all exist (create the missing pods, or fix %s)",
 			g.Pods[0].Labels[berthv1.PodGroupLabel], n, total, berthv1.PodGroupTotalCountAnnotation)
 	}
 	members := make([]*corev1.Pod, 0, len(g.Pods))

@@ -39,7 +39,7 @@ func TestGroupPodSets(t *testing.T) {
 		{name: "members disagree", pods: []corev1.Pod{pod("a", "g", "2"), pod("b", "g", "3")}, wantErr: "disagree"},
 		{name: "count missing", pods: []corev1.Pod{pod("a", "g", "")}, wantErr: "at least 1"},
 		{name: "count zero", pods: []corev1.Pod{pod("a", "g", "0")}, wantErr: "at least 1"},
-		{name: "more pods than the count", pods: []corev1.Pod{pod("a", "g", "1"), pod("b", "g", "1")}, wantErr: "has 2 of its 1 pods"},
+		{name: "more pods than the count: the count are members", pods: []corev1.Pod{pod("a", "g", "1"), pod("b", "g", "1")}, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +55,62 @@ func TestGroupPodSets(t *testing.T) {
 			}
 			if len(got) != 1 || got[0].Count != tt.want {
 				t.Fatalf("got %+v, want one pod set of %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMembers checks which pods of a group with more pods than its count
+// are its members: released pods that did not fail keep their place, then
+// gated pods oldest first; the rest are excluded (and never released),
+// except failed members, which are simply replaced.
+func TestMembers(t *testing.T) {
+	at := func(name string, sec int64, released bool, phase corev1.PodPhase) corev1.Pod {
+		p := pod(name, "g", "2")
+		p.CreationTimestamp = metav1.Unix(sec, 0)
+		if !released {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
+		}
+		p.Status.Phase = phase
+		return p
+	}
+	tests := []struct {
+		name         string
+		pods         []corev1.Pod
+		wantMembers  []string
+		wantExcluded []string
+	}{
+		{name: "extras added to a running group stay out",
+			pods:        []corev1.Pod{at("a", 1, true, corev1.PodRunning), at("b", 2, true, corev1.PodRunning), at("x", 3, false, ""), at("y", 0, false, "")},
+			wantMembers: []string{"a", "b"}, wantExcluded: []string{"y", "x"}},
+		{name: "the replacement of a failed member joins before a later extra",
+			pods:        []corev1.Pod{at("a", 1, true, corev1.PodRunning), at("b", 2, true, corev1.PodFailed), at("r", 3, false, ""), at("x", 4, false, "")},
+			wantMembers: []string{"a", "r"}, wantExcluded: []string{"x"}},
+		{name: "a succeeded member keeps its place",
+			pods:        []corev1.Pod{at("z", 1, true, corev1.PodSucceeded), at("a", 2, false, ""), at("b", 3, false, "")},
+			wantMembers: []string{"a", "z"}, wantExcluded: []string{"b"}},
+		{name: "before admission the oldest pods are members",
+			pods:        []corev1.Pod{at("c", 3, false, ""), at("a", 1, false, ""), at("b", 2, false, "")},
+			wantMembers: []string{"a", "b"}, wantExcluded: []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroup(tt.pods)
+			var members, excluded []string
+			for _, p := range g.Pods {
+				members = append(members, p.Name)
+			}
+			for _, e := range g.Excluded {
+				excluded = append(excluded, e.Name)
+				if !strings.Contains(e.Why, "delete the extra pods") {
+					t.Errorf("reason for %s does not say what to do: %q", e.Name, e.Why)
+				}
+			}
+			if !slices.Equal(members, tt.wantMembers) || !slices.Equal(excluded, tt.wantExcluded) {
+				t.Errorf("members %v, excluded %v; want %v, %v", members, excluded, tt.wantMembers, tt.wantExcluded)
+			}
+			if _, err := g.PodSets(); err != nil {
+				t.Errorf("a group with extras is still a group of its count: %v", err)
 			}
 		})
 	}

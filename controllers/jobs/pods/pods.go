@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -30,10 +31,16 @@ type Gang struct {
 	Pods []corev1.Pod
 	// PodSetOf names the pod set a pod belongs to.
 	PodSetOf func(*corev1.Pod) string
+	// Excluded are pods that claim to belong to the gang but that berth
+	// does not count as its members (a pod group's pods beyond its count,
+	// a pod whose owner is not the gang's): they are never released.
+	Excluded []jobs.ExcludedPod
 
 	scheduling map[string]jobs.PodSetScheduling
 	resume     bool
 	suspend    bool
+	released   int
+	held       []string
 }
 
 // IsGated reports whether the pod still waits for berth.
@@ -95,14 +102,21 @@ const writeParallelism = 8
 
 // Write releases or deletes pods as Resume or Suspend asked, several at
 // once. Every pod is tried; the errors of all that failed are returned.
+// It releases at most the admitted count of each pod set (see releasable).
 func (g *Gang) Write(ctx context.Context, c client.Client) error {
 	var eg errgroup.Group
 	eg.SetLimit(writeParallelism)
 	errs := make([]error, len(g.Pods))
+	release := map[int]bool{}
+	if g.resume {
+		for _, i := range g.releasable() {
+			release[i] = true
+		}
+	}
 	for i := range g.Pods {
 		p := &g.Pods[i]
 		switch {
-		case g.resume && IsGated(p) && p.DeletionTimestamp.IsZero():
+		case release[i]:
 			eg.Go(func() error { errs[i] = g.release(ctx, c, p); return nil })
 		case g.suspend && !IsGated(p) && !isTerminal(p) && p.DeletionTimestamp.IsZero():
 			eg.Go(func() error {
@@ -115,6 +129,62 @@ func (g *Gang) Write(ctx context.Context, c client.Client) error {
 	}
 	_ = eg.Wait() // the goroutines report through errs
 	return errors.Join(errs...)
+}
+
+// releasable picks the gated pods Write may release and records the ones
+// it holds back. Admitted means bounded: per pod set, no more pods run at
+// once than the admission counts, whatever pods a tenant adds to the gang
+// while it runs. Pods already released and not ended count first; gated
+// pods are taken oldest first, so a replacement is released before a later
+// extra. A pod of a pod set the admission does not name is never released.
+func (g *Gang) releasable() []int {
+	running := map[string]int32{}
+	var gated []int
+	for i := range g.Pods {
+		p := &g.Pods[i]
+		switch {
+		case IsGated(p) && p.DeletionTimestamp.IsZero():
+			gated = append(gated, i)
+		case !IsGated(p) && !isTerminal(p):
+			running[g.PodSetOf(p)]++
+		}
+	}
+	sort.SliceStable(gated, func(a, b int) bool { return Older(&g.Pods[gated[a]], &g.Pods[gated[b]]) })
+	g.released, g.held = 0, nil
+	var out []int
+	for _, i := range gated {
+		set := g.PodSetOf(&g.Pods[i])
+		s, ok := g.scheduling[set]
+		if !ok || running[set] >= s.Count {
+			g.held = append(g.held, g.Pods[i].Name)
+			continue
+		}
+		running[set]++
+		out = append(out, i)
+	}
+	g.released = len(out)
+	return out
+}
+
+// Older orders pods by creation, then by name.
+func Older(a, b *corev1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// Released is the number of pods the last Write released.
+func (g *Gang) Released() int { return g.released }
+
+// Held names the gated pods the last Write kept gated because their pod
+// set already runs its admitted count, and the pods the gang excludes.
+func (g *Gang) Held() []jobs.ExcludedPod {
+	out := slices.Clone(g.Excluded)
+	for _, name := range g.held {
+		out = append(out, jobs.ExcludedPod{Name: name, Why: "its pod set already runs every pod its admission counts"})
+	}
+	return out
 }
 
 // release removes the gate and adds the pod set's node selector and

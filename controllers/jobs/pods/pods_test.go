@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +78,7 @@ func TestReleaseFromStaleCache(t *testing.T) {
 	}
 
 	g := &Gang{Pods: []corev1.Pod{*stale}, PodSetOf: func(*corev1.Pod) string { return "main" }}
-	g.SetScheduling([]jobs.PodSetScheduling{{Name: "main", NodeSelector: map[string]string{"pool": "b", "rack": "r1"}}})
+	g.SetScheduling([]jobs.PodSetScheduling{{Name: "main", Count: 1, NodeSelector: map[string]string{"pool": "b", "rack": "r1"}}})
 	g.Resume()
 	if err := g.Write(ctx, c); err != nil {
 		t.Fatalf("releasing from a stale copy: %v", err)
@@ -97,5 +98,82 @@ func TestReleaseFromStaleCache(t *testing.T) {
 	}
 	if len(got.Status.Conditions) != 1 {
 		t.Errorf("the newer version's status was lost: %v", got.Status.Conditions)
+	}
+}
+
+// TestReleaseIsBoundedByTheAdmission releases at most the admitted count
+// of each pod set, counting the pods that already run, oldest gated pods
+// first, and nothing of a pod set the admission does not name.
+func TestReleaseIsBoundedByTheAdmission(t *testing.T) {
+	gated := func(name string, sec int64, set string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.Unix(sec, 0), Labels: map[string]string{"set": set}},
+			Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}}}
+	}
+	running := func(name, set string, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"set": set}}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	tests := []struct {
+		name         string
+		pods         []corev1.Pod
+		admitted     map[string]int32
+		wantReleased []string
+		wantHeld     []string
+	}{
+		{name: "a whole gang is released", pods: []corev1.Pod{gated("a", 1, "main"), gated("b", 2, "main")},
+			admitted: map[string]int32{"main": 2}, wantReleased: []string{"a", "b"}},
+		{name: "extra members of a running gang stay gated",
+			pods:     []corev1.Pod{running("a", "main", corev1.PodRunning), running("b", "main", corev1.PodRunning), gated("x", 3, "main"), gated("y", 4, "main")},
+			admitted: map[string]int32{"main": 2}, wantHeld: []string{"x", "y"}},
+		{name: "a replacement of an ended pod is released, oldest first",
+			pods:     []corev1.Pod{running("a", "main", corev1.PodRunning), running("b", "main", corev1.PodFailed), gated("late", 9, "main"), gated("early", 5, "main")},
+			admitted: map[string]int32{"main": 2}, wantReleased: []string{"early"}, wantHeld: []string{"late"}},
+		{name: "each pod set has its own bound",
+			pods:     []corev1.Pod{gated("l", 1, "leader"), gated("l2", 2, "leader"), gated("w1", 3, "workers"), gated("w2", 4, "workers")},
+			admitted: map[string]int32{"leader": 1, "workers": 2}, wantReleased: []string{"l", "w1", "w2"}, wantHeld: []string{"l2"}},
+		{name: "a pod set the admission does not name is never released",
+			pods:     []corev1.Pod{gated("l", 1, "leader"), gated("w", 2, "workers")},
+			admitted: map[string]int32{"leader": 1}, wantReleased: []string{"l"}, wantHeld: []string{"w"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			objs := make([]client.Object, 0, len(tt.pods))
+			for i := range tt.pods {
+				objs = append(objs, tt.pods[i].DeepCopy())
+			}
+			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+			g := &Gang{Pods: tt.pods, PodSetOf: func(p *corev1.Pod) string { return p.Labels["set"] }}
+			var s []jobs.PodSetScheduling
+			for name, n := range tt.admitted {
+				s = append(s, jobs.PodSetScheduling{Name: name, Count: n})
+			}
+			wasGated := map[string]bool{}
+			for i := range tt.pods {
+				wasGated[tt.pods[i].Name] = IsGated(&tt.pods[i])
+			}
+			g.SetScheduling(s)
+			g.Resume()
+			if err := g.Write(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			var released []string
+			for _, p := range tt.pods {
+				got := &corev1.Pod{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(&p), got); err != nil {
+					t.Fatal(err)
+				}
+				if wasGated[p.Name] && !IsGated(got) {
+					released = append(released, p.Name)
+				}
+			}
+			var held []string
+			for _, h := range g.Held() {
+				held = append(held, h.Name)
+			}
+			slices.Sort(released)
+			if !slices.Equal(released, tt.wantReleased) || !slices.Equal(held, tt.wantHeld) || g.Released() != len(tt.wantReleased) {
+				t.Errorf("released %v (%d), held %v; want %v, %v", released, g.Released(), held, tt.wantReleased, tt.wantHeld)
+			}
+		})
 	}
 }

@@ -93,6 +93,11 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 		if err != nil {
 			return nil, err
 		}
+		if released && len(labelErrs) == 0 {
+			if labelErrs, err = v.validateBound(ctx, p); err != nil {
+				return nil, err
+			}
+		}
 		if released && len(labelErrs) > 0 {
 			labelErrs = field.ErrorList{field.Forbidden(gatesPath, fmt.Sprintf(
 				"the %s gate is removed by berth when the pod's gang is admitted, not before: leave it (%s)",
@@ -291,4 +296,48 @@ func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, 
 		return "", "", fmt.Errorf("reading LeaderWorkerSet %s/%s: %w", p.Namespace, name, err)
 	}
 	return jobs.GangWorkloadName("LeaderWorkerSet", lws, p.Labels[lwsv1.GroupIndexLabelKey]), "", nil
+}
+
+// validateBound refuses releasing a pod whose pod set already runs every
+// pod its admission counts: a pod that copies the labels of an admitted
+// gang's members does not run beside them on their quota. Pods are counted
+// from the cache, which can only lag behind releases (never count more
+// than run), so berth's own releases, bounded the same way, pass.
+func (v Validator) validateBound(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) {
+	uid, set := p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel]
+	name, _, err := v.gangWorkload(ctx, p)
+	if err != nil || name == "" {
+		return nil, err
+	}
+	wl, err := v.Workloads.Get(ctx, p.Namespace, name, jobs.Admitted)
+	if err != nil || !jobs.Admitted(wl) || string(wl.UID) != uid {
+		return nil, err // validateGangLabels refused these already
+	}
+	var admitted int32 = -1
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Name == set {
+			admitted = psa.Count
+		}
+	}
+	if admitted < 0 {
+		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
+			"workload %s admitted no pod set %q", wl.Name, set))}, nil
+	}
+	list := &corev1.PodList{}
+	if err := v.Workloads.Cache.List(ctx, list, client.InNamespace(p.Namespace),
+		client.MatchingLabels{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: set}); err != nil {
+		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
+	}
+	var running int32
+	for i := range list.Items {
+		q := &list.Items[i]
+		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) {
+			running++
+		}
+	}
+	if running >= admitted {
+		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.WorkloadLabel), fmt.Sprintf(
+			"pod set %s of workload %s already runs the %d pods it was admitted for", set, wl.Name, admitted))}, nil
+	}
+	return nil, nil
 }

@@ -65,7 +65,8 @@ var _ = Describe("installing berth", Ordered, func() {
 // runs berth as the installed ServiceAccount — first with one RBAC rule
 // removed, which must stop admission, then as installed — admits the
 // sample job end to end, scrapes the secured metrics, reads the visibility
-// API as an admin and as a tenant, and uninstalls.
+// API as an admin and as a tenant, makes a tenant's edits of LocalQueues and
+// Workloads that the tenant roles and policies refuse, and uninstalls.
 func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 	Expect(apply(ctx, objs)).To(Succeed())
 	deploy := deployment(objs)
@@ -93,6 +94,7 @@ func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 	}
 	expectSecureMetrics(ctx, berth, objs)
 	expectVisibility(ctx, deploy.Namespace)
+	expectTenantBoundary(ctx)
 	expectSecretBoundary(ctx, deploy)
 	Expect(forbidden(berth.Log())).To(BeEmpty(), "berth needs no permission the install lacks")
 

@@ -142,7 +142,7 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) stri
 	Expect(env.Client.Create(ctx, rf)).To(Succeed())
 	cq := &berthv1.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: berthv1.ClusterQueueSpec{ResourceGroups: []berthv1.ResourceGroup{{
+		Spec: berthv1.ClusterQueueSpec{NamespaceSelector: &metav1.LabelSelector{}, ResourceGroups: []berthv1.ResourceGroup{{
 			CoveredResources: []corev1.ResourceName{controlplane.GPUResource},
 			Flavors: []berthv1.FlavorQuotas{{Name: name, Resources: []berthv1.ResourceQuota{
 				{Name: controlplane.GPUResource, NominalQuota: resource.MustParse("64")}}}},

@@ -103,10 +103,7 @@ var _ = Describe("JobSet children", func() {
 		Expect(env.Client.Create(ctx, ns)).To(Succeed())
 		js := newJobSet(ns.Name, "parent", "team", 1)
 		Expect(env.Client.Create(ctx, js)).To(Succeed())
-		child := builders.Job(ns.Name, "parent-workers-0", "team").Obj()
-		child.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: jobsetv1.SchemeGroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID, Controller: ptr.To(true),
-		}}
+		child := childJob(ns.Name, js, "parent-workers-0", "workers", "0")
 		Expect(env.Client.Create(ctx, child)).To(Succeed())
 		Eventually(func() (int, error) {
 			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, js)
@@ -117,4 +114,34 @@ var _ = Describe("JobSet children", func() {
 			return len(wls), err
 		}, "2s", 100*time.Millisecond).Should(BeZero())
 	})
+
+	It("queues a Job on its own that only points its controller at a JobSet", func(ctx SpecContext) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
+		Expect(env.Client.Create(ctx, ns)).To(Succeed())
+		js := newJobSet(ns.Name, "parent", "team", 1)
+		Expect(env.Client.Create(ctx, js)).To(Succeed())
+		// Labelled as the JobSet controller labels its Jobs, but an index
+		// beyond the replicated job's replicas: not one of the JobSet's.
+		forged := childJob(ns.Name, js, "parent-workers-5", "workers", "5")
+		Expect(env.Client.Create(ctx, forged)).To(Succeed())
+		Eventually(func() (int, error) {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, forged)
+			return len(wls), err
+		}, 30*time.Second, 100*time.Millisecond).Should(Equal(1), "the forged child must be queued on its own")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
+		Expect(forged.Spec.Suspend).To(HaveValue(BeTrue()), "the forged child must stay held until its own workload is admitted")
+	})
 })
+
+// childJob is a Job labelled and owned as the JobSet controller makes the
+// Jobs of js.
+func childJob(namespace string, js *jobsetv1.JobSet, name, rj, index string) *batchv1.Job {
+	child := builders.Job(namespace, name, "team").Obj()
+	child.Labels[jobsetv1.JobSetNameKey] = js.Name
+	child.Labels[jobsetv1.ReplicatedJobNameKey] = rj
+	child.Labels[jobsetv1.JobIndexKey] = index
+	child.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: jobsetv1.SchemeGroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID, Controller: ptr.To(true),
+	}}
+	return child
+}

@@ -93,6 +93,62 @@ var _ = Describe("pod group specifics", func() {
 		Expect(wls.Items[0].Spec.PodSets[0].Requests.Name(builders.GPU, "").String()).To(Equal("4"))
 		Expect(meta.IsStatusConditionTrue(wls.Items[0].Status.Conditions, berthv1.ConditionAdmitted)).To(BeTrue())
 	})
+	It("keeps the pods a tenant adds to an admitted group gated: no more run than were admitted", func(ctx SpecContext) {
+		tenant, err := env.Tenant(ctx, ns, "tenant", "edit")
+		Expect(err).NotTo(HaveOccurred())
+		ps := groupPods(ns, "capped", "team", "2", "2")
+		for _, p := range ps {
+			Expect(tenant.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(released(ctx, ps...), timeout, interval).Should(BeTrue())
+
+		By("adding three members of 4 GPUs each to the running group of two")
+		extras := groupPods(ns, "capped", "team", "2", "2", "2")
+		for _, p := range extras {
+			p.Name += "-extra"
+			Expect(tenant.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, ps[0].Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("PodHeld:"), ContainSubstring("delete the extra pods"))))
+		Consistently(func(g Gomega) {
+			for _, p := range extras {
+				g.Expect(stillGated(ctx, p)(g)).To(BeTrue(), "extra pod %s", p.Name)
+			}
+		}, "2s", interval).Should(Succeed())
+
+		By("copying a member's berth labels onto an extra and removing its gate as the tenant")
+		member := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ps[0]), member)).To(Succeed())
+		extra := &corev1.Pod{}
+		Expect(tenant.Get(ctx, client.ObjectKeyFromObject(extras[0]), extra)).To(Succeed())
+		extra.Labels[berthv1.WorkloadLabel] = member.Labels[berthv1.WorkloadLabel]
+		extra.Labels[berthv1.PodSetLabel] = member.Labels[berthv1.PodSetLabel]
+		extra.Spec.SchedulingGates = nil
+		err = tenant.Update(ctx, extra)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("already runs the 2 pods it was admitted for"))
+		Expect(stillGated(ctx, extras[0])(Default)).To(BeTrue())
+	})
+
+	It("stops a running group whose members come to disagree on its count, rather than release more on its admission", func(ctx SpecContext) {
+		ps := groupPods(ns, "split", "team", "2", "2")
+		for _, p := range ps {
+			Expect(env.Client.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(released(ctx, ps...), timeout, interval).Should(BeTrue())
+		p := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ps[1]), p)).To(Succeed())
+		p.Annotations[berthv1.PodGroupTotalCountAnnotation] = "3"
+		Expect(env.Client.Update(ctx, p)).To(Succeed())
+		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, ps[0].Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("InvalidJob:"), ContainSubstring("disagree"))))
+		for _, p := range ps {
+			Eventually(func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}))
+			}, timeout, interval).Should(BeTrue(), "running member %s is stopped", p.Name)
+		}
+	})
+
 	It("dequeues a queued group that lost a member, and never starts the rest of it", func(ctx SpecContext) {
 		blocker := groupPods(ns, "blocker", "team", "2", "2")
 		for _, p := range blocker {

@@ -202,9 +202,10 @@ func clusterQueue(s *scenario.Scenario, cq scenario.ClusterQueue, preemption str
 		})
 	}
 	spec := berthv1.ClusterQueueSpec{
-		Cohort:           cq.Cohort,
-		ResourceGroups:   []berthv1.ResourceGroup{{CoveredResources: covered, Flavors: []berthv1.FlavorQuotas{fq}}},
-		QueueingStrategy: berthv1.QueueingStrategy(g.QueueingStrategy),
+		Cohort:            cq.Cohort,
+		NamespaceSelector: &metav1.LabelSelector{}, // every namespace the scenario uses
+		ResourceGroups:    []berthv1.ResourceGroup{{CoveredResources: covered, Flavors: []berthv1.FlavorQuotas{fq}}},
+		QueueingStrategy:  berthv1.QueueingStrategy(g.QueueingStrategy),
 	}
 	if preemption != PreemptionNever {
 		spec.Preemption = berthv1.ClusterQueuePreemption{

@@ -155,7 +155,7 @@ var _ = Describe("neutralised by berth", func() {
 		}, quiet, interval).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(events(ctx, g, ns, queued.Name)).To(ContainElement(ContainSubstring(
-				"Unqueueable: ClusterQueue \"" + ns + "\" does not accept workloads from namespace \"" + ns + "\"")))
+				"Unqueueable: ClusterQueue \"" + ns + "\" does not accept workloads from namespace \"" + ns + "\": its administrator")))
 		}, timeout, interval).Should(Succeed())
 		expectNoPodOutsideQuota(ctx, ns)
 	})

@@ -1,0 +1,87 @@
+package lws
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+
+// ownPods splits the pods that carry a LeaderWorkerSet's name label into
+// those whose controllers lead to the set by UID and the rest. The
+// LeaderWorkerSet controller makes one leader StatefulSet named after the
+// set and controlled by it; each leader pod controls the StatefulSet of its
+// workers, named after the leader pod. A label is all a tenant's own
+// StatefulSet needs to pass for a replica's pods, and a controller
+// reference can be written by whoever creates the object, but neither name
+// can be taken while the set's own objects hold it: so berth counts a pod
+// only when its StatefulSet is one of those, by UID and by name. Pods
+// controlled by the set itself (as some LeaderWorkerSet versions create
+// them) count too: only kube-controller-manager or an administrator can
+// create a queued pod that names a controller (see pods.Validator).
+func ownPods(ctx context.Context, c client.Reader, set *lwsv1.LeaderWorkerSet, all []corev1.Pod) ([]corev1.Pod, []jobs.ExcludedPod, error) {
+	list := &appsv1.StatefulSetList{}
+	if err := c.List(ctx, list, client.InNamespace(set.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("listing StatefulSets of LeaderWorkerSet %s: %w", set.Name, err)
+	}
+	controller := map[types.UID]*metav1.OwnerReference{}
+	names := map[types.UID]string{}
+	for i := range list.Items {
+		sts := &list.Items[i]
+		controller[sts.UID], names[sts.UID] = metav1.GetControllerOf(sts), sts.Name
+	}
+	// leaderSet reports the set's own leader StatefulSet.
+	leaderSet := func(uid types.UID) bool {
+		ref := controller[uid]
+		return ref != nil && ref.Kind == "LeaderWorkerSet" && ref.UID == set.UID && names[uid] == set.Name
+	}
+	leaders := map[types.UID]string{}
+	for i := range all {
+		p := &all[i]
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "StatefulSet" && leaderSet(ref.UID) {
+			leaders[p.UID] = p.Name
+		}
+	}
+	var in []corev1.Pod
+	var out []jobs.ExcludedPod
+	for i := range all {
+		p := &all[i]
+		ref := metav1.GetControllerOf(p)
+		switch {
+		case ref == nil:
+		case ref.Kind == "LeaderWorkerSet" && ref.UID == set.UID:
+			in = append(in, *p)
+			continue
+		case ref.Kind == "StatefulSet" && leaderSet(ref.UID):
+			in = append(in, *p)
+			continue
+		case ref.Kind == "StatefulSet" && workerSet(controller[ref.UID], names[ref.UID], leaders):
+			in = append(in, *p)
+			continue
+		}
+		out = append(out, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+			"it carries LeaderWorkerSet %s's labels but its controller is not one of the set's StatefulSets: "+
+				"berth releases only the pods the set itself creates", set.Name)})
+	}
+	return in, out, nil
+}
+
+// workerSet reports whether a StatefulSet with controller ref and name is
+// the workers' StatefulSet of one of leaders: controlled by the leader pod
+// and named after it.
+func workerSet(ref *metav1.OwnerReference, name string, leaders map[types.UID]string) bool {
+	if ref == nil || ref.Kind != "Pod" {
+		return false
+	}
+	leader, ok := leaders[ref.UID]
+	return ok && leader == name
+}

@@ -1,0 +1,84 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Tenant returns a client that acts as user, an ordinary authenticated
+// user bound to clusterRole in namespace ns only (the built-in "edit" for a
+// team member), so that a suite makes its attacks with no more rights than
+// a tenant has. The binding is created with the suite's admin client.
+func (e *Env) Tenant(ctx context.Context, ns, user, clusterRole string) (client.Client, error) {
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + clusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if err := e.aggregate(ctx, clusterRole); err != nil {
+		return nil, err
+	}
+	if err := e.Client.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("binding %s to %s in %s: %w", user, clusterRole, ns, err)
+	}
+	cfg := rest.CopyConfig(e.Plane.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", user, err)
+	}
+	return c, nil
+}
+
+// aggregate fills an aggregated ClusterRole (edit, admin, view) that has no
+// rules yet with those of the ClusterRoles its aggregation rule selects, as
+// kube-controller-manager's clusterrole-aggregation controller does: a
+// plane without kube-controller-manager would otherwise bind a tenant to a
+// role that grants nothing, and the attacks would be refused by RBAC
+// rather than by berth.
+func (e *Env) aggregate(ctx context.Context, name string) error {
+	role := &rbacv1.ClusterRole{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, role); err != nil {
+		return fmt.Errorf("reading ClusterRole %s: %w", name, err)
+	}
+	if role.AggregationRule == nil || len(role.Rules) > 0 {
+		return nil
+	}
+	all := &rbacv1.ClusterRoleList{}
+	if err := e.Client.List(ctx, all); err != nil {
+		return fmt.Errorf("listing ClusterRoles: %w", err)
+	}
+	for _, sel := range role.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			return fmt.Errorf("aggregation rule of %s: %w", name, err)
+		}
+		for i := range all.Items {
+			part := &all.Items[i]
+			if part.Name == name || !s.Matches(labels.Set(part.Labels)) {
+				continue
+			}
+			if part.AggregationRule != nil && len(part.Rules) == 0 {
+				// Aggregated roles nest (view is part of edit, edit of admin).
+				if err := e.aggregate(ctx, part.Name); err != nil {
+					return err
+				}
+				if err := e.Client.Get(ctx, client.ObjectKey{Name: part.Name}, part); err != nil {
+					return fmt.Errorf("reading ClusterRole %s: %w", part.Name, err)
+				}
+			}
+			role.Rules = append(role.Rules, part.Rules...)
+		}
+	}
+	if err := e.Client.Update(ctx, role); err != nil {
+		return fmt.Errorf("aggregating ClusterRole %s: %w", name, err)
+	}
+	return nil
+}
