@@ -16,9 +16,9 @@ const (
 	EventPreempted = "Preempted"
 	// EventRequestCreated: a ProvisioningRequest books the gang's capacity.
 	EventRequestCreated = "ProvisioningRequestCreated"
-	// EventRequestSquatted: a ProvisioningRequest of the name berth needs
-	// exists and is not berth's; the attempt fails and the next one uses
-	// another name.
+	// EventRequestSquatted: a ProvisioningRequest, or a PodTemplate it
+	// would name, of the name berth needs exists and is not berth's; the
+	// attempt fails and the next one uses another name.
 	EventRequestSquatted = "ProvisioningRequestNotOwned"
 	// EventProvisioned: the booked capacity is provisioned; the gang starts.
 	EventProvisioned = "CapacityProvisioned"

@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// garbage collector removes.
 		return reconcile.Result{RequeueAfter: flavorRetry}, nil
 	case !metav1.IsControlledBy(pr, wl):
-		r.squatted(wl, pr, booking)
+		r.squatted(wl, pr, "ProvisioningRequest", booking)
 		return reconcile.Result{}, nil
 	}
 	if booking {
@@ -151,10 +151,15 @@ func ownedByNamesake(pr *autoscalingv1.ProvisioningRequest, wl *berthv1.Workload
 // deterministically). Its answers are not the autoscaler's to berth, so
 // they are never read: the attempt fails, with a Warning event that says
 // what to delete, and the engine's next attempt uses another name.
-func (r *Reconciler) squatted(wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest, booking bool) {
-	msg := fmt.Sprintf("ProvisioningRequest %s/%s exists and was not created by berth for this workload; berth ignores it: delete it, "+
-		"and do not create ProvisioningRequests named after berth's workloads", pr.Namespace, pr.Name)
-	r.recorder.Eventf(wl, pr, corev1.EventTypeWarning, lifecycle.EventRequestSquatted, "Provision", "%s", msg)
+//
+// A PodTemplate of the attempt's name that berth did not create is handled
+// the same way (kind "PodTemplate"): the autoscaler simulates the pods the
+// template describes, so a template planted under the name berth will use
+// would have it buy what the planter chose.
+func (r *Reconciler) squatted(wl *berthv1.Workload, obj client.Object, kind string, booking bool) {
+	msg := fmt.Sprintf("%s %s/%s exists and was not created by berth for this workload; berth ignores it: delete it, "+
+		"and do not create %ss named after berth's workloads", kind, obj.GetNamespace(), obj.GetName(), kind)
+	r.recorder.Eventf(wl, obj, corev1.EventTypeWarning, lifecycle.EventRequestSquatted, "Provision", "%s", msg)
 	if !booking {
 		return
 	}
@@ -229,7 +234,16 @@ func (r *Reconciler) create(ctx context.Context, wl *berthv1.Workload, rf *berth
 		if err := controllerutil.SetControllerReference(wl, t, r.client.Scheme()); err != nil {
 			return fmt.Errorf("owning PodTemplate %s: %w", t.Name, err)
 		}
-		if err := r.client.Create(ctx, t); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.client.Create(ctx, t)
+		if apierrors.IsAlreadyExists(err) {
+			// Ours from an earlier reconcile, or planted: read whose.
+			err = r.client.Get(ctx, client.ObjectKeyFromObject(t), t)
+			if err == nil && !metav1.IsControlledBy(t, wl) {
+				r.squatted(wl, t, "PodTemplate", true)
+				return nil
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("creating PodTemplate %s/%s: %w", t.Namespace, t.Name, err)
 		}
 	}

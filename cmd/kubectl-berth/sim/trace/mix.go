@@ -288,8 +288,8 @@ func validateClass(p *problems, at string, c TrainingClass) {
 		p.addf("%s.pods must list at least one choice, e.g. [{value: 1, weight: 1}]", at)
 	}
 	for i, ch := range c.Pods {
-		if ch.Value < 1 {
-			p.addf("%s.pods[%d].value must be at least 1, got %d", at, i, ch.Value)
+		if ch.Value < 1 || ch.Value > MaxJobPods {
+			p.addf("%s.pods[%d].value must be 1 to %d, got %d", at, i, MaxJobPods, ch.Value)
 		}
 		if !positive(ch.Weight) {
 			p.addf("%s.pods[%d].weight must be positive, got %v", at, i, ch.Weight)

@@ -61,7 +61,7 @@ func TestMixValidate(t *testing.T) {
 				RunTime: LogNormal{Sigma: -1, Min: Duration{time.Hour}, Max: Duration{time.Minute}}, Topology: Topology{Level: "rack"}}
 		}, want: []string{
 			"training.classes[0].name must not be empty", "training.classes[0].share must be positive, got 0",
-			"training.classes[0].pods[0].value must be at least 1, got 0", "training.classes[0].pods[0].weight must be positive, got -1",
+			"training.classes[0].pods[0].value must be 1 to 100000, got 0", "training.classes[0].pods[0].weight must be positive, got -1",
 			"training.classes[0].gpusPerPod must not be negative, got -1", "training.classes[0].runTime.median must be positive",
 			"training.classes[0].runTime.sigma must be a finite number ≥ 0, got -1",
 			"training.classes[0].runTime.max must be 0 (no limit) or at least min 1h0m0s, got 1m0s",

@@ -4,11 +4,31 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
+
+// The simulator keeps every pod of a trace in memory and sums requests as
+// int64 thousandths, so a trace is refused, with a message naming the cap,
+// before it can take the machine's memory (a typo of 2,000,000,000 pods)
+// or overflow a sum. The caps are far above any real cluster's.
+const (
+	// MaxJobPods is the most pods one job may have.
+	MaxJobPods = 100_000
+	// MaxTracePods is the most pods all jobs of a trace may have together.
+	MaxTracePods = 2_000_000
+	// maxJobMilli caps one resource's request over a whole job (request ×
+	// pods) in thousandths, half of what an int64 holds.
+	maxJobMilli = math.MaxInt64 / 2
+)
+
+// MaxPodRequest is the most of any one resource a pod may request: 1P
+// (10^15) — a petabyte of memory, a quadrillion GPUs.
+var MaxPodRequest = resource.MustParse("1P")
 
 // maxProblems caps how many problems one error reports: a trace with a
 // systematic mistake (a wrong column, a unit missing everywhere) would
@@ -58,6 +78,20 @@ func (t Trace) Validate() error {
 	return p.err()
 }
 
+// tracePodsProblem reports a trace whose jobs have more pods together than
+// MaxTracePods, "" when they have not. Jobs over MaxJobPods count at the
+// cap, so that the sum cannot overflow.
+func tracePodsProblem(jobs []Job) string {
+	var total int64
+	for _, j := range jobs {
+		total += int64(min(max(j.Pods, 0), MaxJobPods))
+	}
+	if total <= MaxTracePods {
+		return ""
+	}
+	return fmt.Sprintf("the trace has %d pods in all, more than the simulator takes (%d): split it or shrink its gangs", total, MaxTracePods)
+}
+
 // indexWhere names a job by its position, as in a YAML or JSON document.
 func indexWhere(i int) string {
 	return fmt.Sprintf("jobs[%d]", i)
@@ -67,6 +101,9 @@ func indexWhere(i int) string {
 // job's place in the input (a CSV line, a YAML index) so that the
 // message says where to fix it.
 func validateJobs(p *problems, jobs []Job, where func(int) string) {
+	if msg := tracePodsProblem(jobs); msg != "" {
+		p.addf("%s", msg)
+	}
 	seen := make(map[string]int, len(jobs))
 	for i, j := range jobs {
 		at := where(i)
@@ -109,7 +146,10 @@ func jobProblems(j Job) []string {
 	if j.Pods < 1 {
 		out = append(out, fmt.Sprintf("pods must be at least 1, got %d", j.Pods))
 	}
-	out = append(out, requestProblems(j.Requests)...)
+	if j.Pods > MaxJobPods {
+		out = append(out, fmt.Sprintf("pods must be at most %d, got %d", MaxJobPods, j.Pods))
+	}
+	out = append(out, requestProblems(j.Requests, j.Pods)...)
 	for k := range j.NodeSelector {
 		if k == "" {
 			out = append(out, "nodeSelector has an empty key")
@@ -125,9 +165,9 @@ func jobProblems(j Job) []string {
 	return out
 }
 
-// requestProblems checks per-pod requests, in resource-name order so
-// that messages are stable.
-func requestProblems(reqs corev1.ResourceList) []string {
+// requestProblems checks per-pod requests of a job of pods pods, in
+// resource-name order so that messages are stable.
+func requestProblems(reqs corev1.ResourceList, pods int32) []string {
 	if len(reqs) == 0 {
 		return []string{"requests must name at least one resource, e.g. nvidia.com/gpu=8"}
 	}
@@ -137,8 +177,15 @@ func requestProblems(reqs corev1.ResourceList) []string {
 			out = append(out, "requests has an empty resource name")
 			continue
 		}
-		if q := reqs[name]; q.Sign() < 0 {
+		q := reqs[name]
+		switch {
+		case q.Sign() < 0:
 			out = append(out, fmt.Sprintf("request %s must not be negative, got %s", name, q.String()))
+		case q.Cmp(MaxPodRequest) > 0:
+			out = append(out, fmt.Sprintf("request %s must be at most %s per pod, got %s", name, MaxPodRequest.String(), q.String()))
+		case pods > 0 && q.MilliValue() > maxJobMilli/int64(pods):
+			out = append(out, fmt.Sprintf("request %s × %d pods is more than the simulator can add up: at most %.3g over a job",
+				name, pods, float64(maxJobMilli)/1000))
 		}
 	}
 	return out

@@ -34,6 +34,19 @@ func TestValidate(t *testing.T) {
 			want: []string{`kind must be "training" or "inference", got "batch"`}},
 		{name: "zero pods", jobs: []Job{validJob("j-0"), with("j-12", func(j *Job) { j.Pods = 0 })},
 			want: []string{"jobs[1] (job j-12): pods must be at least 1, got 0"}},
+		{name: "pods over the job cap", jobs: []Job{with("j-1", func(j *Job) { j.Pods = 2_000_000_000 })},
+			want: []string{"jobs[0] (job j-1): pods must be at most 100000, got 2000000000"}},
+		{name: "pods at the job cap", jobs: manyJobs(1, MaxJobPods)},
+		{name: "pods over the trace cap", jobs: manyJobs(21, MaxJobPods),
+			want: []string{"the trace has 2100000 pods in all, more than the simulator takes (2000000)"}},
+		{name: "pods at the trace cap", jobs: manyJobs(20, MaxJobPods)},
+		{name: "request over the pod cap", jobs: []Job{with("j-1", func(j *Job) { j.Requests[corev1.ResourceMemory] = resource.MustParse("2P") })},
+			want: []string{"request memory must be at most 1P per pod, got 2P"}},
+		{name: "request times pods overflows", jobs: []Job{with("j-1", func(j *Job) {
+			j.Pods = MaxJobPods
+			j.Requests[corev1.ResourceMemory] = resource.MustParse("1P")
+		})},
+			want: []string{"request memory × 100000 pods is more than the simulator can add up: at most 4.61e+15 over a job"}},
 		{name: "no requests", jobs: []Job{with("j-1", func(j *Job) { j.Requests = nil })},
 			want: []string{"requests must name at least one resource"}},
 		{name: "negative request", jobs: []Job{with("j-1", func(j *Job) { j.Requests[corev1.ResourceCPU] = resource.MustParse("-1") })},
@@ -117,4 +130,16 @@ func TestSortJobs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyJobs is n valid jobs of pods one-GPU pods each.
+func manyJobs(n int, pods int32) []Job {
+	jobs := make([]Job, n)
+	for i := range jobs {
+		jobs[i] = with(fmt.Sprintf("j-%d", i), func(j *Job) {
+			j.Pods = pods
+			j.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		})
+	}
+	return jobs
 }
