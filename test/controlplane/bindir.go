@@ -32,6 +32,44 @@ func ResolveBinDir(ctx context.Context, components ...Component) (string, error)
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return dir, nil
 	}
+	return build(ctx, components...)
+}
+
+// Ensure makes sure the components are in the directory ResolveBinDir
+// returns, building them with test/tools/build.sh if they are not — also
+// when $BERTH_TOOLS_BIN is set, so that a suite can ask for what only it
+// needs (the JobSet and LeaderWorkerSet operators) when it needs it: make
+// test gives its e2e phase only the plane's binaries, and builds the
+// operators in the background meanwhile; build.sh waits for a build in
+// progress instead of starting a second one.
+func Ensure(ctx context.Context, components ...Component) error {
+	dir, err := ResolveBinDir(ctx, components...)
+	if err != nil {
+		return err
+	}
+	missing := false
+	for _, c := range components {
+		if _, err := os.Stat(filepath.Join(dir, string(c))); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	built, err := build(ctx, components...)
+	if err != nil {
+		return err
+	}
+	if filepath.Clean(built) != filepath.Clean(dir) {
+		return fmt.Errorf("%s=%s lacks %v, which %s built in %s: point %s there or build them into it",
+			BinDirEnv, dir, components, buildScript, built, BinDirEnv)
+	}
+	return nil
+}
+
+// build runs test/tools/build.sh for the components (all if none) and
+// returns the directory it prints.
+func build(ctx context.Context, components ...Component) (string, error) {
 	script, err := findBuildScript(ctx)
 	if err != nil {
 		return "", err

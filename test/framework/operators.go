@@ -30,8 +30,12 @@ var (
 	LWSOperator = Operator{Name: "lws", ConfigAPIVersion: "config.lws.x-k8s.io/v1alpha1", CRD: "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
 )
 
-// OperatorCRD is the path of the operator's CRD, to pass to StartWith.
+// OperatorCRD is the path of the operator's CRD, to pass to StartWith. The
+// operator is built first if it is not yet (controlplane.Ensure).
 func OperatorCRD(ctx context.Context, o Operator) (string, error) {
+	if err := controlplane.Ensure(ctx, controlplane.Component(o.Name)); err != nil {
+		return "", fmt.Errorf("building the %s operator: %w", o.Name, err)
+	}
 	dir, err := controlplane.ResolveBinDir(ctx)
 	if err != nil {
 		return "", err
