@@ -38,6 +38,7 @@ func (e *Engine) explainAt(c *cqState, w, head *wl, pos int) Explanation {
 		ex.Reason, ex.Message = heldBecause(c)
 	case c.strict() && w != head:
 		ex.Reason, ex.Message = BlockedByHead, msgBlocked(c.name, head.key)
+		ex.Mentions = []WorkloadKey{head.key}
 	default:
 		e.explainFit(c, w, head, &ex)
 	}
@@ -55,8 +56,12 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Shortfalls = e.shortfalls(c, w, out.group)
 	}
 	ex.Message = e.msgFor(c, w, out)
+	if out.reason == ReservedForHead && head != nil {
+		ex.Mentions = append(ex.Mentions, head.key)
+	}
 	if len(w.victims) > 0 {
 		ex.Reason, ex.Message = WaitingForPreemption, msgWaiting(w.victims)
+		ex.Mentions = append(ex.Mentions, w.victims...)
 	}
 	if out.reason != InsufficientQuota {
 		ex.Preemption.Message = "preemption cannot help: " + string(out.reason)
@@ -76,6 +81,7 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Preemption.Victims = append(ex.Preemption.Victims, Preemption{
 			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
 		})
+		ex.Mentions = append(ex.Mentions, v.w.key)
 	}
 	ex.Preemption.Message = fmt.Sprintf("admitting it would preempt %d workload(s)", len(vs))
 }

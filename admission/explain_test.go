@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,11 +54,17 @@ func TestExplainPreemptionPlan(t *testing.T) {
 	if ex.Reason != BlockedByHead || ex.Position != 1 || !strings.Contains(ex.Message, "ns/p") {
 		t.Fatalf("behind: %+v", ex)
 	}
+	if !slices.Equal(ex.Mentions, []WorkloadKey{key("p")}) {
+		t.Fatalf("behind mentions %v, want the head it waits behind", ex.Mentions)
+	}
 	// Same state with a preemption policy: Explain shows the plan without acting on it.
 	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{8}, strict, preempt(PreemptionPolicy{WithinClusterQueue: PreemptLowerPriority})))
 	ex, _ = e.Explain(key("p"))
 	if !ex.Preemption.Possible || len(ex.Preemption.Victims) != 1 || ex.Preemption.Victims[0].Victim != key("low") {
 		t.Fatalf("plan %+v", ex.Preemption)
+	}
+	if !slices.Equal(ex.Mentions, []WorkloadKey{key("low")}) {
+		t.Fatalf("p mentions %v, want its would-be victim", ex.Mentions)
 	}
 	if e.workloads[key("low")].evicting {
 		t.Fatal("Explain marked a victim")

@@ -176,4 +176,9 @@ type Explanation struct {
 	FairShare FairShare
 	// Preemption would be needed to admit it now.
 	Preemption PreemptionPlan
+	// Mentions are the other workloads the explanation names — in its
+	// messages (the StrictFIFO head it waits behind, the victims it waits
+	// for) or as preemption victims — so that a caller showing it to
+	// someone who may not see every namespace can redact them.
+	Mentions []WorkloadKey
 }

@@ -10,6 +10,11 @@ type PendingQuery struct {
 	// Offset skips that many of the selected workloads; Limit caps the page
 	// (≤ 0: no cap).
 	Offset, Limit int
+	// Workload, when set, lists that workload alone (if it is among the
+	// selected ones), whatever Offset and Limit say: a lookup by name that
+	// explains one workload instead of a page of them. Total still counts
+	// every selected workload.
+	Workload WorkloadKey
 }
 
 // PendingWorkload is one pending workload as a person looking at the queue
@@ -45,16 +50,31 @@ type PendingPage struct {
 // second result is false when the engine knows no such ClusterQueue.
 //
 // Cost: one walk of the queue, plus Explain's fit and preemption what-if for
-// each workload of the page, so callers bound Limit.
+// each workload of the page (one with q.Workload), so callers bound Limit.
 func (e *Engine) Pending(q PendingQuery) (PendingPage, bool) {
+	page, ok := e.PendingOrder(q)
+	if !ok {
+		return page, false
+	}
+	for i := range page.Items {
+		page.Items[i], _ = e.ExplainPending(page.Items[i], page.FairShare)
+	}
+	return page, true
+}
+
+// PendingOrder is Pending without the explanations: the page's workloads
+// with their positions and bookings, for a caller that explains them
+// itself (ExplainPending), a few at a time. Its cost is one walk of the
+// queue.
+func (e *Engine) PendingOrder(q PendingQuery) (PendingPage, bool) {
 	c, ok := e.cqs[q.ClusterQueue]
 	if !ok {
 		return PendingPage{}, false
 	}
 	page := PendingPage{FairShare: e.fairShare(c)}
-	head, _ := c.pending.min()
 	inLQ := map[lqKey]int{}
 	pos := 0
+	lookup := q.Workload != WorkloadKey{}
 	c.pending.ascend(func(w *wl) bool {
 		lq := lqKey{namespace: w.key.Namespace, name: w.lq}
 		lqPos := inLQ[lq]
@@ -65,13 +85,14 @@ func (e *Engine) Pending(q PendingQuery) (PendingPage, bool) {
 			return true
 		}
 		page.Total++
-		if page.Total <= q.Offset || (q.Limit > 0 && len(page.Items) >= q.Limit) {
+		switch {
+		case lookup && w.key != q.Workload:
+			return true
+		case !lookup && (page.Total <= q.Offset || (q.Limit > 0 && len(page.Items) >= q.Limit)):
 			return true
 		}
 		item := PendingWorkload{Key: w.key, LocalQueue: w.lq, Priority: w.prio,
-			PositionInClusterQueue: cqPos, PositionInLocalQueue: lqPos,
-			Explanation: e.explainAt(c, w, head, cqPos)}
-		item.Explanation.FairShare = page.FairShare
+			PositionInClusterQueue: cqPos, PositionInLocalQueue: lqPos}
 		if w.bk != nil {
 			bk := *w.bk
 			item.Booking = &bk
@@ -80,4 +101,20 @@ func (e *Engine) Pending(q PendingQuery) (PendingPage, bool) {
 		return true
 	})
 	return page, true
+}
+
+// ExplainPending fills in the explanation of an item PendingOrder listed,
+// at the position it was listed at, with the queue's fair-share standing
+// fs. The second result is false when the workload is no longer pending
+// (admitted or deleted since): the item is returned unchanged.
+func (e *Engine) ExplainPending(item PendingWorkload, fs FairShare) (PendingWorkload, bool) {
+	w, ok := e.workloads[item.Key]
+	if !ok || w.phase != phasePending {
+		return item, false
+	}
+	c := e.cqs[w.cqName]
+	head, _ := c.pending.min()
+	item.Explanation = e.explainAt(c, w, head, item.PositionInClusterQueue)
+	item.Explanation.FairShare = fs
+	return item, true
 }

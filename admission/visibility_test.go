@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -48,6 +49,14 @@ func TestPendingPages(t *testing.T) {
 		{"one LocalQueue", PendingQuery{ClusterQueue: "a", Namespace: "ns", LocalQueue: "y"}, []string{"w2", "w4"}, []int{0, 1}, 2},
 		{"a page of one LocalQueue", PendingQuery{ClusterQueue: "a", Namespace: "ns", LocalQueue: "x", Offset: 1, Limit: 1}, []string{"w3"}, []int{1}, 3},
 		{"a LocalQueue of another namespace", PendingQuery{ClusterQueue: "a", Namespace: "other", LocalQueue: "x"}, nil, nil, 0},
+		{"one workload by name, whatever the page", PendingQuery{ClusterQueue: "a", Offset: 4, Limit: 1,
+			Workload: WorkloadKey{Namespace: "ns", Name: "w3"}}, []string{"w3"}, []int{1}, 5},
+		{"one workload of one LocalQueue", PendingQuery{ClusterQueue: "a", Namespace: "ns", LocalQueue: "y",
+			Workload: WorkloadKey{Namespace: "ns", Name: "w4"}}, []string{"w4"}, []int{1}, 2},
+		{"a workload of another LocalQueue is not found", PendingQuery{ClusterQueue: "a", Namespace: "ns", LocalQueue: "y",
+			Workload: WorkloadKey{Namespace: "ns", Name: "w3"}}, nil, nil, 2},
+		{"a workload of another namespace is not found", PendingQuery{ClusterQueue: "a",
+			Workload: WorkloadKey{Namespace: "other", Name: "w3"}}, nil, nil, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page, ok := e.Pending(tc.q)
@@ -98,5 +107,35 @@ func TestPendingOrderIsAdmissionOrder(t *testing.T) {
 	}
 	if page, _ := e.Pending(PendingQuery{ClusterQueue: "a"}); page.Total != 0 {
 		t.Fatalf("%d still listed after all were admitted", page.Total)
+	}
+}
+
+// TestPendingInParts: listing the order and then explaining each entry, as
+// a caller that releases the lock in between does, gives what Pending gives;
+// an entry admitted in between is reported as gone and left unchanged.
+func TestPendingInParts(t *testing.T) {
+	e := queueOf(t)
+	q := PendingQuery{ClusterQueue: "a", Namespace: "ns", LocalQueue: "x"}
+	whole, _ := e.Pending(q)
+	order, ok := e.PendingOrder(q)
+	if !ok || order.Total != whole.Total || order.FairShare != whole.FairShare || len(order.Items) != len(whole.Items) {
+		t.Fatalf("order %+v, want the page of %+v", order, whole)
+	}
+	for i, it := range order.Items {
+		if it.Explanation.Reason != "" {
+			t.Fatalf("%s: PendingOrder explained it", it.Key.Name)
+		}
+		got, still := e.ExplainPending(it, order.FairShare)
+		if !still || !reflect.DeepEqual(got, whole.Items[i]) {
+			t.Fatalf("%s: explained apart %+v, in the page %+v", it.Key.Name, got, whole.Items[i])
+		}
+	}
+	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{2}))
+	first := order.Items[0]
+	if a := cycle(t, e).Admitted; len(a) != 1 || a[0].Key != first.Key {
+		t.Fatalf("admitted %v, want %s", a, first.Key)
+	}
+	if got, still := e.ExplainPending(first, order.FairShare); still || !reflect.DeepEqual(got, first) {
+		t.Fatalf("an admitted workload explained as pending: %+v", got)
 	}
 }

@@ -18,6 +18,10 @@ package v1alpha1
 //     Resized), and with Requeued once its pods are gone and it waits
 //     again. False (Admitted, WaitingForCapacity) once admitted again.
 //   - Finished: True (Succeeded or Failed) when the job ended.
+//   - PodsHeld: True (PodsHeld) while pods that claim the gang stay gated
+//     because its pod sets already run every pod the admission counts, or
+//     because they are not the gang's own (extra members of a pod group);
+//     absent otherwise.
 //   - PodsReady: True (PodsReady) when every pod of a gang admitted on
 //     booked capacity was Ready in time; False (PodsNotReady) when they
 //     were not and the gang was evicted.
@@ -30,6 +34,7 @@ const (
 	ConditionEvicted       = "Evicted"
 	ConditionFinished      = "Finished"
 	ConditionPodsReady     = "PodsReady"
+	ConditionPodsHeld      = "PodsHeld"
 )
 
 // WorkloadReason is the reason of a Workload condition.
@@ -150,6 +155,9 @@ const (
 	ReasonFailed WorkloadReason = "Failed"
 	// ReasonPodsReady (PodsReady=True): every pod was Ready in time.
 	ReasonPodsReady WorkloadReason = "PodsReady"
+	// ReasonPodsHeld (PodsHeld=True): berth keeps pods that claim the gang
+	// gated; the message names them and says why.
+	ReasonPodsHeld WorkloadReason = "PodsHeld"
 )
 
 // ClusterQueue and LocalQueue conditions:

@@ -105,10 +105,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// cert-controller watches the namespace's Secrets through its own cache, so
-// list and watch cannot be narrowed to one name; get and update can.
-// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=list;watch
-// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,resourceNames=berth-webhook-certs,verbs=get;update
+// cert-controller watches Secrets through its own cache; scopeSecrets
+// narrows its lists and watches to the certificate Secret's name, so the
+// Role names that one Secret for every verb.
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,resourceNames=berth-webhook-certs,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=berth-mutating-webhook-configuration,verbs=update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=berth-validating-webhook-configuration,verbs=update
@@ -157,7 +157,7 @@ func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		LookaheadInterval:      o.RenewBefore,
 		RotationCheckFrequency: o.CheckInterval,
 	}
-	if err := rotator.AddRotator(mgr, r); err != nil {
+	if err := rotator.AddRotator(scopeSecrets(mgr, o.Namespace, o.SecretName), r); err != nil {
 		return nil, fmt.Errorf("adding the webhook certificate rotator: %w", err)
 	}
 	return ready, nil

@@ -226,7 +226,9 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	default:
 		err = r.hold(ctx, job, wl)
 	}
-	r.reportHeld(job, wl)
+	if herr := r.reportHeld(ctx, job, wl); err == nil {
+		err = herr
+	}
 	return res, err
 }
 
@@ -250,16 +252,28 @@ func (r *Reconciler) restoreFinalizer(ctx context.Context, job GenericJob, wl *b
 }
 
 // reportHeld says which pods that claim the gang berth keeps gated, and
-// why: pods beyond the admitted count, or that are not the gang's own.
-func (r *Reconciler) reportHeld(job GenericJob, wl *berthv1.Workload) {
+// why — pods beyond the admitted count, or that are not the gang's own —
+// in a Warning event per pod and in the Workload's PodsHeld condition,
+// which it removes once none is held.
+func (r *Reconciler) reportHeld(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
 	rel, ok := job.(Releaser)
 	if !ok {
-		return
+		return nil
 	}
-	for _, h := range rel.Held() {
+	held := rel.Held()
+	pods := make([]lifecycle.HeldPod, 0, len(held))
+	for _, h := range held {
 		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventPodHeld, "Release",
 			"pod %s stays gated: %s", h.Name, h.Why)
+		pods = append(pods, lifecycle.HeldPod{Name: h.Name, Why: h.Why})
 	}
+	if len(pods) == 0 && lifecycle.Condition(wl, berthv1.ConditionPodsHeld) == nil {
+		return nil
+	}
+	if _, err := r.writer.Write(ctx, wl, lifecycle.HoldPods{Pods: pods}); err != nil {
+		return fmt.Errorf("recording the held pods of workload %s: %w", wl.Name, err)
+	}
+	return nil
 }
 
 // write persists the in-memory changes of a job.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,8 @@ func TestTransitions(t *testing.T) {
 		{Finish{Succeeded: false, Message: "failed"}, map[Phase]Phase{Pending: Finished, GaveUp: Finished, Reserved: Finished,
 			Admitted: Finished, Running: Finished, Evicting: Finished}},
 		{PodsReady{Total: 4}, map[Phase]Phase{Admitted: Running}},
+		{HoldPods{Pods: []HeldPod{{Name: "extra", Why: "not a member"}}}, map[Phase]Phase{Pending: Pending, GaveUp: GaveUp,
+			Reserved: Reserved, Admitted: Admitted, Running: Running, Evicting: Evicting}},
 	}
 	for _, tc := range cases {
 		for _, from := range allPhases {
@@ -337,4 +340,32 @@ func TestReadmissionAfterEviction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHoldPods: the held pods are named (ten at most) in PodsHeld, and the
+// condition goes once none is held.
+func TestHoldPods(t *testing.T) {
+	wl := inPhase(t, Running)
+	var pods []HeldPod
+	for i := range 12 {
+		pods = append(pods, HeldPod{Name: fmt.Sprintf("p%d", i), Why: "beyond the admitted count"})
+	}
+	must(t, wl, HoldPods{Pods: pods})
+	c := Condition(wl, berthv1.ConditionPodsHeld)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(berthv1.ReasonPodsHeld) {
+		t.Fatalf("PodsHeld %+v", c)
+	}
+	want := "12 pod(s) stay gated: p0 (beyond the admitted count); "
+	if !strings.HasPrefix(c.Message, want) || !strings.HasSuffix(c.Message, "p9 (beyond the admitted count); and 2 more") ||
+		strings.Contains(c.Message, "p10") {
+		t.Fatalf("message %q", c.Message)
+	}
+	if PhaseOf(wl) != Running {
+		t.Fatalf("holding pods changed the phase to %s", PhaseOf(wl))
+	}
+	must(t, wl, HoldPods{})
+	if c := Condition(wl, berthv1.ConditionPodsHeld); c != nil {
+		t.Fatalf("PodsHeld %+v after none is held", c)
+	}
+	checkConsistent(t, wl)
 }

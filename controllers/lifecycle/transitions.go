@@ -3,7 +3,9 @@ package lifecycle
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -202,6 +204,46 @@ func (t Shrink) apply(wl *berthv1.Workload, _ metav1.Time) error {
 			wl.Status.Admission.PodSetAssignments[i].Count = c
 		}
 	}
+	return nil
+}
+
+// HoldPods records the pods that claim the gang and that berth keeps
+// gated (condition PodsHeld), or, with none, that it keeps none. It is not
+// a change of phase: a tenant who adds members to an admitted pod group
+// sees on the Workload, not only in events, that they will not run.
+type HoldPods struct {
+	// Pods held, each with why; none: the condition is removed.
+	Pods []HeldPod
+}
+
+// HeldPod is a pod berth keeps gated, and why.
+type HeldPod struct {
+	Name, Why string
+}
+
+// maxHeldNamed caps the pods a PodsHeld message names.
+const maxHeldNamed = 10
+
+// Name implements Transition.
+func (HoldPods) Name() string { return "HoldPods" }
+func (HoldPods) from() []Phase {
+	return []Phase{Pending, GaveUp, Reserved, Admitted, Running, Evicting}
+}
+func (t HoldPods) apply(wl *berthv1.Workload, now metav1.Time) error {
+	if len(t.Pods) == 0 {
+		meta.RemoveStatusCondition(&wl.Status.Conditions, berthv1.ConditionPodsHeld)
+		return nil
+	}
+	named := t.Pods[:min(len(t.Pods), maxHeldNamed)]
+	parts := make([]string, 0, len(named))
+	for _, p := range named {
+		parts = append(parts, fmt.Sprintf("%s (%s)", p.Name, p.Why))
+	}
+	msg := fmt.Sprintf("%d pod(s) stay gated: %s", len(t.Pods), strings.Join(parts, "; "))
+	if rest := len(t.Pods) - len(named); rest > 0 {
+		msg += fmt.Sprintf("; and %d more", rest)
+	}
+	set(wl, berthv1.ConditionPodsHeld, metav1.ConditionTrue, berthv1.ReasonPodsHeld, msg, now)
 	return nil
 }
 

@@ -217,13 +217,36 @@ func (s *Scheduler) Explain(key admission.WorkloadKey) (admission.Explanation, b
 // on the leader.
 func (s *Scheduler) Serving() bool { return s.serving.Load() }
 
+// explainChunk is how many entries of a visibility page are explained per
+// hold of the engine's lock.
+const explainChunk = 16
+
 // Pending lists a page of a ClusterQueue's pending workloads in the order
-// the engine serves them. It holds the engine's lock for the page's
-// explanations, so callers bound q.Limit.
+// the engine serves them, each explained. The engine's lock is held for the
+// walk of the queue, then for explainChunk explanations at a time, released
+// in between: a reader of a long page (up to MaxLimit entries, each a fit
+// and preemption what-if) delays an admission cycle by one chunk at most,
+// instead of by the whole page. An entry admitted or deleted between the
+// walk and its explanation is left out of the page.
 func (s *Scheduler) Pending(q admission.PendingQuery) (admission.PendingPage, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.engine.Pending(q)
+	page, ok := s.engine.PendingOrder(q)
+	s.mu.Unlock()
+	if !ok {
+		return page, false
+	}
+	out := make([]admission.PendingWorkload, 0, len(page.Items))
+	for start := 0; start < len(page.Items); start += explainChunk {
+		s.mu.Lock()
+		for _, it := range page.Items[start:min(start+explainChunk, len(page.Items))] {
+			if ex, still := s.engine.ExplainPending(it, page.FairShare); still {
+				out = append(out, ex)
+			}
+		}
+		s.mu.Unlock()
+	}
+	page.Items = out
+	return page, true
 }
 
 // poke asks for a cycle; wakes coalesce. Callers may hold s.mu.

@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,10 @@ import (
 )
 
 // summary turns an engine page into the API's object, naming each
-// workload's job from the cached Workload.
-func (p *pending) summary(ctx context.Context, page admission.PendingPage) (runtime.Object, error) {
+// workload's job from the cached Workload. viewer is the namespace of a
+// LocalQueue's line ("" for a ClusterQueue's): workloads of other
+// namespaces that the entries mention are not named to it.
+func (p *pending) summary(ctx context.Context, page admission.PendingPage, viewer string) (runtime.Object, error) {
 	out := &visv1.PendingWorkloadsSummary{
 		Total: int64(page.Total),
 		FairShare: visv1.FairShare{Cohort: page.FairShare.Cohort, WeightedShare: weightedShare(page.FairShare.DominantResourceShare),
@@ -26,6 +29,9 @@ func (p *pending) summary(ctx context.Context, page admission.PendingPage) (runt
 	}
 	for _, it := range page.Items {
 		item := pendingItem(it)
+		if viewer != "" {
+			redact(&item, it.Explanation.Mentions, viewer)
+		}
 		wl := &berthv1.Workload{}
 		if err := p.reader.Get(ctx, client.ObjectKey{Namespace: it.Key.Namespace, Name: it.Key.Name}, wl); err == nil {
 			item.CreationTimestamp, item.UID = wl.CreationTimestamp, wl.UID
@@ -75,4 +81,28 @@ func pendingItem(it admission.PendingWorkload) visv1.PendingWorkload {
 // of weight 0 borrows).
 func weightedShare(drs int64) string {
 	return strconv.FormatFloat(scheduler.WeightedShare(drs), 'f', -1, 64)
+}
+
+// Redacted stands in a LocalQueue's line for a workload of another
+// namespace: the line is readable by anyone who may read the LocalQueue,
+// and the names of other teams' workloads are not theirs to see.
+const Redacted = "a workload of another namespace"
+
+// redact replaces, in an entry of a LocalQueue's line in namespace viewer,
+// the names of the mentioned workloads of other namespaces — the StrictFIFO
+// head it waits behind, preemption victims — with Redacted.
+func redact(item *visv1.PendingWorkload, mentions []admission.WorkloadKey, viewer string) {
+	for _, k := range mentions {
+		if k.Namespace == viewer {
+			continue
+		}
+		name := k.String()
+		item.Message = strings.ReplaceAll(item.Message, name, Redacted)
+		item.Preemption.Message = strings.ReplaceAll(item.Preemption.Message, name, Redacted)
+		for i, v := range item.Preemption.Victims {
+			if v == name {
+				item.Preemption.Victims[i] = Redacted
+			}
+		}
+	}
 }

@@ -39,10 +39,13 @@ func newCodecs() (codecs, error) {
 	return codecs{scheme: s, codecs: serializer.NewCodecFactory(s), params: runtime.NewParameterCodec(s)}, nil
 }
 
-// convertOptions reads offset and limit from a query; a value that is not a
-// non-negative integer is an error the client sees as a bad request.
+// convertOptions reads offset, limit and workload from a query; an offset
+// or limit that is not a non-negative integer is an error the client sees
+// as a bad request. The workload is checked where the queue's scope is
+// known (pending.Get).
 func convertOptions(a, b any, _ conversion.Scope) error {
 	q, out := a.(*url.Values), b.(*visv1.PendingWorkloadOptions)
+	out.Workload = q.Get("workload")
 	for name, dst := range map[string]*int64{"offset": &out.Offset, "limit": &out.Limit} {
 		v := q.Get(name)
 		if v == "" {

@@ -3,10 +3,12 @@ package visibility
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,15 +90,18 @@ func (p *pending) Get(ctx context.Context, name string, opts runtime.Object) (ru
 	if !p.engine.Serving() {
 		return nil, notLeader()
 	}
-	q := admission.PendingQuery{ClusterQueue: name, Offset: int(o.Offset), Limit: int(limit)}
+	ns := genericrequest.NamespaceValue(ctx)
+	workload, err := p.workloadKey(ns, o.Workload)
+	if err != nil {
+		return nil, err
+	}
+	q := admission.PendingQuery{ClusterQueue: name, Offset: int(o.Offset), Limit: int(limit), Workload: workload}
 	if p.namespaced {
-		ns := genericrequest.NamespaceValue(ctx)
 		lq := &berthv1.LocalQueue{}
 		if err := p.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, lq); err != nil {
 			return nil, lookupError(err, "localqueues", name)
 		}
-		q = admission.PendingQuery{ClusterQueue: lq.Spec.ClusterQueue, Namespace: ns, LocalQueue: name,
-			Offset: q.Offset, Limit: q.Limit}
+		q.ClusterQueue, q.Namespace, q.LocalQueue = lq.Spec.ClusterQueue, ns, name
 	}
 	page, ok := p.engine.Pending(q)
 	if !ok {
@@ -109,7 +114,29 @@ func (p *pending) Get(ctx context.Context, name string, opts runtime.Object) (ru
 			}
 		}
 	}
-	return p.summary(ctx, page)
+	return p.summary(ctx, page, q.Namespace)
+}
+
+// workloadKey is the workload a lookup names: NAME in a LocalQueue's line
+// (of the request's namespace), NAMESPACE/NAME in a ClusterQueue's; the zero
+// key when none is named.
+func (p *pending) workloadKey(ns, workload string) (admission.WorkloadKey, error) {
+	if workload == "" {
+		return admission.WorkloadKey{}, nil
+	}
+	if p.namespaced {
+		if errs := validation.IsDNS1123Subdomain(workload); len(errs) > 0 {
+			return admission.WorkloadKey{}, apierrors.NewBadRequest(fmt.Sprintf(
+				"workload=%q: in a LocalQueue's line name the Workload alone, without a namespace: %s", workload, strings.Join(errs, "; ")))
+		}
+		return admission.WorkloadKey{Namespace: ns, Name: workload}, nil
+	}
+	namespace, name, ok := strings.Cut(workload, "/")
+	if !ok || validation.IsDNS1123Label(namespace) != nil || validation.IsDNS1123Subdomain(name) != nil {
+		return admission.WorkloadKey{}, apierrors.NewBadRequest(fmt.Sprintf(
+			"workload=%q: in a ClusterQueue's line name the Workload as NAMESPACE/NAME", workload))
+	}
+	return admission.WorkloadKey{Namespace: namespace, Name: name}, nil
 }
 
 // notLeader is the answer of a replica that does not run the engine: the

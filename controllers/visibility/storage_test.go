@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"net/url"
+	"slices"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ func TestConvertOptions(t *testing.T) {
 		{"offset=3&limit=10", visv1.PendingWorkloadOptions{Offset: 3, Limit: 10}, false},
 		{"offset=-1", visv1.PendingWorkloadOptions{}, true},
 		{"limit=ten", visv1.PendingWorkloadOptions{}, true},
+		{"workload=ns%2Fw&limit=1", visv1.PendingWorkloadOptions{Limit: 1, Workload: "ns/w"}, false},
 	} {
 		q, err := url.ParseQuery(tc.query)
 		if err != nil {
@@ -80,6 +82,15 @@ func TestPendingGet(t *testing.T) {
 			admission.PendingQuery{ClusterQueue: "busy", Namespace: "ns", LocalQueue: "team", Limit: 5}},
 		{"a queue with nothing pending", false, "idle", visv1.PendingWorkloadOptions{}, true, nil, 1,
 			admission.PendingQuery{ClusterQueue: "idle", Limit: visv1.DefaultLimit}},
+		{"one workload of a ClusterQueue", false, "busy", visv1.PendingWorkloadOptions{Workload: "ns/w"}, true, nil, 1,
+			admission.PendingQuery{ClusterQueue: "busy", Limit: visv1.DefaultLimit, Workload: admission.WorkloadKey{Namespace: "ns", Name: "w"}}},
+		{"one workload of a LocalQueue, in its namespace", true, "team", visv1.PendingWorkloadOptions{Workload: "w"}, true, nil, 1,
+			admission.PendingQuery{ClusterQueue: "busy", Namespace: "ns", LocalQueue: "team", Limit: visv1.DefaultLimit,
+				Workload: admission.WorkloadKey{Namespace: "ns", Name: "w"}}},
+		{"a ClusterQueue's workload without its namespace", false, "busy", visv1.PendingWorkloadOptions{Workload: "w"}, true,
+			apierrors.IsBadRequest, 0, admission.PendingQuery{}},
+		{"a LocalQueue's workload with a namespace", true, "team", visv1.PendingWorkloadOptions{Workload: "other/w"}, true,
+			apierrors.IsBadRequest, 0, admission.PendingQuery{}},
 		{"an unknown ClusterQueue", false, "nope", visv1.PendingWorkloadOptions{}, true, apierrors.IsNotFound, 0, admission.PendingQuery{}},
 		{"an unknown LocalQueue", true, "nope", visv1.PendingWorkloadOptions{}, true, apierrors.IsNotFound, 0, admission.PendingQuery{}},
 		{"too large a page", false, "busy", visv1.PendingWorkloadOptions{Limit: visv1.MaxLimit + 1}, true, apierrors.IsBadRequest, 0, admission.PendingQuery{}},
@@ -116,5 +127,51 @@ func TestPendingGet(t *testing.T) {
 				t.Fatalf("summary %+v", s)
 			}
 		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	own := admission.WorkloadKey{Namespace: "ns", Name: "mine"}
+	other := admission.WorkloadKey{Namespace: "team-b", Name: "theirs"}
+	for _, tc := range []struct {
+		name             string
+		mentions         []admission.WorkloadKey
+		wantMessage      string
+		wantVictims      []string
+		wantPreemptedMsg string
+	}{
+		{"another namespace's workloads are not named", []admission.WorkloadKey{own, other},
+			"waiting behind " + Redacted + " and ns/mine", []string{"ns/mine", Redacted}, "would preempt " + Redacted},
+		{"the viewer's own are", []admission.WorkloadKey{own},
+			"waiting behind team-b/theirs and ns/mine", []string{"ns/mine", "team-b/theirs"}, "would preempt team-b/theirs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := visv1.PendingWorkload{Message: "waiting behind team-b/theirs and ns/mine",
+				Preemption: visv1.Preemption{Message: "would preempt team-b/theirs", Victims: []string{"ns/mine", "team-b/theirs"}}}
+			redact(&item, tc.mentions, "ns")
+			if item.Message != tc.wantMessage || item.Preemption.Message != tc.wantPreemptedMsg ||
+				!slices.Equal(item.Preemption.Victims, tc.wantVictims) {
+				t.Fatalf("got %q, %q, %v; want %q, %q, %v", item.Message, item.Preemption.Message, item.Preemption.Victims,
+					tc.wantMessage, tc.wantPreemptedMsg, tc.wantVictims)
+			}
+		})
+	}
+}
+
+// TestSummaryRedactsOnlyLocalQueueLines checks that a ClusterQueue's line,
+// read by its administrators, keeps every name, and a LocalQueue's does not.
+func TestSummaryRedactsOnlyLocalQueueLines(t *testing.T) {
+	other := admission.WorkloadKey{Namespace: "team-b", Name: "head"}
+	page := admission.PendingPage{Total: 1, Items: []admission.PendingWorkload{{Key: admission.WorkloadKey{Namespace: "ns", Name: "w"},
+		Explanation: admission.Explanation{Reason: admission.BlockedByHead, Message: "waiting behind team-b/head", Mentions: []admission.WorkloadKey{other}}}}}
+	p := &pending{reader: fake.NewClientBuilder().Build()}
+	for viewer, want := range map[string]string{"": "waiting behind team-b/head", "ns": "waiting behind " + Redacted} {
+		obj, err := p.summary(context.Background(), page, viewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.(*visv1.PendingWorkloadsSummary).Items[0].Message; got != want {
+			t.Errorf("viewer %q: message %q, want %q", viewer, got, want)
+		}
 	}
 }

@@ -451,6 +451,13 @@ func schema_berth_apis_visibility_v1alpha1_PendingWorkloadOptions(ref common.Ref
 							Format:      "int64",
 						},
 					},
+					"workload": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Workload, when set, returns that workload's entry alone (none when it is not pending in the queue) and ignores Offset and Limit: a lookup that costs one explanation instead of paging through the line. In a LocalQueue's line it is the Workload's name (its namespace is the LocalQueue's); in a ClusterQueue's line, NAMESPACE/NAME.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -45,6 +45,12 @@ type PendingWorkloadOptions struct {
 	// Limit caps how many are returned (default DefaultLimit, at most
 	// MaxLimit): each costs the engine an explanation under its lock.
 	Limit int64 `json:"limit,omitempty"`
+	// Workload, when set, returns that workload's entry alone (none when it
+	// is not pending in the queue) and ignores Offset and Limit: a lookup
+	// that costs one explanation instead of paging through the line. In a
+	// LocalQueue's line it is the Workload's name (its namespace is the
+	// LocalQueue's); in a ClusterQueue's line, NAMESPACE/NAME.
+	Workload string `json:"workload,omitempty"`
 }
 
 // Limits of PendingWorkloadOptions.Limit.

@@ -229,7 +229,7 @@ func (e *env) explainWorkload(ctx context.Context, c client.Client, wl *berthv1.
 	v, err := e.visibility()
 	var line *visv1.PendingWorkloadsSummary
 	if err == nil {
-		line, err = v.localQueueLine(ctx, wl.Namespace, wl.Spec.QueueName)
+		line, err = v.entry(ctx, wl.Namespace, wl.Spec.QueueName, wl.Name)
 	}
 	if err != nil {
 		ex.lineErr = err

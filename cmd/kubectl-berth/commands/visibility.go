@@ -39,11 +39,31 @@ func (e *env) visibility() (*visibilityClient, error) {
 	return &visibilityClient{rest: rc}, nil
 }
 
-// page reads one page of a queue's pending workloads. A non-leader replica
-// answers 503 with Retry-After, which the REST client retries.
+// page reads one page of a queue's pending workloads.
 func (v *visibilityClient) page(ctx context.Context, namespace, queue string, offset, limit int64) (*visv1.PendingWorkloadsSummary, error) {
-	req := v.rest.Get().Name(queue).SubResource("pendingworkloads").
-		Param("offset", strconv.FormatInt(offset, 10)).Param("limit", strconv.FormatInt(limit, 10))
+	return v.get(ctx, namespace, queue, "offset", strconv.FormatInt(offset, 10), "limit", strconv.FormatInt(limit, 10))
+}
+
+// entry reads one Workload's entry in a LocalQueue's line, with the line's
+// total and fair-share standing; no entry when it is not in the line. berth
+// looks it up by name and explains it alone, where reading the whole line
+// would cost it an explanation per workload.
+func (v *visibilityClient) entry(ctx context.Context, namespace, queue, workload string) (*visv1.PendingWorkloadsSummary, error) {
+	p, err := v.get(ctx, namespace, queue, "workload", workload)
+	if err != nil {
+		return nil, visibilityError(err, fmt.Sprintf("LocalQueue %s/%s", namespace, queue), "localqueues")
+	}
+	return p, nil
+}
+
+// get reads a queue's pendingworkloads with the query parameters given as
+// name, value pairs. A non-leader replica answers 503 with Retry-After,
+// which the REST client retries.
+func (v *visibilityClient) get(ctx context.Context, namespace, queue string, params ...string) (*visv1.PendingWorkloadsSummary, error) {
+	req := v.rest.Get().Name(queue).SubResource("pendingworkloads")
+	for i := 0; i+1 < len(params); i += 2 {
+		req = req.Param(params[i], params[i+1])
+	}
 	if namespace != "" {
 		req = req.Namespace(namespace).Resource("localqueues")
 	} else {

@@ -9,18 +9,24 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/framework"
 )
 
 // expectSecretBoundary checks, with berth running as installed, that it
 // can read a tenant's webhook Secret only once the tenant grants it that
 // one Secret: the install gives berth no list, watch or get on Secrets
-// outside its own namespace.
+// outside its own namespace, and inside it only on its certificate's.
 func expectSecretBoundary(ctx context.Context, deploy *appsv1.Deployment) {
+	expectOwnSecretOnly(ctx, deploy)
+
 	By("a tenant's NotificationPolicy: Ready only once berth is granted its Secret")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
@@ -56,4 +62,37 @@ func ready(ctx context.Context, np *berthv1.NotificationPolicy) func(Gomega) met
 		g.Expect(c).NotTo(BeNil())
 		return *c
 	}
+}
+
+// expectOwnSecretOnly checks, as berth's ServiceAccount, that berth cannot
+// list the Secrets of its own namespace — a list returns their data — but
+// can list and read its certificate Secret by name, which is what its
+// certificate rotator does (with the metadata.name field selector the API
+// server authorizes by name).
+func expectOwnSecretOnly(ctx context.Context, deploy *appsv1.Deployment) {
+	By("berth's identity lists no Secret of its namespace but its certificate's")
+	var certSecret string
+	for _, v := range deploy.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			certSecret = v.Secret.SecretName
+		}
+	}
+	Expect(certSecret).NotTo(BeEmpty())
+	token, err := framework.ServiceAccountToken(ctx, plane.Config, deploy.Namespace, deploy.Spec.Template.Spec.ServiceAccountName)
+	Expect(err).NotTo(HaveOccurred())
+	cfg := rest.AnonymousClientConfig(plane.Config)
+	cfg.BearerToken = token
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	secrets := cs.CoreV1().Secrets(deploy.Namespace)
+
+	_, err = secrets.List(ctx, metav1.ListOptions{})
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "listing every Secret of %s must be forbidden, got %v", deploy.Namespace, err)
+	_, err = secrets.Get(ctx, "not-berths", metav1.GetOptions{})
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "reading another Secret of %s must be forbidden, got %v", deploy.Namespace, err)
+	own, err := secrets.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + certSecret})
+	Expect(err).NotTo(HaveOccurred(), "listing the certificate Secret by name")
+	Expect(own.Items).To(HaveLen(1))
+	_, err = secrets.Get(ctx, certSecret, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
 }

@@ -128,6 +128,28 @@ var _ = Describe("pod group specifics", func() {
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("already runs the 2 pods it was admitted for"))
 		Expect(stillGated(ctx, extras[0])(Default)).To(BeTrue())
+
+		By("the Workload says which pods stay gated, and stops saying so once they are gone")
+		held := func(g Gomega) *metav1.Condition {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1.JobKeyLabel: "capped"})).To(Succeed())
+			g.Expect(wls.Items).To(HaveLen(1))
+			return meta.FindStatusCondition(wls.Items[0].Status.Conditions, berthv1.ConditionPodsHeld)
+		}
+		Eventually(func(g Gomega) {
+			c := held(g)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(string(berthv1.ReasonPodsHeld)))
+			g.Expect(c.Message).To(HavePrefix("3 pod(s) stay gated:"))
+			for _, p := range extras {
+				g.Expect(c.Message).To(ContainSubstring(p.Name))
+			}
+		}, timeout, interval).Should(Succeed())
+		for _, p := range extras {
+			Expect(tenant.Delete(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) { g.Expect(held(g)).To(BeNil()) }, timeout, interval).Should(Succeed())
 	})
 
 	It("stops a running group whose members come to disagree on its count, rather than release more on its admission", func(ctx SpecContext) {

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
+	"github.com/berth-dev/berth/controllers/visibility"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -142,6 +145,64 @@ var _ = Describe("pending workloads", Ordered, func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 		_, err = get(ctx, "", "namespaces/"+nsA+"/localqueues/no-such-queue/pendingworkloads")
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	It("looks one workload up by name, and names no other namespace's workloads to a tenant", func(ctx SpecContext) {
+		By("a StrictFIFO ClusterQueue whose head, from another namespace, blocks the tenant's job")
+		strict := nsA + "-strict"
+		Expect(env.Client.Create(ctx, builders.ClusterQueue(strict).Strategy(berthv1.StrictFIFO).
+			Quota(cq, builders.GPU, "1", "").Obj())).To(Succeed())
+		for _, ns := range []string{nsA, nsB} {
+			Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "strict", strict))).To(Succeed())
+		}
+		high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: strict + "-high"}, Value: 1000}
+		Expect(env.Client.Create(ctx, high)).To(Succeed())
+		holder := builders.Job(nsA, "holder", "strict").Request(builders.GPU, "1").Obj()
+		Expect(env.Client.Create(ctx, holder)).To(Succeed())
+		Eventually(admitted(ctx, holder)).Should(BeTrue())
+		head := builders.Job(nsB, "head", "strict").Request(builders.GPU, "1").Obj()
+		head.Spec.Template.Spec.PriorityClassName = high.Name
+		behind := builders.Job(nsA, "behind", "strict").Request(builders.GPU, "1").Obj()
+		Expect(env.Client.Create(ctx, head)).To(Succeed())
+		Expect(env.Client.Create(ctx, behind)).To(Succeed())
+		var headWL, behindWL *berthv1.Workload
+		Eventually(func(g Gomega) {
+			headWL, behindWL = workloadOf(ctx, g, head), workloadOf(ctx, g, behind)
+			g.Expect(headWL).NotTo(BeNil())
+			g.Expect(behindWL).NotTo(BeNil())
+		}).Should(Succeed())
+		headName := nsB + "/" + headWL.Name
+
+		By("the ClusterQueue's administrators see whom it waits behind")
+		Eventually(func(g Gomega) {
+			s, err := get(ctx, "", "clusterqueues/"+strict+"/pendingworkloads", "workload", nsA+"/"+behindWL.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(names(s)).To(Equal([]string{"behind"}))
+			g.Expect(s.Total).To(BeEquivalentTo(2))
+			g.Expect(s.Items[0].Reason).To(Equal(string(admission.BlockedByHead)))
+			g.Expect(s.Items[0].Message).To(ContainSubstring(headName))
+		}).Should(Succeed())
+
+		By("the tenant's own line says it waits behind the head, without naming it")
+		s, err := get(ctx, "alice", "namespaces/"+nsA+"/localqueues/strict/pendingworkloads", "workload", behindWL.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(names(s)).To(Equal([]string{"behind"}))
+		Expect(s.Total).To(BeEquivalentTo(1))
+		Expect(s.Items[0].PositionInClusterQueue).To(BeEquivalentTo(1))
+		Expect(s.Items[0].Message).To(ContainSubstring(visibility.Redacted))
+		Expect(s.Items[0].Message).NotTo(ContainSubstring(headWL.Name))
+		whole, err := get(ctx, "alice", "namespaces/"+nsA+"/localqueues/strict/pendingworkloads")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(whole.Items).To(HaveLen(1))
+		Expect(whole.Items[0].Message).To(Equal(s.Items[0].Message), "the page and the lookup say the same")
+
+		By("a lookup of a workload that is not in the line finds nothing; a lookup with a namespace is refused")
+		s, err = get(ctx, "alice", "namespaces/"+nsA+"/localqueues/strict/pendingworkloads", "workload", "no-such-workload")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Items).To(BeEmpty())
+		_, err = get(ctx, "alice", "namespaces/"+nsA+"/localqueues/strict/pendingworkloads", "workload", headName)
+		Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("without a namespace"))
 	})
 
 	It("writes no waiting reason to status, and replaces one that asked for action once it no longer holds", func(ctx SpecContext) {
