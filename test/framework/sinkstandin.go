@@ -15,17 +15,22 @@ import (
 
 // SinkStandIn is an HTTPS server standing in for Slack's incoming webhooks
 // and any other webhook berth posts failure reports to. It records every
-// accepted post by URL path (give each spec's Secret its own path), can be
-// told to answer an error status, or to hang until released — a sink that
-// is down but still accepts connections.
+// accepted post by URL path (give each spec's Secret its own path), and
+// every request that reached a path at all; it can be told to answer an
+// error status or a redirect, or to hang until released — a sink that is
+// down but still accepts connections — on every path or on some.
 type SinkStandIn struct {
 	srv *httptest.Server
 
-	mu     sync.Mutex
-	status map[string]int // by path; 200 when not set
-	hold   chan struct{}
-	held   int
-	posts  map[string][]Post
+	mu       sync.Mutex
+	status   map[string]int    // by path; 200 when not set
+	redirect map[string]string // by path: answer 307 to this URL
+	hold     chan struct{}
+	holdAll  bool
+	holdOn   map[string]bool // paths that hang when holdAll is false
+	held     int
+	hits     map[string]int
+	posts    map[string][]Post
 }
 
 // Post is one report the stand-in accepted.
@@ -40,7 +45,8 @@ type Post struct {
 
 // NewSinkStandIn starts a stand-in that accepts every post.
 func NewSinkStandIn() *SinkStandIn {
-	s := &SinkStandIn{status: map[string]int{}, posts: map[string][]Post{}}
+	s := &SinkStandIn{status: map[string]int{}, redirect: map[string]string{}, holdOn: map[string]bool{},
+		hits: map[string]int{}, posts: map[string][]Post{}}
 	s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -48,11 +54,19 @@ func NewSinkStandIn() *SinkStandIn {
 func (s *SinkStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	hold, status := s.hold, s.status[r.URL.Path]
+	s.hits[r.URL.Path]++
+	hold, status, to := s.hold, s.status[r.URL.Path], s.redirect[r.URL.Path]
+	if hold != nil && !s.holdAll && !s.holdOn[r.URL.Path] {
+		hold = nil
+	}
 	if hold != nil {
 		s.held++
 	}
 	s.mu.Unlock()
+	if to != "" {
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+		return
+	}
 	if hold != nil {
 		select {
 		case <-hold:
@@ -101,12 +115,25 @@ func (s *SinkStandIn) Answer(path string, status int) {
 	s.status[path] = status
 }
 
-// Stall makes every post hang until Release.
-func (s *SinkStandIn) Stall() {
+// Redirect makes the stand-in answer every request on path with a 307
+// to the URL to: a sink that tries to move berth's post elsewhere.
+func (s *SinkStandIn) Redirect(path, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redirect[path] = to
+}
+
+// Stall makes posts hang until Release: on the given paths, or on every
+// path when none is given.
+func (s *SinkStandIn) Stall(paths ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hold == nil {
 		s.hold = make(chan struct{})
+	}
+	s.holdAll = len(paths) == 0
+	for _, p := range paths {
+		s.holdOn[p] = true
 	}
 }
 
@@ -118,6 +145,8 @@ func (s *SinkStandIn) Release() {
 		close(s.hold)
 		s.hold = nil
 	}
+	s.holdAll = false
+	clear(s.holdOn)
 }
 
 // Stalled is how many posts hung.
@@ -125,6 +154,13 @@ func (s *SinkStandIn) Stalled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.held
+}
+
+// Hits is how many requests reached path, whatever they were answered.
+func (s *SinkStandIn) Hits(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
 }
 
 // Posts returns what was accepted on path.

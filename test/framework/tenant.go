@@ -3,13 +3,18 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // Tenant returns a client that acts as user, an ordinary authenticated
@@ -79,6 +84,41 @@ func (e *Env) aggregate(ctx context.Context, name string) error {
 	}
 	if err := e.Client.Update(ctx, role); err != nil {
 		return fmt.Errorf("aggregating ClusterRole %s: %w", name, err)
+	}
+	return nil
+}
+
+// InstallTenantPolicies creates the ValidatingAdmissionPolicies and their
+// bindings the install ships to narrow tenants' updates
+// (config/rbac/tenant_policies.yaml), named as config/default's namePrefix
+// names them, so that a suite's tenant meets the refusals a cluster's does.
+func InstallTenantPolicies(ctx context.Context, c client.Client) error {
+	file := filepath.Join("config", "rbac", "tenant_policies.yaml")
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), file))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("decoding %s: %w", file, err)
+		}
+		var obj client.Object
+		switch meta.Kind {
+		case "ValidatingAdmissionPolicy":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		case "ValidatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		default:
+			return fmt.Errorf("%s: unexpected kind %q", file, meta.Kind)
+		}
+		if err := yaml.Unmarshal([]byte(doc), obj); err != nil {
+			return fmt.Errorf("decoding %s %s: %w", file, meta.Kind, err)
+		}
+		obj.SetName("berth-" + obj.GetName())
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, obj)); err != nil {
+			return fmt.Errorf("creating %s %s: %w", meta.Kind, obj.GetName(), err)
+		}
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ func TestPodSets(t *testing.T) {
 		{name: "zero parallelism", rjs: []jobsetv1.ReplicatedJob{rj("w", 1, 0, 1)}, wantErr: "runs no pods"},
 		{name: "no replicated jobs", wantErr: "no replicatedJobs"},
 		{name: "more pod sets than a workload holds", rjs: many, wantErr: "at most 8"},
+		// JobSet's own webhook refuses this too; berth does not count on it.
+		{name: "more pods than berth counts", rjs: []jobsetv1.ReplicatedJob{rj("w", 1<<16, 1<<16, 1<<16)},
+			wantErr: `replicatedJob "w" runs 65536 × 65536 = 4294967296 pods, more than berth can count (2147483647): lower replicas or parallelism`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

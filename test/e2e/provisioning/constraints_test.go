@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // productLabel tells the nodes of one flavor apart by GPU product, as GPU
@@ -36,7 +37,7 @@ var _ = Describe("gangs with constraints of their own", func() {
 		job.Spec.Template.Spec.NodeSelector = map[string]string{productLabel: "NVIDIA-H200"}
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r2"}))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(h) books new nodes in the rack whose pool's nodes satisfy the gang's nodeSelector, and asks for the job's own pods", func(ctx SpecContext) {
@@ -63,7 +64,7 @@ var _ = Describe("gangs with constraints of their own", func() {
 		}, timeout, interval).Should(Succeed())
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r2"}))
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0), "no node is added where the pods cannot run")
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(i) places a gang with one-pod-per-node anti-affinity one pod per node, and kube-scheduler binds it so", func(ctx SpecContext) {
@@ -74,7 +75,7 @@ var _ = Describe("gangs with constraints of their own", func() {
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		Eventually(racksOf(ctx, job), timeout, interval).Should(Equal([]string{"r2"}))
 		Eventually(podsPerNode(ctx, job), timeout, interval).Should(And(HaveLen(2), Not(HaveKey(""))))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(j) books a new node per pod for a gang whose pods must not share a node, and binds them so", func(ctx SpecContext) {
@@ -83,7 +84,7 @@ var _ = Describe("gangs with constraints of their own", func() {
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
 		Eventually(podsPerNode(ctx, job), timeout, interval).Should(And(HaveLen(2), Not(HaveKey(""))))
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(2), "one 8-GPU node would hold both 2-GPU pods, but not bind them both")
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 })
 

@@ -17,6 +17,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // draDriver is the fake DRA driver whose devices the kwok nodes publish;
@@ -113,7 +114,7 @@ var _ = Describe("DRA gangs", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(workloadOf(ctx, g, job).Status.Provisioning).To(BeNil(), "the devices exist: nothing is booked")
 		}, timeout, interval).Should(Succeed())
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("gets a node publishing the devices from the stand-in when none are free, and runs the gang there", func(ctx SpecContext) {
@@ -138,6 +139,6 @@ var _ = Describe("DRA gangs", func() {
 		s := &resourcev1.ResourceSlice{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: pool.Name + "-0-" + draDriver}, s)).To(Succeed())
 		Expect(s.Spec.NodeName).To(HaveValue(Equal(pool.Name + "-0")))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 })

@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // tolerance is how far a job's admission and start on the plane may be
@@ -63,7 +64,7 @@ var _ = Describe("The coordination simulator", func() {
 		}
 		Eventually(func(g Gomega) {
 			for _, j := range tr.Jobs {
-				g.Expect(finished(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.ID}})(g)).To(BeTrue(), "job %s completed", j.ID)
+				g.Expect(jobsuite.Completed(ctx, env.Client, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.ID}})(g)).To(BeTrue(), "job %s completed", j.ID)
 			}
 		}).WithTimeout(3 * time.Minute).WithPolling(interval).Should(Succeed())
 

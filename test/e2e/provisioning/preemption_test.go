@@ -94,7 +94,7 @@ var _ = Describe("preempting a gang that waits for its capacity", func() {
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(first), &autoscalingv1.ProvisioningRequest{})
 		}, timeout, interval).Should(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }),
 			"the withdrawn booking's request is deleted, so the autoscaler creates no node for it")
-		Eventually(finished(ctx, urgent), timeout, interval).Should(BeTrue(), "the preemptor runs on the existing node")
+		Eventually(jobsuite.Completed(ctx, env.Client, urgent), timeout, interval).Should(BeTrue(), "the preemptor runs on the existing node")
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0), "no node was created for the withdrawn booking")
 
 		By("answering again: the gang books its capacity anew and runs")
@@ -107,6 +107,6 @@ var _ = Describe("preempting a gang that waits for its capacity", func() {
 			wl := workloadOf(ctx, g, low)
 			g.Expect(wl.Status.Provisioning.RequestName).NotTo(Equal(first.Name), "a new request for the new attempt")
 		}, timeout, interval).Should(Succeed())
-		Eventually(finished(ctx, low), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, low), timeout, interval).Should(BeTrue())
 	})
 })

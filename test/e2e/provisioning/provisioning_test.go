@@ -61,7 +61,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns + "-r1"}, pool)).To(Succeed())
 			return pool.Status.Nodes
 		}, timeout, interval).Should(Equal(int32(1)), "berth counts the pool's nodes; no autoscaler writes the status")
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(b) books in another rack after the preferred one found no capacity for the bound, and binds no pod before admission", func(ctx SpecContext) {
@@ -82,7 +82,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			return jobsuite.EventReasons(ctx, env.Client, ns, workloadOf(ctx, g, job).Name)(g)
 		}, timeout, interval).Should(ContainElement(And(HavePrefix("ProvisioningFailed"), ContainSubstring("found no capacity for"),
 			ContainSubstring(fmt.Sprintf("(capacityNotFoundSeconds %d)", notFoundBound)))))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 		attempts := env.Berth().Metrics.ProvisioningAttemptsTotal
 		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "CapacityNotFound"))).To(BeNumerically(">=", 1))
 		Expect(testutil.ToFloat64(attempts.WithLabelValues(autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "Provisioned"))).To(BeNumerically(">=", 1))
@@ -126,7 +126,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Eventually(func(g Gomega) []string {
 			return jobsuite.EventReasons(ctx, env.Client, ns, workloadOf(ctx, g, job).Name)(g)
 		}, timeout, interval).Should(ContainElement(And(HavePrefix("ProvisioningFailed"), ContainSubstring("expired"))))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("(d) evicts a gang whose capacity is revoked, requeues it and admits it again", func(ctx SpecContext) {
@@ -169,7 +169,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 		Expect(env.Client.List(ctx, prs, client.InNamespace(ns))).To(Succeed())
 		Expect(prs.Items).To(BeEmpty())
 		Expect(poolNodes(ctx, ns+"-r1")(Default)).To(Equal(0))
-		Eventually(finished(ctx, job), timeout, interval).Should(BeTrue())
+		Eventually(jobsuite.Completed(ctx, env.Client, job), timeout, interval).Should(BeTrue())
 	})
 
 	It("says when no rack can ever hold a gang, and books nothing", func(ctx SpecContext) {
@@ -224,7 +224,7 @@ var _ = Describe("capacity provisioned in one rack", func() {
 			}
 		}
 		for _, job := range jobs {
-			Eventually(finished(ctx, job), 8*time.Minute, time.Second).Should(BeTrue(), "%s/%s", job.Namespace, job.Name)
+			Eventually(jobsuite.Completed(ctx, env.Client, job), 8*time.Minute, time.Second).Should(BeTrue(), "%s/%s", job.Namespace, job.Name)
 			Expect(racksOf(ctx, job)(Default)).To(HaveLen(1), "%s/%s ran in one rack", job.Namespace, job.Name)
 		}
 	})

@@ -265,20 +265,6 @@ func workloadOf(ctx context.Context, g Gomega, job *batchv1.Job) *berthv1.Worklo
 	return &wls[0]
 }
 
-// finished reports whether the job completed.
-func finished(ctx context.Context, job *batchv1.Job) func(Gomega) bool {
-	return func(g Gomega) bool {
-		fresh := &batchv1.Job{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
-		for _, c := range fresh.Status.Conditions {
-			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 // monitor polls every pod of a Job and every Workload and records, while
 // specs run: a pod bound to a node while its gang holds no quota, and an
 // admitted gang with only part of its pods bound for longer than

@@ -5,13 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
@@ -42,16 +38,6 @@ var _ = Describe("bad input", func() {
 			}, timeout, interval).Should(Succeed())
 			expectNoPodOutsideQuota(ctx, ns)
 		},
-		Entry("a JobSet whose replicas × parallelism overflow int32", reported{
-			make: func(ns string) client.Object {
-				spec := gpuJob(ns, "t").Spec
-				spec.Parallelism, spec.Completions = ptr.To[int32](1<<16), ptr.To[int32](1<<16)
-				return &jobsetv1.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge",
-					Labels: map[string]string{berthv1.QueueNameLabel: queue}},
-					Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{{Name: "w", Replicas: 1 << 16,
-						Template: batchv1.JobTemplateSpec{Spec: spec}}}}}
-			},
-			event: `InvalidJob: cannot queue: replicatedJob "w" runs 65536 × 65536 = 4294967296 pods, more than berth can count (2147483647): lower replicas or parallelism`}),
 		Entry("a Job of 2^31-1 pods of 1 GPU", reported{onWorkload: true,
 			make: func(ns string) client.Object {
 				return builders.Job(ns, "many", queue).Pods(1<<31-1).Request(builders.GPU, "1").Obj()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
@@ -88,6 +89,19 @@ var _ = Describe("refused at the API server", func() {
 			Expect(c.Create(ctx, r.make(ctx, ns), client.FieldValidation("Strict"))).To(MatchError(ContainSubstring(r.want)))
 			expectNoPodOutsideQuota(ctx, ns)
 		},
+		// The JobSet operator's webhook refuses it before berth sees it;
+		// berth's own check for JobSets that reach it anyway is a unit test
+		// of the JobSet adapter (controllers/jobs/jobset).
+		Entry("a JobSet whose replicas × parallelism overflow int32", refusal{
+			make: func(_ context.Context, ns string) client.Object {
+				spec := gpuJob(ns, "t").Spec
+				spec.Parallelism, spec.Completions = ptr.To[int32](1<<16), ptr.To[int32](1<<16)
+				return &jobsetv1.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "huge",
+					Labels: map[string]string{berthv1.QueueNameLabel: queue}},
+					Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{{Name: "w", Replicas: 1 << 16,
+						Template: batchv1.JobTemplateSpec{Spec: spec}}}}}
+			},
+			want: "the product of replicas and parallelism must not exceed 2147483647 for replicatedJob 'w'"}),
 		Entry("a Job with an empty queue name", refusal{make: withQueue(""),
 			want: `metadata.labels[berth.dev/queue-name]: Invalid value: "": ` + queueNameMsg}),
 		Entry("a Job with an underscore in its queue name", refusal{make: withQueue("team_a"),

@@ -1,9 +1,15 @@
-// Package bypass_test runs hostile tenants and bad input against berth on a
-// full control plane — kube-apiserver, etcd, kube-controller-manager,
-// kube-scheduler and kwok GPU nodes — so that "no pod ran outside quota"
-// is checked on pods that were really created and bound. Each attempt is
-// either refused by the API server with a message that says what to fix,
-// or neutralised by berth with a condition or a Warning event.
+// Package bypass_test is the tenant attack suite: hostile tenants and bad
+// input against berth on a full control plane — kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler, kwok GPU nodes and the real
+// JobSet and LeaderWorkerSet operators, with the install's tenant roles
+// and ValidatingAdmissionPolicies and berth's notifier posting to local
+// sinks — so that "no pod ran outside quota" is checked on pods that were
+// really created and bound. The attacks are made as a user bound only to
+// the built-in edit role in one namespace (attacks_test.go); each is either
+// refused by the API server with a message that says what to fix, or
+// neutralised by berth with a condition or a Warning event, and the
+// invariant oracle records every namespace. The notifications suite shares
+// the plane (notify_test.go).
 package bypass_test
 
 import (
@@ -24,6 +30,8 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/notify"
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
@@ -41,24 +49,48 @@ const (
 	queue = "team"
 )
 
-var env *framework.Env
+var (
+	env *framework.Env
+	// slack stands in for Slack's incoming webhooks and for tenants'
+	// webhook sinks; berth may reach it (its address is allowlisted).
+	slack = framework.NewSinkStandIn()
+)
 
 func TestBypass(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "bypass and bad input suite")
+	RunSpecs(t, "tenant attacks, bypass and bad input suite")
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	crd, err := framework.JobSetCRD()
-	Expect(err).NotTo(HaveOccurred())
+	var err error
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
-		Nodes: 1, NodeLabels: map[string]string{productLabel: product}, CRDPaths: []string{crd},
+		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
+		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
+		Berth: framework.BerthOptions{Setup: setup.Options{Notifications: notify.Options{
+			Enabled: true, Namespace: "default", HTTPClient: slack.Client(), Egress: slack.Egress(),
+			// A hanging sink holds its worker for the whole attempt: long
+			// enough that another tenant's report can only arrive through
+			// another worker.
+			Dispatch: notify.DispatchOptions{QueueSize: 8, Attempts: 2, Backoff: 100 * time.Millisecond,
+				MaxBackoff: time.Second, Timeout: 30 * time.Second},
+		}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
+	// What the install gives tenants, as a cluster has it: the tenant
+	// roles, which kube-controller-manager aggregates into edit, and the
+	// policies that narrow their updates.
+	Expect(framework.InstallTenantRoles(ctx, env.Client)).To(Succeed())
+	Expect(framework.InstallTenantPolicies(ctx, env.Client)).To(Succeed())
+	Eventually(func(g Gomega) {
+		edit := &rbacv1.ClusterRole{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "edit"}, edit)).To(Succeed())
+		g.Expect(edit.Rules).To(ContainElement(And(HaveField("Resources", ContainElement("workloads")), HaveField("Verbs", ContainElement("patch")))))
+	}, timeout, interval).Should(Succeed(), "kube-controller-manager aggregates the tenant roles into edit")
 }, NodeTimeout(10*time.Minute))
 
 var _ = AfterSuite(func() {
+	slack.Close()
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}
@@ -81,7 +113,7 @@ func newTeam(ctx context.Context, gpus string) string {
 	Expect(env.Client.Create(ctx, cq)).To(Succeed())
 	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, queue, ns.Name))).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
-		Expect(env.CleanNamespace(ctx, ns.Name, framework.CleanOptions{Timeout: timeout})).To(Succeed())
+		Expect(env.CleanNamespace(ctx, ns.Name, framework.CleanOptions{Owners: framework.AllOwners(), Timeout: timeout})).To(Succeed())
 	}, NodeTimeout(2*timeout))
 	// Registered last, so it runs first: the recording is judged before
 	// the spec's objects are deleted.
