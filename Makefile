@@ -67,16 +67,23 @@ tools:
 
 ## test: everything CI runs — generated files, lint, unit, integration, e2e and
 ## reliability — with a table of each phase's time at the end
-## (test/tools/phases.sh). The suites against a control plane run one after
-## another (the main lane); lint and the unit tests, which need no control
-## plane, run beside them at the lowest CPU priority (the side lane) on the
-## CPU the suites leave idle. TEST_BUDGET is the budget in seconds for a run
-## from a new clone with every cache empty; a slower run says so.
-TEST_PHASES = test-integration test-e2e test-reliability
+## (test/tools/phases.sh), in three lanes that run at the same time. Two
+## lanes run the suites against a control plane, each one plane at a time:
+## the integration then the e2e suites, and the reliability suites. A suite
+## leaves most of the machine idle while it waits for its API server and
+## controllers, so two of them side by side take barely longer than one
+## (measured; README, "make test"). Generating, lint and the unit tests,
+## which need no control plane, run in the third lane at the lowest CPU
+## priority on the CPU the suites leave idle. TEST_BUDGET is the budget in
+## seconds for a run from a new clone with every cache empty; a slower run
+## says so.
+TEST_PHASES = test-integration test-e2e
+TEST_RELIABILITY_PHASES = test-reliability
 TEST_SIDE_PHASES = verify-generated test-unit lint
+TEST_LANES = "suites: $(TEST_PHASES)" "reliability: $(TEST_RELIABILITY_PHASES)" "side@19: $(TEST_SIDE_PHASES)"
 TEST_BUDGET ?= 2700
 test: tools-background
-	@test/tools/phases.sh $(TEST_BUDGET) "$(TEST_PHASES)" "$(TEST_SIDE_PHASES)"
+	@test/tools/phases.sh $(TEST_BUDGET) $(TEST_LANES)
 
 ## tools-background: start building every control-plane binary and operator
 ## (test/tools/build.sh) detached, at a low CPU priority (nice 10: below the
@@ -97,7 +104,7 @@ tools-background:
 ## archives for both platforms; and the unit tests under the race detector
 ## (RACE=1). See docs/reliability.md.
 test-long: tools-background
-	@RACE=1 BERTH_TEST_LONG=1 test/tools/phases.sh 0 "$(TEST_PHASES)" "$(TEST_SIDE_PHASES)"
+	@RACE=1 BERTH_TEST_LONG=1 test/tools/phases.sh 0 $(TEST_LANES)
 
 ## test-unit: pure Go tests (engine, adapters, fuzz seed corpora) and the
 ## tools' own modules (images, the Block Kit renderer, berth's kwok Stages,
@@ -142,8 +149,13 @@ test-e2e:
 ## proxy, deletion paths, tenant bypass attempts and bad input — each
 ## checked by the invariant oracle (test/oracle), and a short soak. See
 ## docs/reliability.md.
+# faults first: it needs no job operator, so on a machine with empty caches
+# it runs while tools-background still builds the JobSet and LeaderWorkerSet
+# operators the other two suites start (go test -p 1 runs packages in the
+# order given).
+RELIABILITY_PACKAGES = ./test/reliability/faults/ ./test/reliability/deletion/ ./test/reliability/bypass/ ./test/reliability/soakstats/
 test-reliability:
-	BERTH_TOOLS_BIN="$(call TOOLS_BIN,$(PLANE_TOOLS))" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/reliability/...
+	BERTH_TOOLS_BIN="$(call TOOLS_BIN,$(PLANE_TOOLS))" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(RELIABILITY_PACKAGES)
 
 ## soak: the reliability soak alone, for SOAK_DURATION (default 2h) with a
 ## fault every SOAK_FAULT_EVERY (default 3m); its figures go to SOAK_REPORT.

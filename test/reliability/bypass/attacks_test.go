@@ -103,13 +103,13 @@ var _ = Describe("a tenant with the edit role", func() {
 		neverBound(ctx, ns, map[string]string{"extra": "true"})
 
 		By("copying a member's berth labels onto an extra pod and removing its gate")
-		member, extra := &corev1.Pod{}, &corev1.Pod{}
+		member := &corev1.Pod{}
 		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[0]), member)).To(Succeed())
-		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(extras[0]), extra)).To(Succeed())
-		extra.Labels[berthv1.WorkloadLabel] = member.Labels[berthv1.WorkloadLabel]
-		extra.Labels[berthv1.PodSetLabel] = member.Labels[berthv1.PodSetLabel]
-		extra.Spec.SchedulingGates = nil
-		Expect(mallory.Update(ctx, extra)).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
+		Expect(update(ctx, mallory, extras[0], func(extra *corev1.Pod) {
+			extra.Labels[berthv1.WorkloadLabel] = member.Labels[berthv1.WorkloadLabel]
+			extra.Labels[berthv1.PodSetLabel] = member.Labels[berthv1.PodSetLabel]
+			extra.Spec.SchedulingGates = nil
+		})).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
@@ -121,10 +121,7 @@ var _ = Describe("a tenant with the edit role", func() {
 			Expect(mallory.Create(ctx, p)).To(Succeed())
 		}
 		bound(ctx, group...)
-		p := &corev1.Pod{}
-		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[1]), p)).To(Succeed())
-		p.Annotations[berthv1.PodGroupTotalCountAnnotation] = "5"
-		Expect(mallory.Update(ctx, p)).To(Succeed())
+		Expect(update(ctx, mallory, group[1], func(p *corev1.Pod) { p.Annotations[berthv1.PodGroupTotalCountAnnotation] = "5" })).To(Succeed())
 		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).
 			Should(ContainElement(And(HavePrefix("InvalidJob:"), ContainSubstring("disagree"))))
 		for _, p := range group {
@@ -204,9 +201,7 @@ var _ = Describe("a tenant with the edit role", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(workloadOf(ctx, g, ns, string(forged.UID)).Status.Admission).To(BeNil(), "it is a gang of its own and waits for quota")
 		}, timeout, interval).Should(Succeed())
-		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
-		forged.Spec.Suspend = ptr.To(false)
-		Expect(mallory.Update(ctx, forged)).To(MatchError(ContainSubstring("spec.suspend: Forbidden: berth holds this job until its workload")))
+		Expect(update(ctx, mallory, forged, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) })).To(MatchError(ContainSubstring("spec.suspend: Forbidden: berth holds this job until its workload")))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -186,4 +187,17 @@ func workloadOf(ctx context.Context, g Gomega, ns string, uid string) *berthv1.W
 // events lists "Reason: note" of the events about the named object.
 func events(ctx context.Context, g Gomega, ns, name string) []string {
 	return jobsuite.EventReasons(ctx, env.Client, ns, name)(g)
+}
+
+// update reads obj afresh, changes it and updates it as c, again if a
+// controller wrote it in between: a conflict is not the answer a spec
+// waits for (the refusal, or success).
+func update[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return c.Update(ctx, obj)
+	})
 }

@@ -43,10 +43,8 @@ var _ = Describe("edits of queued jobs", func() {
 			ns := newTeam(ctx, "4")
 			job, wl := queuedJob(ctx, ns)
 			c := tenant(ctx, ns)
-			fresh := &batchv1.Job{}
-			Expect(c.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
-			e.edit(fresh)
-			err := c.Update(ctx, fresh)
+			fresh := job.DeepCopy()
+			err := update(ctx, c, fresh, e.edit)
 			Expect(err).To(MatchError(ContainSubstring(e.want)))
 			Expect(err).To(MatchError(ContainSubstring(wl.Name)))
 			Expect(c.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(Succeed())
@@ -72,8 +70,7 @@ var _ = Describe("edits of queued jobs", func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 			g.Expect(job.Spec.Suspend).To(HaveValue(BeFalse()))
 		}, timeout, interval).Should(Succeed())
-		delete(job.Labels, berthv1.QueueNameLabel)
-		Expect(tenant(ctx, ns).Update(ctx, job)).To(MatchError(ContainSubstring(
+		Expect(update(ctx, tenant(ctx, ns), job, func(j *batchv1.Job) { delete(j.Labels, berthv1.QueueNameLabel) })).To(MatchError(ContainSubstring(
 			`metadata.labels[berth.dev/queue-name]: Forbidden: cannot be removed while berth holds workload job-running-`)))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
@@ -95,9 +92,7 @@ var _ = Describe("edits of queued jobs", func() {
 		}, timeout, interval).Should(Succeed())
 		// Removing the queue label first, to slip the gate past the
 		// webhook in a second edit, is refused too.
-		Expect(c.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-		delete(p.Labels, berthv1.QueueNameLabel)
-		Expect(c.Update(ctx, p)).To(MatchError(ContainSubstring(
+		Expect(update(ctx, c, p, func(p *corev1.Pod) { delete(p.Labels, berthv1.QueueNameLabel) })).To(MatchError(ContainSubstring(
 			`metadata.labels[berth.dev/queue-name]: Forbidden: cannot be changed or removed on a queued pod: delete the pod and create it again`)))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
@@ -119,9 +114,7 @@ var _ = Describe("neutralised by berth", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(workloadOf(ctx, g, ns, string(job.UID)).Status.Admission).To(BeNil())
 		}, timeout, interval).Should(Succeed())
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-		job.Spec.Suspend = ptr.To(false)
-		Expect(tenant(ctx, ns).Update(ctx, job)).To(MatchError(ContainSubstring(`spec.suspend: Forbidden: berth holds this job until its workload job-child-`)))
+		Expect(update(ctx, tenant(ctx, ns), job, func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) })).To(MatchError(ContainSubstring(`spec.suspend: Forbidden: berth holds this job until its workload job-child-`)))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 

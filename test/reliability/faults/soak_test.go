@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/test/faultproxy"
 	"github.com/berth-dev/berth/test/oracle"
 	"github.com/berth-dev/berth/test/reliability/soakstats"
+	"github.com/berth-dev/berth/test/scale"
 )
 
 // soakSettings are the soak's knobs. make test runs it briefly; make soak
@@ -37,7 +38,11 @@ type soakSettings struct {
 }
 
 func soakFromEnv() soakSettings {
-	s := soakSettings{duration: 90 * time.Second, faultEvery: 15 * time.Second, report: os.Getenv("BERTH_SOAK_REPORT")}
+	// make test runs the rotation for a minute, a fault every 8 s; make
+	// test-long the same soak at the pace of its first version (90 s, a
+	// fault every 15 s); make soak for hours.
+	s := soakSettings{duration: scale.Pick(60*time.Second, 90*time.Second), faultEvery: scale.Pick(8*time.Second, 15*time.Second),
+		report: os.Getenv("BERTH_SOAK_REPORT")}
 	for name, d := range map[string]*time.Duration{"BERTH_SOAK_DURATION": &s.duration, "BERTH_SOAK_FAULT_EVERY": &s.faultEvery} {
 		if v := os.Getenv(name); v != "" {
 			parsed, err := time.ParseDuration(v)
