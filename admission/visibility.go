@@ -118,3 +118,11 @@ func (e *Engine) ExplainPending(item PendingWorkload, fs FairShare) (PendingWork
 	item.Explanation.FairShare = fs
 	return item, true
 }
+
+// IsPending reports whether the engine holds the workload as pending: a
+// cheap check for a caller that keeps explanations from an earlier call of
+// ExplainPending.
+func (e *Engine) IsPending(key WorkloadKey) bool {
+	w, ok := e.workloads[key]
+	return ok && w.phase == phasePending
+}

@@ -135,6 +135,9 @@ func TestPendingInParts(t *testing.T) {
 	if a := cycle(t, e).Admitted; len(a) != 1 || a[0].Key != first.Key {
 		t.Fatalf("admitted %v, want %s", a, first.Key)
 	}
+	if e.IsPending(first.Key) || !e.IsPending(order.Items[1].Key) {
+		t.Fatalf("IsPending: %s admitted, %s waiting", first.Key.Name, order.Items[1].Key.Name)
+	}
 	if got, still := e.ExplainPending(first, order.FairShare); still || !reflect.DeepEqual(got, first) {
 		t.Fatalf("an admitted workload explained as pending: %+v", got)
 	}

@@ -86,6 +86,9 @@ type Scheduler struct {
 	// queues tracks which LocalQueue each queued workload is in, and
 	// whether it is admitted, for O(1) LocalQueue counts.
 	queues queueCounts
+	// explained caches the visibility API's explanations until the next
+	// cycle.
+	explained explanations
 
 	// serving is true while Start runs with the cluster loaded: the engine
 	// then answers for the whole cluster.
@@ -227,7 +230,9 @@ const explainChunk = 16
 // in between: a reader of a long page (up to MaxLimit entries, each a fit
 // and preemption what-if) delays an admission cycle by one chunk at most,
 // instead of by the whole page. An entry admitted or deleted between the
-// walk and its explanation is left out of the page.
+// walk and its explanation is left out of the page. Explanations are kept
+// until the next cycle (explanations): a workload is explained once per
+// cycle however often its line is read.
 func (s *Scheduler) Pending(q admission.PendingQuery) (admission.PendingPage, bool) {
 	s.mu.Lock()
 	page, ok := s.engine.PendingOrder(q)
@@ -239,7 +244,7 @@ func (s *Scheduler) Pending(q admission.PendingQuery) (admission.PendingPage, bo
 	for start := 0; start < len(page.Items); start += explainChunk {
 		s.mu.Lock()
 		for _, it := range page.Items[start:min(start+explainChunk, len(page.Items))] {
-			if ex, still := s.engine.ExplainPending(it, page.FairShare); still {
+			if ex, still := s.explained.explain(s.engine, it, page.FairShare); still {
 				out = append(out, ex)
 			}
 		}
@@ -372,6 +377,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	s.mu.Lock()
 	start := time.Now()
 	res := s.engine.Cycle(s.now())
+	s.explained.reset()
 	s.opts.Metrics.ObserveCycle(time.Since(start))
 	s.armWake()
 	// Until each admission is written, a cached copy of the workload
