@@ -41,14 +41,14 @@ func members(ns, group, count, gpus string, first, n int) []*corev1.Pod {
 				Annotations: map[string]string{berthv1.PodGroupTotalCountAnnotation: count},
 			},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-				Name: "main", Image: "registry.invalid/serve:latest", Resources: gpus2(gpus)}}},
+				Name: "main", Image: "registry.invalid/serve:latest", Resources: gpuRequests(gpus)}}},
 		})
 	}
 	return out
 }
 
-// gpus2 asks for n GPUs.
-func gpus2(n string) corev1.ResourceRequirements {
+// gpuRequests asks for n GPUs.
+func gpuRequests(n string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{builders.GPU: resource.MustParse(n)},
 		Limits:   corev1.ResourceList{builders.GPU: resource.MustParse(n)},
@@ -142,7 +142,7 @@ var _ = Describe("a tenant with the edit role", func() {
 				StartupPolicy: lwsv1.LeaderCreatedStartupPolicy, Replicas: ptr.To[int32](1),
 				RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType},
 				LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{Size: ptr.To[int32](2), WorkerTemplate: corev1.PodTemplateSpec{
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/serve:latest", Resources: gpus2("4")}}}}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/serve:latest", Resources: gpuRequests("4")}}}}},
 			},
 		}
 		Expect(env.Client.Create(ctx, set)).To(Succeed())
@@ -165,7 +165,7 @@ var _ = Describe("a tenant with the edit role", func() {
 				// pod webhook needs to accept the pods as the set's.
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels,
 					Annotations: map[string]string{lwsv1.SizeAnnotationKey: "2"}},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/serve:latest", Resources: gpus2("4")}}}}}}
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/serve:latest", Resources: gpuRequests("4")}}}}}}
 		Expect(mallory.Create(ctx, sts)).To(Succeed())
 		neverBound(ctx, ns, map[string]string{"app": "look-alike"})
 		Eventually(func(g Gomega) []string { return events(ctx, g, ns, set.Name) }, timeout, interval).
@@ -275,7 +275,7 @@ var _ = Describe("a tenant with the edit role", func() {
 		// nothing). (Where a platform grants
 		// them, berth uses only the ones it owns: test/integration/provisioning.)
 		tmpl := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job-train-abcde-1-main"},
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "tenant", Resources: gpus2("64")}}}}}
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "tenant", Resources: gpuRequests("64")}}}}}
 		Expect(mallory.Create(ctx, tmpl)).To(Satisfy(apierrors.IsForbidden))
 	})
 })
