@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"maps"
 	"math/rand/v2"
@@ -117,6 +118,10 @@ type fuzzRun struct {
 	clock      int64
 	now        time.Time
 	quotaMoved bool
+	// decisions, when set, receives every decision the engine makes (cycle
+	// results and explanations), so that two versions of the engine can be
+	// compared on the same inputs (decisions_test.go).
+	decisions hash.Hash64
 }
 
 // object is the workload name as the API server holds it.
@@ -185,6 +190,7 @@ func (r *fuzzRun) step() {
 		if ok1 != ok2 || !reflect.DeepEqual(ex1, ex2) {
 			r.t.Fatalf("Explain differs between identical engines: %+v vs %+v", ex1, ex2)
 		}
+		r.record(ok1, ex1)
 		if ok1 != (r.m.phase[name] == phasePending && name != "") {
 			r.t.Fatalf("Explain(%s) ok=%v in phase %d", name, ok1, r.m.phase[name])
 		}
@@ -217,6 +223,7 @@ func (r *fuzzRun) cycle() {
 	if !reflect.DeepEqual(res, res2) {
 		r.t.Fatalf("same input, different output:\n%s\n%s", fmtResult(res), fmtResult(res2))
 	}
+	r.record(res)
 	r.checkCycle(res, before)
 	r.checkPlacements(res, reserved, pools)
 	// Capacity changes between cycles: one node's free GPUs vary with the clock,
@@ -369,15 +376,17 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 func FuzzEngine(f *testing.F) {
 	f.Add([]byte("\x01\x03\x00\x01\x02\x00\x05\x04\x00\x01\x00\x00\x00\x00\x00\x04\x04\x04"))
 	f.Add([]byte("\x03\x04\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x09\x00\x01\x02\x04\x05\x06\x04\x07\x04"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := fuzzSetup(t, data)
-		for range 300 {
-			r.step()
-			r.checkModel()
-		}
-		r.cycle()
+	f.Fuzz(func(t *testing.T, data []byte) { runEngine(fuzzSetup(t, data)) })
+}
+
+// runEngine is one FuzzEngine input: 300 random operations, then a cycle.
+func runEngine(r *fuzzRun) {
+	for range 300 {
+		r.step()
 		r.checkModel()
-	})
+	}
+	r.cycle()
+	r.checkModel()
 }
 
 // FuzzConvergence sets up random queues, then sends three waves of workloads (later
@@ -387,20 +396,22 @@ func FuzzEngine(f *testing.F) {
 func FuzzConvergence(f *testing.F) {
 	f.Add([]byte("\x01\x02\x00\x01\x02\x00\x05\x04\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"))
 	f.Add([]byte("\x03\x01\x01\x02\x02\x01\x02\x03\x04\x05\x06\x07\x08\x00\x00\x01\x02\x00\x05\x06\x00\x07"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := fuzzSetup(t, data)
-		for wave := range int32(3) {
-			for range 5 + r.s.n(20) {
-				r.clock++
-				name := fmt.Sprintf("w%d", r.clock)
-				w := fuzzWorkload(r.s, name, r.clock)
-				w.Priority += 2 * wave
-				r.upsert(w)
-				r.m.specs[name], r.m.phase[name] = w, phasePending
-			}
-			r.converge()
+	f.Fuzz(func(t *testing.T, data []byte) { runConvergence(fuzzSetup(t, data)) })
+}
+
+// runConvergence is one FuzzConvergence input: three waves, each to a fixed point.
+func runConvergence(r *fuzzRun) {
+	for wave := range int32(3) {
+		for range 5 + r.s.n(20) {
+			r.clock++
+			name := fmt.Sprintf("w%d", r.clock)
+			w := fuzzWorkload(r.s, name, r.clock)
+			w.Priority += 2 * wave
+			r.upsert(w)
+			r.m.specs[name], r.m.phase[name] = w, phasePending
 		}
-	})
+		r.converge()
+	}
 }
 
 // converge cycles until nothing is admitted or preempted, applying every decision.
@@ -413,6 +424,7 @@ func (r *fuzzRun) converge() int {
 		r.now = r.now.Add(time.Minute)
 		res := r.e.Cycle(r.now)
 		r.twin.Cycle(r.now)
+		r.record(res)
 		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 && len(res.Bookings) == 0 {
 			return preemptions
 		}
