@@ -204,7 +204,10 @@ const (
 	phaseAdmitted
 )
 
-// wl is the engine's state of one workload.
+// wl is the engine's state of one workload: its spec and admission, then one
+// embedded record per concern that keeps state about it (queueing, local-queue
+// fair sharing, topology, bookings, preemption), so that each concern's fields
+// are declared beside the part of the engine that owns them.
 type wl struct {
 	key     WorkloadKey
 	uid     string
@@ -214,6 +217,8 @@ type wl struct {
 	created int64
 	podSets []podSetSpec
 	req     []resAmt // total over pod sets, sorted by resource id
+	// gen is the spec's generation.
+	gen int64
 
 	phase     wlPhase
 	adm       *Admission // phaseAssumed / phaseAdmitted
@@ -223,42 +228,20 @@ type wl struct {
 	admitSeq  uint64
 	prevLast  uint64 // the queue's lastAdmit before this admission (for Rollback)
 
-	// LocalQueue fair sharing (lqfair.go): the start tag, whether it was given, the
-	// LocalQueue's weight, and the queue's virtual time before this admission.
-	vstart   int64
-	tagged   bool
-	lqWeight int64
-	prevV    int64
+	wlQueueing
+	wlFair
+	wlTopology
+	wlBooking
+	wlPreemption
+}
 
-	// topology: the request, the capacity reserved for the admission, and whether
-	// the workload is listed in Engine.topoWaiting.
-	topo       *TopologyRequest
-	placed     *placement
-	topoWait   bool
-	waitFlavor string // the flavor a TopologyUnavailable workload waits for
-
-	// capacity bookings (booking.go): the record, the decision written and not
-	// confirmed yet (0: none); for a pending workload, no admission before
-	// notBefore, and the domains whose bookings failed avoided; backingOff:
-	// listed in Engine.backoffs.
-	bk         *Booking
-	deciding   BookingAction
-	notBefore  int64
-	avoid      []TopologyAssignment
-	backingOff bool
-	// gen is the spec's generation.
-	gen int64
-
-	// preemption: a victim being evicted, or a preemptor waiting for its victims.
-	evicting  bool
-	evictFor  WorkloadKey
-	victims   []WorkloadKey
-	ghosts    []ghost // quota of evicted victims held for this preemptor
-	preempted bool    // evicted by a preemption and not admitted since: preempts nothing
-	evalCycle uint64  // last cycle in which the workload was evaluated
-	held      bool    // in its queue's reserved set (blocked by a reserving head)
-	parkRes   int32   // resource it is parked under (-1: not parked)
-	parkAmt   int64   // its request of parkRes
+// wlQueueing is a workload's place in its queue: parking, holds, the last
+// reported pending status and anti-starvation.
+type wlQueueing struct {
+	evalCycle uint64 // last cycle in which the workload was evaluated
+	held      bool   // in its queue's reserved set (blocked by a reserving head)
+	parkRes   int32  // resource it is parked under (-1: not parked)
+	parkAmt   int64  // its request of parkRes
 
 	// last reported pending status: the reason and a hash of the message (keeping
 	// only a hash saves ~100 bytes per pending workload; it is only compared).
@@ -269,6 +252,47 @@ type wl struct {
 	skips     int32
 	skipCycle uint64
 	firstSkip int64
+}
+
+// wlFair is LocalQueue fair sharing's record (lqfair.go): the start tag, whether
+// it was given, the LocalQueue's weight, and the queue's virtual time before
+// this admission.
+type wlFair struct {
+	vstart   int64
+	tagged   bool
+	lqWeight int64
+	prevV    int64
+}
+
+// wlTopology is placement's record: the request, the capacity reserved for the
+// admission, and whether the workload is listed in topology.topoWaiting.
+type wlTopology struct {
+	topo       *TopologyRequest
+	placed     *placement
+	topoWait   bool
+	waitFlavor string // the flavor a TopologyUnavailable workload waits for
+}
+
+// wlBooking is the capacity bookings' record (booking.go): the record, the
+// decision written and not confirmed yet (0: none); for a pending workload, no
+// admission before notBefore, and the domains whose bookings failed avoided;
+// backingOff: listed in bookings.backoffs.
+type wlBooking struct {
+	bk         *Booking
+	deciding   BookingAction
+	notBefore  int64
+	avoid      []TopologyAssignment
+	backingOff bool
+}
+
+// wlPreemption is preemption's record: a victim being evicted, or a preemptor
+// waiting for its victims.
+type wlPreemption struct {
+	evicting  bool
+	evictFor  WorkloadKey
+	victims   []WorkloadKey
+	ghosts    []ghost // quota of evicted victims held for this preemptor
+	preempted bool    // evicted by a preemption and not admitted since: preempts nothing
 }
 
 // ghost is quota an evicted victim released, held for its preemptor.

@@ -348,8 +348,8 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	if w.LocalQueueWeight < 0 || w.LocalQueueWeight > MaxAmount {
 		return nil, fmt.Errorf("localQueueWeight %d: must be between 0 and %d", w.LocalQueueWeight, MaxAmount)
 	}
-	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, lqWeight: w.LocalQueueWeight, cqName: w.ClusterQueue,
-		prio: w.Priority, created: w.CreationTime, parkRes: -1}
+	n := &wl{key: w.Key, uid: w.UID, lq: w.LocalQueue, cqName: w.ClusterQueue, prio: w.Priority, created: w.CreationTime,
+		wlFair: wlFair{lqWeight: w.LocalQueueWeight}, wlQueueing: wlQueueing{parkRes: -1}}
 	if t := w.Topology; t != nil {
 		if t.Mode != TopologyRequired && t.Mode != TopologyPreferred {
 			return nil, fmt.Errorf("topology.mode %q: must be Required or Preferred", t.Mode)
