@@ -233,8 +233,8 @@ func (e *Engine) NextWake() int64 {
 }
 
 // policyOf is the provisioning policy of a flavor.
-func (e *Engine) policyOf(flavor string) ProvisioningPolicy {
-	if tf, ok := e.flavorTopo[flavor]; ok {
+func (topo *topology) policyOf(flavor string) ProvisioningPolicy {
+	if tf, ok := topo.flavorTopo[flavor]; ok {
 		return tf.policy
 	}
 	return ProvisioningPolicy{}
@@ -294,7 +294,7 @@ func cmpKey(a, b WorkloadKey) int {
 
 // decide is the decision for one admitted workload with a booking, if any is due.
 func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision, bool) {
-	pol := e.policyOf(w.bk.Flavor)
+	pol := e.topo.policyOf(w.bk.Flavor)
 	if _, inFlight := e.booking[w]; inFlight {
 		if !reported {
 			return BookingDecision{}, false // no request yet, or no API: nothing to time
@@ -463,12 +463,12 @@ func (e *Engine) settleBooked(w *wl) {
 		delete(e.awaiting, w)
 		return
 	}
-	e.reserve(w.placed, -1)
-	w.placed = e.planOnNodes(w)
-	e.reserve(w.placed, 1)
+	e.topo.reserve(w.placed, -1)
+	w.placed = e.topo.planOnNodes(w, e.keepsNewNodes(w))
+	e.topo.reserve(w.placed, 1)
 	if w.placed == nil || len(w.placed.newNodes) == 0 {
 		delete(e.awaiting, w)
-		e.freed = true
+		e.topo.freed = true
 	}
 }
 
@@ -492,7 +492,7 @@ func (e *Engine) bookingPlan(w *wl, flavor string, p *placement) *ProvisioningPl
 	}
 	plan.Flavor = flavor
 	plan.Attempt = w.booking().Attempt + 1
-	plan.MaxAttempts = e.policyOf(flavor).maxAttempts()
+	plan.MaxAttempts = e.topo.policyOf(flavor).maxAttempts()
 	return plan
 }
 

@@ -203,7 +203,7 @@ func TestStartedBookings(t *testing.T) {
 			w := specs["g"]
 			w.Booking.State = BookingProvisioned
 			mustWL(t, e, w)
-			if got := e.pools["pool-r1"].reserved; got != 2 {
+			if got := e.topo.pools["pool-r1"].reserved; got != 2 {
 				t.Fatalf("pool-r1 reserves %d nodes once provisioned, want 2 until they exist", got)
 			}
 			e.ReportBooking(key("g"), tc.report)
@@ -212,7 +212,7 @@ func TestStartedBookings(t *testing.T) {
 				if len(res.Bookings) != 0 {
 					t.Fatalf("decided %+v, want nothing", res.Bookings)
 				}
-				if got := e.pools["pool-r1"].reserved; got != 0 {
+				if got := e.topo.pools["pool-r1"].reserved; got != 0 {
 					t.Fatalf("pool-r1 still reserves %d nodes for an expired booking", got)
 				}
 				return
@@ -256,7 +256,7 @@ func TestBookingRebuilt(t *testing.T) {
 	w.Admission = &adm
 	w.Booking = &Booking{Attempt: 1, State: BookingPending, Flavor: "h200", Domain: adm.Topology, CapacityNotFoundSince: t0.UnixNano()}
 	mustWL(t, restarted, w)
-	if got := restarted.pools["pool-r1"].reserved; got != 2 {
+	if got := restarted.topo.pools["pool-r1"].reserved; got != 2 {
 		t.Fatalf("pool-r1 reserves %d nodes after the restart, want the booking's 2", got)
 	}
 	// The controller re-reports what the request says; the first sighting is the

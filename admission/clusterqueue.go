@@ -19,7 +19,7 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 	oldCohort := c.cohort
 	e.detachCohort(c)
 	c.spec = spec
-	e.compile(c)
+	e.names.compile(c)
 	e.attachCohort(c, spec.Cohort)
 	e.touchCohort(oldCohort, refreshAll)
 	e.touchQueueAndCohort(c, refreshAll)
@@ -37,7 +37,7 @@ func (e *Engine) DeleteClusterQueue(name string) {
 	oldCohort := c.cohort
 	e.detachCohort(c)
 	c.spec = nil
-	e.compile(c)
+	e.names.compile(c)
 	e.touchCohort(oldCohort, refreshAll)
 	e.touchQueueAndCohort(c, refreshAll)
 	e.maybeDropCQ(c)
@@ -65,7 +65,7 @@ func (e *Engine) touchCohort(co *cohortState, level refreshLevel) {
 }
 
 // compile turns the spec into interned, indexed quota tables.
-func (e *Engine) compile(c *cqState) {
+func (nm *names) compile(c *cqState) {
 	c.groups = nil
 	c.resGroup = map[int32]int{}
 	c.quota = map[frKey]frQuota{}
@@ -76,15 +76,15 @@ func (e *Engine) compile(c *cqState) {
 	for gi, g := range c.spec.ResourceGroups {
 		gs := groupState{}
 		for _, r := range g.CoveredResources {
-			id := e.resID(r)
+			id := nm.resID(r)
 			gs.resources = append(gs.resources, id)
 			c.resGroup[id] = gi
 		}
 		for _, f := range g.Flavors {
-			fid := e.flavorID(f.Flavor)
+			fid := nm.flavorID(f.Flavor)
 			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid})
 			for r, q := range f.Resources {
-				c.quota[makeFR(fid, e.resID(r))] = compileQuota(q, inCohort)
+				c.quota[makeFR(fid, nm.resID(r))] = compileQuota(q, inCohort)
 			}
 		}
 		c.groups = append(c.groups, gs)

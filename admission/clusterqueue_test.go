@@ -213,7 +213,7 @@ func TestMultiGroupGang(t *testing.T) {
 	w2.Key = key("train2")
 	mustWL(t, e, w2)
 	res = cycle(t, e)
-	if len(res.Admitted) != 0 || e.cqs["a"].usage[makeFR(e.flavorIDs["intel"], e.resIDs[cpu])] != 34000 {
+	if len(res.Admitted) != 0 || e.cqs["a"].usage[makeFR(e.names.flavorIDs["intel"], e.names.resIDs[cpu])] != 34000 {
 		t.Fatalf("partial admission: %s, usage %v", fmtResult(res), e.cqs["a"].usage)
 	}
 }

@@ -24,7 +24,7 @@ func (e *Engine) Cycle(now time.Time) Result {
 	e.now = now.UnixNano()
 	var res Result
 	e.decideBookings(&res)
-	if e.freed {
+	if e.topo.freed {
 		e.capacityChanged()
 	}
 	if len(e.backoffs) > 0 {
@@ -276,7 +276,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	} else {
 		e.noteSkip(c, head)
 	}
-	w.adm, w.usage = e.buildAdmission(c, w, out.flavors)
+	w.adm, w.usage = e.names.buildAdmission(c, w, out.flavors)
 	if p := out.place; p != nil {
 		if len(p.assign.Domain) > 0 {
 			a := p.assign
@@ -289,7 +289,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 		}
 		if len(p.shares) > 0 || len(p.newNodes) > 0 {
 			w.placed = p
-			e.reserve(w.placed, 1)
+			e.topo.reserve(w.placed, 1)
 		}
 	}
 	w.adm.Generation = w.gen
@@ -339,7 +339,7 @@ func (e *Engine) reserving(c *cqState, head *wl) bool {
 
 // buildAdmission turns flavor choices (one per resource group) into an Admission and
 // the usage it charges.
-func (e *Engine) buildAdmission(c *cqState, w *wl, flavors []int) (*Admission, []frAmt) {
+func (nm *names) buildAdmission(c *cqState, w *wl, flavors []int) (*Admission, []frAmt) {
 	adm := &Admission{ClusterQueue: c.name, PodSets: make([]PodSetAssignment, len(w.podSets))}
 	usage := make([]frAmt, 0, len(w.req))
 	for _, r := range w.req {
@@ -351,7 +351,7 @@ func (e *Engine) buildAdmission(c *cqState, w *wl, flavors []int) (*Admission, [
 		m := make(map[ResourceName]string, len(ps.req))
 		for _, r := range ps.req {
 			gi := c.resGroup[r.res]
-			m[e.resources[r.res]] = c.groups[gi].flavors[flavors[gi]].name
+			m[nm.resources[r.res]] = c.groups[gi].flavors[flavors[gi]].name
 		}
 		adm.PodSets[i] = PodSetAssignment{Name: ps.name, Count: ps.count, Flavors: m}
 	}

@@ -59,17 +59,17 @@ func TestDomainIndexFollowsTheNodes(t *testing.T) {
 	if d := res.Admitted[0].Admission.Topology.Domain; !slices.Equal(d, []string{"a", "r1"}) {
 		t.Fatalf("domain %v, want [a r1]", d)
 	}
-	if got := domainsOf(e.flavorTopo["h200"], 1, false); len(got) != 1 {
+	if got := domainsOf(e.topo.flavorTopo["h200"], 1, false); len(got) != 1 {
 		t.Fatalf("rack domains %v, want only r1", got)
 	}
 	e.DeleteNode("n1")
-	if got := e.flavorTopo["h200"].nodesIn([]string{"a", "r1"}); len(got) != 2 || got[0].name != "n2" || got[1].name != "n3" {
+	if got := e.topo.flavorTopo["h200"].nodesIn([]string{"a", "r1"}); len(got) != 2 || got[0].name != "n2" || got[1].name != "n3" {
 		t.Fatalf("nodes of r1 after n1 left: %d, want n2 and n3", len(got))
 	}
 	if err := e.UpsertNode(rackNode("n4", "b", "r9", 8)); err != nil {
 		t.Fatal(err)
 	}
-	if got := domainsOf(e.flavorTopo["h200"], 1, false); !slices.EqualFunc(got, [][]string{{"a", "r1"}, {"b", "r9"}}, slices.Equal) {
+	if got := domainsOf(e.topo.flavorTopo["h200"], 1, false); !slices.EqualFunc(got, [][]string{{"a", "r1"}, {"b", "r9"}}, slices.Equal) {
 		t.Fatalf("rack domains %v, want [[a r1] [b r9]]", got)
 	}
 }

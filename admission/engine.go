@@ -57,11 +57,8 @@ type Engine struct {
 	bucketFree *btree.FreeListG[*parkBucket]
 	// work is the running cycle's copy-on-write clone of tenants (nil between cycles).
 	work *tenantIndex
-	// names interns flavor and resource names into small integers.
-	flavorIDs map[string]int32
-	flavors   []string
-	resIDs    map[ResourceName]int32
-	resources []ResourceName
+	// names interns flavor and resource names and renders messages with them.
+	names *names
 	// seq numbers admissions engine-wide (round robin among equal shares).
 	seq uint64
 	// cycle counts cycles; now is the time of the running cycle (unix nanoseconds).
@@ -82,17 +79,11 @@ type Engine struct {
 	freshLater []*wl
 	// evaluations counts calls of evaluate by cycles (for benchmarks and tests).
 	evaluations uint64
-	// msgBuf is reused to build messages.
-	msgBuf []byte
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 
-	// Topology (topology.go): each flavor's levels and nodes, every node's capacity,
-	// and the workloads waiting for capacity in a domain.
-	flavorTopo  map[string]*topoFlavor
-	nodes       map[string]*topoNode
-	pools       map[string]*topoPool
-	topoWaiting []*wl
+	// topo is every flavor's levels, nodes and pools, and placement in them.
+	topo *topology
 	// backoffs are workloads waiting for their next booking attempt.
 	backoffs []*wl
 	// booking holds the admitted workloads whose capacity is being booked;
@@ -105,8 +96,6 @@ type Engine struct {
 	reports      map[WorkloadKey]BookingReport
 	bookingDirty map[WorkloadKey]struct{}
 	bookingDue   int64
-	// freed says a reservation was returned outside capacityChanged.
-	freed bool
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -120,6 +109,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.StarvationSkips == 0 {
 		opts.StarvationSkips = DefaultStarvationSkips
 	}
+	nm := newNames()
 	return &Engine{
 		opts:         opts,
 		cqs:          map[string]*cqState{},
@@ -128,11 +118,8 @@ func New(opts Options) (*Engine, error) {
 		tenants:      newTenantIndex(),
 		wlFree:       btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
 		bucketFree:   btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
-		flavorIDs:    map[string]int32{},
-		resIDs:       map[ResourceName]int32{},
-		flavorTopo:   map[string]*topoFlavor{},
-		nodes:        map[string]*topoNode{},
-		pools:        map[string]*topoPool{},
+		names:        nm,
+		topo:         newTopology(nm),
 		booking:      map[*wl]struct{}{},
 		awaiting:     map[*wl]struct{}{},
 		reports:      map[WorkloadKey]BookingReport{},
@@ -149,26 +136,6 @@ type frKey uint64
 func makeFR(flavor, res int32) frKey { return frKey(uint64(uint32(flavor))<<32 | uint64(uint32(res))) }
 func (k frKey) flavor() int32        { return int32(uint32(k >> 32)) }
 func (k frKey) res() int32           { return int32(uint32(k)) }
-
-func (e *Engine) flavorID(name string) int32 {
-	if id, ok := e.flavorIDs[name]; ok {
-		return id
-	}
-	id := int32(len(e.flavors))
-	e.flavorIDs[name] = id
-	e.flavors = append(e.flavors, name)
-	return id
-}
-
-func (e *Engine) resID(name ResourceName) int32 {
-	if id, ok := e.resIDs[name]; ok {
-		return id
-	}
-	id := int32(len(e.resources))
-	e.resIDs[name] = id
-	e.resources = append(e.resources, name)
-	return id
-}
 
 // resAmt is an amount of one interned resource.
 type resAmt struct {

@@ -53,9 +53,9 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Message = "fits now; it will be admitted in the next cycle"
 		return
 	case InsufficientQuota, ExceedsMaxQuota:
-		ex.Shortfalls = e.shortfalls(c, w, out.group)
+		ex.Shortfalls = e.names.shortfalls(c, w, out.group)
 	}
-	ex.Message = e.msgFor(c, w, out)
+	ex.Message = e.names.msgFor(c, w, out)
 	if out.reason == ReservedForHead && head != nil {
 		ex.Mentions = append(ex.Mentions, head.key)
 	}
@@ -79,7 +79,7 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 	ex.Preemption.Possible = true
 	for _, v := range vs {
 		ex.Preemption.Victims = append(ex.Preemption.Victims, Preemption{
-			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.names.msgPreempted(c, w, v),
 		})
 		ex.Mentions = append(ex.Mentions, v.w.key)
 	}

@@ -54,8 +54,8 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		out.reason = ReservedForHead
 		return out
 	}
-	if w.topo != nil || len(e.flavorTopo) > 0 {
-		out.place, out.reason, out.msg, out.flavor = e.placeIn(c, w, out.flavors)
+	if w.topo != nil || len(e.topo.flavorTopo) > 0 {
+		out.place, out.reason, out.msg, out.flavor = e.topo.placeIn(c, w, out.flavors)
 	}
 	return out
 }
@@ -144,7 +144,7 @@ func sharesResource(a, b *wl) bool {
 }
 
 // shortfalls lists, for group gi, every flavor and resource where w does not fit now.
-func (e *Engine) shortfalls(c *cqState, w *wl, gi int) []Shortfall {
+func (nm *names) shortfalls(c *cqState, w *wl, gi int) []Shortfall {
 	var out []Shortfall
 	for _, f := range c.groups[gi].flavors {
 		for _, r := range w.req {
@@ -153,7 +153,7 @@ func (e *Engine) shortfalls(c *cqState, w *wl, gi int) []Shortfall {
 			}
 			k := makeFR(f.id, r.res)
 			if a := c.available(k); r.amt > a {
-				out = append(out, Shortfall{Flavor: f.name, Resource: e.resources[r.res], Requested: r.amt, Available: a})
+				out = append(out, Shortfall{Flavor: f.name, Resource: nm.resources[r.res], Requested: r.amt, Available: a})
 			}
 		}
 	}

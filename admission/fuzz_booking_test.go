@@ -117,7 +117,7 @@ func (r *fuzzRun) poolNode() {
 	}
 	joined := int32(0)
 	for i := range 2 {
-		if _, ok := r.e.nodes[fmt.Sprintf("f1-pool-%d", i)]; ok && r.e.nodes[fmt.Sprintf("f1-pool-%d", i)].free != nil {
+		if _, ok := r.e.topo.nodes[fmt.Sprintf("f1-pool-%d", i)]; ok && r.e.topo.nodes[fmt.Sprintf("f1-pool-%d", i)].free != nil {
 			joined++
 		}
 	}

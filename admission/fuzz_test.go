@@ -471,7 +471,7 @@ func (r *fuzzRun) convergeAnswer(attempt int32) BookingReport {
 // reservedSnapshot copies every node's reserved capacity.
 func (e *Engine) reservedSnapshot() map[string]vec {
 	out := map[string]vec{}
-	for name, n := range e.nodes {
+	for name, n := range e.topo.nodes {
 		out[name] = slices.Clone(n.reserved)
 	}
 	return out
@@ -507,14 +507,14 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[s
 		}
 	}
 	for name, byRes := range admitted {
-		n := r.e.nodes[name]
+		n := r.e.topo.nodes[name]
 		for res, amt := range byRes {
 			if amt > 0 && n.reserved.at(res) > n.free.at(res) && before[name].at(res)+amt > n.free.at(res) {
 				r.t.Fatalf("node %s: cycle's admissions reserved %d of resource %d on top of %d, free %d", name, amt, res, before[name].at(res), n.free.at(res))
 			}
 		}
 	}
-	for name, p := range r.e.pools {
+	for name, p := range r.e.topo.pools {
 		if p.reserved > pools[name] && p.reserved > p.avail {
 			r.t.Fatalf("pool %s: cycle reserved %d new nodes, %d available", name, p.reserved, p.avail)
 		}
@@ -524,7 +524,7 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[s
 // poolSnapshot copies every pool's reserved nodes.
 func (e *Engine) poolSnapshot() map[string]int32 {
 	out := map[string]int32{}
-	for name, p := range e.pools {
+	for name, p := range e.topo.pools {
 		out[name] = p.reserved
 	}
 	return out
@@ -539,7 +539,7 @@ func (r *fuzzRun) checkConstraints(res Result) {
 			continue
 		}
 		for _, sh := range w.placed.shares {
-			n := r.e.nodes[sh.node]
+			n := r.e.topo.nodes[sh.node]
 			if n == nil || !w.admitsAny(n) {
 				r.t.Fatalf("%s: planned on node %s, which none of its pod sets admits", a.Key, sh.node)
 			}

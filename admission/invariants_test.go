@@ -232,7 +232,7 @@ func isParked(c *cqState, w *wl) bool {
 
 // checkDomainSums recomputes every cached domain sum of what is left.
 func (e *Engine) checkDomainSums() error {
-	for name, tf := range e.flavorTopo {
+	for name, tf := range e.topo.flavorTopo {
 		if tf.index == nil {
 			continue
 		}
@@ -306,12 +306,12 @@ func (e *Engine) checkReservations() error {
 			}
 		}
 	}
-	for name, p := range e.pools {
+	for name, p := range e.topo.pools {
 		if p.reserved != pools[name] {
 			return fmt.Errorf("pool %s reserves %d nodes, placements say %d", name, p.reserved, pools[name])
 		}
 	}
-	for name, n := range e.nodes {
+	for name, n := range e.topo.nodes {
 		if !n.reserved.isZero() || !want[name].isZero() {
 			if slices.Equal(trimmed(n.reserved), trimmed(want[name])) {
 				delete(want, name)

@@ -51,7 +51,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 		if got := admittedNames(res); !eqStrings(got, s.wantAdmit) {
 			t.Fatalf("%s: admitted %v, want %v", s.name, got, s.wantAdmit)
 		}
-		if got := e.cqs["a"].usage[makeFR(e.flavorIDs["h200"], e.resIDs[gpu])]; got != s.wantUsage*1000 {
+		if got := e.cqs["a"].usage[makeFR(e.names.flavorIDs["h200"], e.names.resIDs[gpu])]; got != s.wantUsage*1000 {
 			t.Fatalf("%s: usage %d, want %d", s.name, got, s.wantUsage*1000)
 		}
 	}

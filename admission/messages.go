@@ -45,17 +45,17 @@ func msgWaiting(victims []WorkloadKey) string {
 }
 
 // msgFor builds the message of a not-admitted outcome other than InsufficientQuota.
-func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
+func (nm *names) msgFor(c *cqState, w *wl, out outcome) string {
 	switch out.reason {
 	case UnsupportedResource:
-		return fmt.Sprintf("resource %s is not covered by any resource group of ClusterQueue %q", e.resources[out.group], c.name)
+		return fmt.Sprintf("resource %s is not covered by any resource group of ClusterQueue %q", nm.resources[out.group], c.name)
 	case ExceedsMaxQuota:
-		return e.msgExceeds(c, w, out.group)
+		return nm.msgExceeds(c, w, out.group)
 	case ReservedForHead:
 		head, _ := c.pending.min()
 		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; it has waited too long", c.name, head.key)
 	case InsufficientQuota:
-		return e.msgInsufficient(c, w, out.group)
+		return nm.msgInsufficient(c, w, out.group)
 	case UnknownTopologyLevel, TopologyUnavailable, ExceedsDomainCapacity, ProvisioningBackoff:
 		return out.msg
 	}
@@ -69,8 +69,8 @@ func (e *Engine) msgFor(c *cqState, w *wl, out outcome) string {
 //
 // It runs for every evaluation that does not fit, so it appends into a reused buffer
 // instead of using fmt.
-func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
-	b := e.msgBuf[:0]
+func (nm *names) msgInsufficient(c *cqState, w *wl, gi int) string {
+	b := nm.msgBuf[:0]
 	for _, f := range c.groups[gi].flavors {
 		for _, r := range w.req {
 			if c.resGroup[r.res] != gi {
@@ -86,7 +86,7 @@ func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
 				b = append(b, "; "...)
 			}
 			b = append(b, "insufficient quota for "...)
-			b = append(b, e.resources[r.res]...)
+			b = append(b, nm.resources[r.res]...)
 			b = append(b, " in flavor "...)
 			b = append(b, f.name...)
 			b = append(b, ": requested "...)
@@ -101,11 +101,11 @@ func (e *Engine) msgInsufficient(c *cqState, w *wl, gi int) string {
 			break
 		}
 	}
-	e.msgBuf = b
+	nm.msgBuf = b
 	return string(b)
 }
 
-func (e *Engine) msgExceeds(c *cqState, w *wl, gi int) string {
+func (nm *names) msgExceeds(c *cqState, w *wl, gi int) string {
 	var parts []string
 	for _, f := range c.groups[gi].flavors {
 		for _, r := range w.req {
@@ -114,7 +114,7 @@ func (e *Engine) msgExceeds(c *cqState, w *wl, gi int) string {
 			}
 			if m := c.maxAvailable(makeFR(f.id, r.res)); r.amt > m {
 				parts = append(parts, fmt.Sprintf("requested %s of %s exceeds what ClusterQueue %q can ever get in flavor %s (%s)",
-					fmtAmount(r.amt), e.resources[r.res], c.name, f.name, fmtAmount(m)))
+					fmtAmount(r.amt), nm.resources[r.res], c.name, f.name, fmtAmount(m)))
 				break
 			}
 		}
@@ -122,7 +122,7 @@ func (e *Engine) msgExceeds(c *cqState, w *wl, gi int) string {
 	return strings.Join(parts, "; ")
 }
 
-func (e *Engine) msgPreempted(c *cqState, w *wl, v victim) string {
+func (nm *names) msgPreempted(c *cqState, w *wl, v victim) string {
 	switch v.reason {
 	case InClusterQueue:
 		return fmt.Sprintf("preempted to admit %s (priority %d) in ClusterQueue %q: lower priority in the same ClusterQueue",

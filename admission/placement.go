@@ -9,13 +9,13 @@ import (
 
 // topologyFlavor returns the flavor, among those chosen for w's resource groups,
 // whose levels include level, with the level's index.
-func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string, *topoFlavor, int) {
+func (topo *topology) topologyFlavor(c *cqState, flavors []int, level string) (string, *topoFlavor, int) {
 	for gi, fi := range flavors {
 		if fi < 0 {
 			continue
 		}
 		name := c.groups[gi].flavors[fi].name
-		if tf, ok := e.flavorTopo[name]; ok {
+		if tf, ok := topo.flavorTopo[name]; ok {
 			if li := slices.Index(tf.levels, level); li >= 0 {
 				return name, tf, li
 			}
@@ -29,25 +29,25 @@ func (e *Engine) topologyFlavor(c *cqState, flavors []int, level string) (string
 // cannot be placed and a message, and the flavor it placed in, or tried to.
 // Domains whose bookings failed for w are avoided while another domain can
 // take the gang; when none can, they are tried again rather than waited out.
-func (e *Engine) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {
-	p, reason, msg, flavor := e.placeAvoiding(c, w, flavors, w.avoid)
+func (topo *topology) placeIn(c *cqState, w *wl, flavors []int) (*placement, PendingReason, string, string) {
+	p, reason, msg, flavor := topo.placeAvoiding(c, w, flavors, w.avoid)
 	if reason == TopologyUnavailable && len(w.avoid) > 0 {
-		return e.placeAvoiding(c, w, flavors, nil)
+		return topo.placeAvoiding(c, w, flavors, nil)
 	}
 	return p, reason, msg, flavor
 }
 
 // placeAvoiding is placeIn that skips the domains in avoid.
-func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []TopologyAssignment) (*placement, PendingReason, string, string) {
+func (topo *topology) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []TopologyAssignment) (*placement, PendingReason, string, string) {
 	var name string
 	var tf *topoFlavor
 	li := -1
 	if w.topo != nil {
-		name, tf, li = e.topologyFlavor(c, flavors, w.topo.Level)
+		name, tf, li = topo.topologyFlavor(c, flavors, w.topo.Level)
 		if tf == nil {
-			return nil, UnknownTopologyLevel, e.msgUnknownLevel(c, flavors, w.topo.Level), name
+			return nil, UnknownTopologyLevel, topo.msgUnknownLevel(c, flavors, w.topo.Level), name
 		}
-	} else if name, tf = e.provisioningFlavor(c, flavors); tf == nil {
+	} else if name, tf = topo.provisioningFlavor(c, flavors); tf == nil {
 		return nil, "", "", name
 	}
 	// Levels to try, finest first; -1 is the whole flavor, unpinned.
@@ -63,7 +63,7 @@ func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []Topolog
 		}
 	}
 	for _, l := range levels {
-		p := e.search(tf, name, w, l, false, avoid)
+		p := topo.search(tf, name, w, l, false, avoid)
 		if p == nil {
 			continue
 		}
@@ -86,18 +86,18 @@ func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []Topolog
 		if w.topo != nil && w.topo.Mode == TopologyPreferred {
 			return &placement{}, "", "", name // anywhere: no pinning, no reservation
 		}
-		return e.noDomain(tf, w, name, li, levels, false)
+		return topo.noDomain(tf, w, name, li, levels, false)
 	}
 	if len(tf.pools) == 0 {
 		if w.topo != nil && w.topo.Mode == TopologyRequired {
-			return e.noDomain(tf, w, name, li, levels, false)
+			return topo.noDomain(tf, w, name, li, levels, false)
 		}
 		// Without CapacityPools berth cannot tell where capacity can be
 		// created: an unpinned request lets the autoscaler choose.
 		return &placement{provision: true, scaleUp: true, flavor: name}, "", "", name
 	}
 	for _, l := range levels {
-		if p := e.search(tf, name, w, l, true, avoid); p != nil {
+		if p := topo.search(tf, name, w, l, true, avoid); p != nil {
 			if l < 0 {
 				p.shares = nil
 			}
@@ -106,14 +106,14 @@ func (e *Engine) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []Topolog
 			return p, "", "", name
 		}
 	}
-	return e.noDomain(tf, w, name, li, levels, true)
+	return topo.noDomain(tf, w, name, li, levels, true)
 }
 
 // noDomain is the outcome of a gang no domain can take now: ExceedsDomainCapacity
 // when none ever could as the cluster is built — every node empty, every pool at
 // its maximum — so someone must change the gang or the cluster; otherwise
 // TopologyUnavailable, to wait for capacity.
-func (e *Engine) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels []int, withPools bool) (*placement, PendingReason, string, string) {
+func (topo *topology) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels []int, withPools bool) (*placement, PendingReason, string, string) {
 	suffix := ""
 	switch {
 	case withPools:
@@ -125,27 +125,27 @@ func (e *Engine) noDomain(tf *topoFlavor, w *wl, flavor string, li int, levels [
 	for _, l := range levels {
 		for _, key := range domainsOf(tf, l, withPools) {
 			domains++
-			if e.fitsEver(tf, w, key, withPools) {
-				return nil, TopologyUnavailable, e.msgNoDomain(tf, w, flavor, li, suffix), flavor
+			if topo.fitsEver(tf, w, key, withPools) {
+				return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix), flavor
 			}
 		}
 	}
 	if domains == 0 {
 		// No node or pool in any domain yet: they may come.
-		return nil, TopologyUnavailable, e.msgNoDomain(tf, w, flavor, li, suffix), flavor
+		return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix), flavor
 	}
-	return nil, ExceedsDomainCapacity, e.msgNeverFits(tf, w, flavor, li, withPools), flavor
+	return nil, ExceedsDomainCapacity, topo.names.msgNeverFits(tf, w, flavor, li, withPools), flavor
 }
 
 // fitsEver reports whether the gang would fit the domain with all its nodes empty
 // and its pools grown to their maximum.
-func (e *Engine) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
+func (topo *topology) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
 	for _, n := range tf.nodesIn(key) {
 		if n.alloc == nil && w.admitsAny(n) {
 			return true // its capacity is unknown: it might
 		}
 	}
-	pk := e.packNodes(tf, w, key, w.req[0].res, true, false)
+	pk := topo.packNodes(tf, w, key, w.req[0].res, true, false)
 	if pk.remaining == nil {
 		return true
 	}
@@ -163,7 +163,7 @@ func (e *Engine) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) b
 // domain, leaving the least of the gang's largest resource free, so large free
 // domains stay whole. Ties go to the domain that sorts first. Domains the
 // workload's bookings failed in are skipped.
-func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools bool, avoid []TopologyAssignment) *placement {
+func (topo *topology) search(tf *topoFlavor, flavor string, w *wl, l int, withPools bool, avoid []TopologyAssignment) *placement {
 	var best *placement
 	var bestNew int32
 	var bestLeft, bestScore int64
@@ -177,7 +177,7 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 			continue // the domain has less left than the gang asks for
 		}
 		// Only domains compete on what they leave free.
-		pk := e.packNodes(tf, w, key, dom, false, len(domains) > 1)
+		pk := topo.packNodes(tf, w, key, dom, false, len(domains) > 1)
 		var newNodes map[string]int32
 		var total int32
 		if pk.remaining != nil {
@@ -188,7 +188,7 @@ func (e *Engine) search(tf *topoFlavor, flavor string, w *wl, l int, withPools b
 			if newNodes, total, ok = packPools(tf, w, key, pk.remaining, false); !ok {
 				continue
 			}
-			pk.score += e.poolScore(w, newNodes, pk.remaining)
+			pk.score += topo.poolScore(w, newNodes, pk.remaining)
 		}
 		better := best == nil || total < bestNew ||
 			(total == bestNew && (pk.score > bestScore || (pk.score == bestScore && pk.left < bestLeft)))
@@ -244,10 +244,10 @@ func poolCovers(p *topoPool, left vec, req []resAmt) bool {
 
 // poolScore is the pods' preference for the new nodes planned for the
 // remaining pods.
-func (e *Engine) poolScore(w *wl, newNodes map[string]int32, remaining []int32) int64 {
+func (topo *topology) poolScore(w *wl, newNodes map[string]int32, remaining []int32) int64 {
 	var s int64
 	for name := range newNodes {
-		p := e.pools[name]
+		p := topo.pools[name]
 		for i := range w.podSets {
 			s += int64(remaining[i]) * w.podSets[i].score(p.labels)
 		}
@@ -302,7 +302,7 @@ type packing struct {
 // measure, it stops at the node that takes the last pod, and the packing's
 // left and score count only the nodes visited: enough to say whether and
 // where the gang fits, which is all a lone domain is asked.
-func (e *Engine) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever, measure bool) packing {
+func (topo *topology) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, ever, measure bool) packing {
 	var out packing
 	var extra vec // what the gang takes of the node being packed
 	remaining := make([]int32, len(w.podSets))
@@ -390,20 +390,19 @@ func podsThatFit(free, reserved vec, req []resAmt, extra vec, limit int32) int32
 
 // planOnNodes is the reservation of an admitted workload on the capacity known
 // now: its pods spread over its domain's nodes as they fit and, while the new
-// nodes it booked are still to come (keepsNewNodes), those nodes in their pools —
+// nodes it booked are still to come (keep, from bookings.keepsNewNodes), those nodes in their pools —
 // always while the booking is in flight, once provisioned only while the
 // domain's nodes cannot hold the gang yet. Pods that fit nowhere and have no new
 // node coming are charged to the domain's first node, so that the domain's total
 // is right even when the cluster is over-committed. Used when the engine learns
 // of an admission it did not plan (a restart, a different admission), and when a
 // provisioned gang's nodes may have arrived.
-func (e *Engine) planOnNodes(w *wl) *placement {
-	keep := e.keepsNewNodes(w)
+func (topo *topology) planOnNodes(w *wl, keep bool) *placement {
 	inFlight := keep && (w.bk == nil || w.bk.State == BookingPending)
 	var p *placement
 	missing := true // whether the nodes that exist cannot hold the gang
 	if a := w.adm.Topology; a != nil && len(a.Domain) > 0 {
-		if tf, ok := e.flavorTopo[a.Flavor]; ok && len(a.Domain) <= len(tf.levels) {
+		if tf, ok := topo.flavorTopo[a.Flavor]; ok && len(a.Domain) <= len(tf.levels) {
 			var shares []nodeShare
 			shares, missing = replanShares(tf, w, a.Domain, !keep)
 			p = &placement{assign: *a, shares: shares}
@@ -464,7 +463,7 @@ func addPlanned(planned map[string]vec, node string, req []resAmt, k int32) {
 	planned[node] = m
 }
 
-func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string {
+func (topo *topology) msgUnknownLevel(c *cqState, flavors []int, level string) string {
 	var parts []string
 	for gi, fi := range flavors {
 		if fi < 0 {
@@ -472,7 +471,7 @@ func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string
 		}
 		name := c.groups[gi].flavors[fi].name
 		var levels []string
-		if tf, ok := e.flavorTopo[name]; ok {
+		if tf, ok := topo.flavorTopo[name]; ok {
 			levels = tf.levels
 		}
 		parts = append(parts, fmt.Sprintf("%s %q", name, levels))
@@ -481,7 +480,7 @@ func (e *Engine) msgUnknownLevel(c *cqState, flavors []int, level string) string
 		level, strings.Join(parts, ", "))
 }
 
-func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix string) string {
+func (nm *names) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix string) string {
 	dom := w.dominant()
 	note := w.constraintNote()
 	if l < 0 {
@@ -504,12 +503,12 @@ func (e *Engine) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix
 		return fmt.Sprintf("no node of flavor %s has the %s label: no domain to place the gang in%s", flavor, tf.levels[l], suffix)
 	}
 	return fmt.Sprintf("no %s domain of flavor %s has free capacity for all %d pods%s; most free: %s %s in %s=%s%s",
-		tf.levels[l], flavor, w.podCount(), note, fmtAmount(bestFree), e.resources[dom], tf.levels[l], bestKey[l], suffix)
+		tf.levels[l], flavor, w.podCount(), note, fmtAmount(bestFree), nm.resources[dom], tf.levels[l], bestKey[l], suffix)
 }
 
 // msgNeverFits says that no domain could ever hold the gang, and what the
 // largest one offers.
-func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withPools bool) string {
+func (nm *names) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withPools bool) string {
 	dom := w.dominant()
 	what := "its nodes"
 	if withPools {
@@ -542,7 +541,7 @@ func (e *Engine) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 		}
 	}
 	msg := fmt.Sprintf("no %s %s can ever hold all %d pods (%s %s)%s, even with %s", level, flavor, w.podCount(),
-		fmtAmount(w.reqAmt(dom)), e.resources[dom], w.constraintNote(), what)
+		fmtAmount(w.reqAmt(dom)), nm.resources[dom], w.constraintNote(), what)
 	if l >= 0 && bestKey != nil {
 		msg += fmt.Sprintf("; the largest, %s=%s, has %s", tf.levels[l], bestKey[l], fmtAmount(max(most, 0)))
 	}

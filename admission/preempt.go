@@ -25,23 +25,23 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 		if e.preempt(c, w, res) {
 			return
 		}
-		e.report(w, InsufficientQuota, e.msgInsufficient(c, w, out.group), res)
+		e.report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
 		e.toPark = append(e.toPark, w)
 	case ReservedForHead:
-		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
 	case TopologyUnavailable, ExceedsDomainCapacity, UnknownTopologyLevel:
 		// Each waits for capacity or a flavor's levels to change: a flavor
 		// created after the gang's job, a node or pool that joins.
-		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
 		w.waitFlavor = out.flavor
 		if !w.topoWait {
 			w.topoWait = true
-			e.topoWaiting = append(e.topoWaiting, w)
+			e.topo.topoWaiting = append(e.topo.topoWaiting, w)
 		}
 	default:
-		e.report(w, out.reason, e.msgFor(c, w, out), res)
+		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
 	}
 }
 
@@ -66,7 +66,7 @@ func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
 	if !ok {
 		return false
 	}
-	if _, tf := e.provisioningFlavor(c, flavors); tf != nil {
+	if _, tf := e.topo.provisioningFlavor(c, flavors); tf != nil {
 		// The same holds for a flavor whose admissions depend on capacity: the
 		// plan frees quota, not capacity (found by FuzzConvergence).
 		return false
@@ -77,7 +77,7 @@ func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
 		v.w.evicting, v.w.evictFor = true, w.key
 		w.victims = append(w.victims, v.w.key)
 		res.Preemptions = append(res.Preemptions, Preemption{
-			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.msgPreempted(c, w, v),
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.names.msgPreempted(c, w, v),
 		})
 	}
 	e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)

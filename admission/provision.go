@@ -90,20 +90,20 @@ func (e *Engine) UpsertPool(p Pool) error {
 	if p.Available < 0 {
 		return fmt.Errorf("invalid pool %q: available %d must not be negative", p.Name, p.Available)
 	}
-	node, err := e.capacityOf(p.NodeCapacity)
+	node, err := e.names.capacityOf(p.NodeCapacity)
 	if err != nil {
 		return fmt.Errorf("invalid pool %q: node capacity %w", p.Name, err)
 	}
-	tp, ok := e.pools[p.Name]
+	tp, ok := e.topo.pools[p.Name]
 	if !ok {
 		tp = &topoPool{name: p.Name}
-		e.pools[p.Name] = tp
+		e.topo.pools[p.Name] = tp
 	}
-	e.unlinkPool(tp)
+	e.topo.unlinkPool(tp)
 	tp.flavor, tp.node, tp.avail = p.Flavor, node, p.Available
 	tp.labels = maps.Clone(p.Labels)
 	tp.fits = nil
-	tf := e.topoFlavorFor(p.Flavor)
+	tf := e.topo.topoFlavorFor(p.Flavor)
 	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
 	tf.invalidate()
 	e.capacityChanged()
@@ -112,36 +112,36 @@ func (e *Engine) UpsertPool(p Pool) error {
 
 // DeletePool forgets a pool. Nodes reserved in it stay with their workloads.
 func (e *Engine) DeletePool(name string) {
-	tp, ok := e.pools[name]
+	tp, ok := e.topo.pools[name]
 	if !ok {
 		return
 	}
-	e.unlinkPool(tp)
+	e.topo.unlinkPool(tp)
 	tp.flavor, tp.avail = "", 0
 	if tp.reserved == 0 {
-		delete(e.pools, name)
+		delete(e.topo.pools, name)
 	}
 	e.capacityChanged()
 }
 
-func (e *Engine) unlinkPool(tp *topoPool) {
+func (topo *topology) unlinkPool(tp *topoPool) {
 	if tp.flavor == "" {
 		return
 	}
-	tf := e.flavorTopo[tp.flavor]
+	tf := topo.flavorTopo[tp.flavor]
 	tf.pools = slices.DeleteFunc(tf.pools, func(x *topoPool) bool { return x == tp })
 	tf.invalidate()
 }
 
 // provisioningFlavor returns the flavor, among those chosen for w's resource
 // groups, that books capacity.
-func (e *Engine) provisioningFlavor(c *cqState, flavors []int) (string, *topoFlavor) {
+func (topo *topology) provisioningFlavor(c *cqState, flavors []int) (string, *topoFlavor) {
 	for gi, fi := range flavors {
 		if fi < 0 {
 			continue
 		}
 		name := c.groups[gi].flavors[fi].name
-		if tf, ok := e.flavorTopo[name]; ok && tf.policy.books() {
+		if tf, ok := topo.flavorTopo[name]; ok && tf.policy.books() {
 			return name, tf
 		}
 	}
@@ -305,7 +305,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 			want[flavor][r.res] = true
 		}
 	}
-	for _, w := range e.topoWaiting {
+	for _, w := range e.topo.topoWaiting {
 		if w.phase == phasePending && w.reason == TopologyUnavailable && e.workloads[w.key] == w {
 			add(w.waitFlavor, w)
 		}
@@ -317,7 +317,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 		}
 		for _, ps := range w.adm.PodSets {
 			for _, f := range ps.Flavors {
-				if tf, ok := e.flavorTopo[f]; ok && tf.policy.books() {
+				if tf, ok := e.topo.flavorTopo[f]; ok && tf.policy.books() {
 					add(f, w)
 				}
 			}
@@ -325,7 +325,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 	}
 	var out []IdleCapacity
 	for _, flavor := range slices.Sorted(maps.Keys(want)) {
-		tf, ok := e.flavorTopo[flavor]
+		tf, ok := e.topo.flavorTopo[flavor]
 		if !ok {
 			continue
 		}
@@ -334,7 +334,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 			for _, n := range tf.nodes {
 				free += max(0, n.left(r, nil))
 			}
-			out = append(out, IdleCapacity{Flavor: flavor, Resource: e.resources[r], Amount: free})
+			out = append(out, IdleCapacity{Flavor: flavor, Resource: e.names.resources[r], Amount: free})
 		}
 	}
 	return out

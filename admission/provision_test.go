@@ -192,7 +192,7 @@ func TestProvisioningReservations(t *testing.T) {
 	w := specs["g1"]
 	w.Booking.State = BookingProvisioned
 	mustWL(t, e, w)
-	if got := e.pools["pool-r1"].reserved + e.pools["pool-r2"].reserved; got != 3 {
+	if got := e.topo.pools["pool-r1"].reserved + e.topo.pools["pool-r2"].reserved; got != 3 {
 		t.Fatalf("pools reserve %d nodes once g1 was provisioned, want 3 (g1's is still coming)", got)
 	}
 	// The node joins: the reservation moves from the pool onto the nodes.
@@ -202,7 +202,7 @@ func TestProvisioningReservations(t *testing.T) {
 	if err := e.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	reserved := e.pools["pool-r1"].reserved + e.pools["pool-r2"].reserved
+	reserved := e.topo.pools["pool-r1"].reserved + e.topo.pools["pool-r2"].reserved
 	if reserved != 2 {
 		t.Fatalf("pools reserve %d nodes after g1's node joined, want g2's 2", reserved)
 	}
@@ -246,8 +246,8 @@ func TestPoolValidation(t *testing.T) {
 	if err := e.UpsertFlavor(Flavor{Name: "x", Provisioning: ProvisioningPolicy{Mode: ProvisionIfNeeded, Backoff: -time.Second}}); err == nil {
 		t.Errorf("flavor with a negative backoff accepted")
 	}
-	if len(e.pools) != 0 {
-		t.Fatalf("invalid pools stored: %v", e.pools)
+	if len(e.topo.pools) != 0 {
+		t.Fatalf("invalid pools stored: %v", e.topo.pools)
 	}
 }
 

@@ -159,13 +159,13 @@ func (v vec) covers(req []resAmt) bool {
 
 // capacityMoved keeps the domain sums of n's flavors right after n's free
 // or reserved capacity changed from what before was left on it.
-func (e *Engine) capacityMoved(n *topoNode, before vec) {
+func (topo *topology) capacityMoved(n *topoNode, before vec) {
 	after := n.leftVec()
 	if before.equal(after) {
 		return
 	}
 	for _, f := range n.flavors {
-		tf := e.flavorTopo[f]
+		tf := topo.flavorTopo[f]
 		if tf == nil || tf.index == nil || len(tf.index.left) == 0 {
 			continue
 		}
@@ -311,7 +311,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 	if err := f.Provisioning.validate(); err != nil {
 		return fmt.Errorf("invalid flavor %q: %w", f.Name, err)
 	}
-	tf := e.topoFlavorFor(f.Name)
+	tf := e.topo.topoFlavorFor(f.Name)
 	tf.levels = slices.Clone(f.Levels)
 	tf.policy = f.Provisioning
 	tf.invalidate()
@@ -321,18 +321,18 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 
 // DeleteFlavor forgets a flavor's topology levels (its nodes stay known).
 func (e *Engine) DeleteFlavor(name string) {
-	if tf, ok := e.flavorTopo[name]; ok {
+	if tf, ok := e.topo.flavorTopo[name]; ok {
 		tf.levels, tf.policy = nil, ProvisioningPolicy{}
 		tf.invalidate()
 		e.capacityChanged()
 	}
 }
 
-func (e *Engine) topoFlavorFor(name string) *topoFlavor {
-	tf, ok := e.flavorTopo[name]
+func (topo *topology) topoFlavorFor(name string) *topoFlavor {
+	tf, ok := topo.flavorTopo[name]
 	if !ok {
 		tf = &topoFlavor{}
-		e.flavorTopo[name] = tf
+		topo.flavorTopo[name] = tf
 	}
 	return tf
 }
@@ -342,20 +342,20 @@ func (e *Engine) UpsertNode(n Node) error {
 	if n.Name == "" {
 		return errors.New("invalid node: name must not be empty")
 	}
-	free, err := e.capacityOf(n.Free)
+	free, err := e.names.capacityOf(n.Free)
 	if err != nil {
 		return fmt.Errorf("invalid node %q: free %w", n.Name, err)
 	}
 	var alloc vec
 	if n.Allocatable != nil {
-		if alloc, err = e.capacityOf(n.Allocatable); err != nil {
+		if alloc, err = e.names.capacityOf(n.Allocatable); err != nil {
 			return fmt.Errorf("invalid node %q: allocatable %w", n.Name, err)
 		}
 	}
 	flavors := slices.Clone(n.Flavors)
 	slices.Sort(flavors)
 	flavors = slices.Compact(flavors)
-	tn, ok := e.nodes[n.Name]
+	tn, ok := e.topo.nodes[n.Name]
 	if ok && tn.flavors != nil && slices.Equal(tn.flavors, flavors) && maps.Equal(tn.labels, n.Labels) {
 		// Only its capacity changed, as on every pod bound or gone: its
 		// place in the topology, and the domain index, stay. Less free
@@ -364,7 +364,7 @@ func (e *Engine) UpsertNode(n Node) error {
 		allocChanged, grew := !tn.alloc.equal(alloc), anyAbove(free, tn.free)
 		before := tn.leftVec()
 		tn.free, tn.alloc = free, alloc
-		e.capacityMoved(tn, before)
+		e.topo.capacityMoved(tn, before)
 		switch {
 		case allocChanged:
 			e.capacityChanged()
@@ -375,15 +375,15 @@ func (e *Engine) UpsertNode(n Node) error {
 	}
 	if !ok {
 		tn = &topoNode{name: n.Name}
-		e.nodes[n.Name] = tn
+		e.topo.nodes[n.Name] = tn
 	}
-	e.unlinkNode(tn)
+	e.topo.unlinkNode(tn)
 	tn.flavors = flavors
 	tn.labels = maps.Clone(n.Labels)
 	tn.fits = nil // the labels may have changed
 	tn.free, tn.alloc = free, alloc
 	for _, f := range tn.flavors {
-		tf := e.topoFlavorFor(f)
+		tf := e.topo.topoFlavorFor(f)
 		tf.nodes = insertByName(tf.nodes, tn, func(x *topoNode) string { return x.name })
 		tf.invalidate()
 	}
@@ -405,21 +405,21 @@ func anyAbove(a, b vec) bool {
 // DeleteNode forgets a node. Reservations on it stay with their workloads (the
 // pods there are gone; the workloads are typically evicted by the caller).
 func (e *Engine) DeleteNode(name string) {
-	tn, ok := e.nodes[name]
+	tn, ok := e.topo.nodes[name]
 	if !ok {
 		return
 	}
-	e.unlinkNode(tn)
+	e.topo.unlinkNode(tn)
 	tn.flavors, tn.free, tn.alloc = nil, nil, nil
 	if tn.reserved.isZero() {
-		delete(e.nodes, name)
+		delete(e.topo.nodes, name)
 	}
 	e.capacityChanged()
 }
 
-func (e *Engine) unlinkNode(tn *topoNode) {
+func (topo *topology) unlinkNode(tn *topoNode) {
 	for _, f := range tn.flavors {
-		tf := e.flavorTopo[f]
+		tf := topo.flavorTopo[f]
 		tf.nodes = slices.DeleteFunc(tf.nodes, func(x *topoNode) bool { return x == tn })
 		tf.invalidate()
 	}
@@ -433,20 +433,20 @@ func (e *Engine) unlinkNode(tn *topoNode) {
 // busy cluster.
 func (e *Engine) nodeGrew(n *topoNode) {
 	e.settleAwaiting()
-	if e.freed {
+	if e.topo.freed {
 		e.capacityChanged() // a reservation was returned: anything may fit
 		return
 	}
-	kept := e.topoWaiting[:0]
-	for _, w := range e.topoWaiting {
+	kept := e.topo.topoWaiting[:0]
+	for _, w := range e.topo.topoWaiting {
 		if w.phase == phasePending && e.workloads[w.key] == w && !w.takesAPodOf(n) {
 			kept = append(kept, w)
 			continue
 		}
 		e.wakeTopo(w)
 	}
-	clear(e.topoWaiting[len(kept):])
-	e.topoWaiting = kept
+	clear(e.topo.topoWaiting[len(kept):])
+	e.topo.topoWaiting = kept
 }
 
 // takesAPodOf reports whether node n has room for one pod of some pod set
@@ -481,11 +481,11 @@ func (e *Engine) wakeTopo(w *wl) {
 // arrived onto those nodes.
 func (e *Engine) capacityChanged() {
 	e.settleAwaiting()
-	e.freed = false
-	for _, w := range e.topoWaiting {
+	e.topo.freed = false
+	for _, w := range e.topo.topoWaiting {
 		e.wakeTopo(w)
 	}
-	e.topoWaiting = e.topoWaiting[:0]
+	e.topo.topoWaiting = e.topo.topoWaiting[:0]
 }
 
 // domainsOf lists the distinct domains (label values of levels 0..l) of the
@@ -551,46 +551,46 @@ func inDomain(tf *topoFlavor, labels map[string]string, key []string) bool {
 // reserve charges a placement's shares to its nodes and its new nodes to its
 // pools (sign 1), or returns them (-1). Whoever returns capacity tells the
 // workloads waiting for it (capacityChanged).
-func (e *Engine) reserve(p *placement, sign int64) {
+func (topo *topology) reserve(p *placement, sign int64) {
 	if p == nil {
 		return
 	}
 	for _, s := range p.shares {
-		n, ok := e.nodes[s.node]
+		n, ok := topo.nodes[s.node]
 		if !ok {
 			n = &topoNode{name: s.node}
-			e.nodes[s.node] = n
+			topo.nodes[s.node] = n
 		}
 		before := n.leftVec()
 		for _, r := range s.amt {
 			n.reserved.add(r.res, sign*r.amt)
 		}
-		e.capacityMoved(n, before)
+		topo.capacityMoved(n, before)
 		if n.reserved.isZero() && n.free == nil {
-			delete(e.nodes, s.node) // deleted node whose last reservation went
+			delete(topo.nodes, s.node) // deleted node whose last reservation went
 		}
 	}
 	for name, k := range p.newNodes {
-		pl, ok := e.pools[name]
+		pl, ok := topo.pools[name]
 		if !ok {
 			pl = &topoPool{name: name}
-			e.pools[name] = pl
+			topo.pools[name] = pl
 		}
 		pl.reserved += int32(sign) * k
 		if pl.reserved == 0 && pl.flavor == "" {
-			delete(e.pools, name) // deleted pool whose last reservation went
+			delete(topo.pools, name) // deleted pool whose last reservation went
 		}
 	}
 }
 
 // capacityOf interns and validates an amount of capacity per resource.
-func (e *Engine) capacityOf(rs Resources) (vec, error) {
-	out := make(vec, 0, len(e.resources)+len(rs))
+func (nm *names) capacityOf(rs Resources) (vec, error) {
+	out := make(vec, 0, len(nm.resources)+len(rs))
 	for r, q := range rs {
 		if r == "" || q < 0 || q > MaxAmount {
 			return nil, fmt.Errorf("%s=%d: must be between 0 and %d", r, q, MaxAmount)
 		}
-		out.add(e.resID(r), q)
+		out.add(nm.resID(r), q)
 	}
 	return out, nil
 }

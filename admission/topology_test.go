@@ -202,11 +202,11 @@ func TestTopologyRollback(t *testing.T) {
 	if got := admittedNames(cycle(t, e)); !eqStrings(got, []string{"g"}) {
 		t.Fatalf("admitted %v", got)
 	}
-	if n := e.nodes["n1"]; n.reserved[e.resIDs[gpu]] != 8000 {
+	if n := e.topo.nodes["n1"]; n.reserved[e.names.resIDs[gpu]] != 8000 {
 		t.Fatalf("n1 reserves %v, want 8 GPUs", n.reserved)
 	}
 	e.Rollback(key("g"))
-	if n := e.nodes["n1"]; !n.reserved.isZero() {
+	if n := e.topo.nodes["n1"]; !n.reserved.isZero() {
 		t.Fatalf("n1 reserves %v after rollback", n.reserved)
 	}
 	if got := admittedNames(cycle(t, e)); !eqStrings(got, []string{"g"}) {
@@ -232,7 +232,7 @@ func TestTopologyValidation(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, tc.err, tc.wantErr)
 		}
 	}
-	if len(e.workloads) != 0 || len(e.nodes) != 0 {
+	if len(e.workloads) != 0 || len(e.topo.nodes) != 0 {
 		t.Fatalf("invalid input was stored")
 	}
 }

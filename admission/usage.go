@@ -77,7 +77,7 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 				k := makeFR(f.id, r)
 				u := c.usage[k]
 				fu.Resources = append(fu.Resources, ResourceUsage{
-					Name: e.resources[r], Total: u, Borrowed: max(0, u-c.quota[k].nominal), Admitted: admitted[k],
+					Name: e.names.resources[r], Total: u, Borrowed: max(0, u-c.quota[k].nominal), Admitted: admitted[k],
 				})
 			}
 			out.Flavors = append(out.Flavors, fu)

@@ -24,12 +24,12 @@ import (
 //
 // Invalid input returns an error and changes nothing.
 func (e *Engine) UpsertWorkload(w Workload) error {
-	nw, err := e.compileWorkload(&w)
+	nw, err := e.names.compileWorkload(&w)
 	if err != nil {
 		return fmt.Errorf("invalid workload %s: %w", w.Key, err)
 	}
 	defer func() {
-		if e.freed {
+		if e.topo.freed {
 			e.capacityChanged()
 		}
 	}()
@@ -236,8 +236,8 @@ func (e *Engine) liftReservation(c *cqState) {
 func (e *Engine) admitExisting(w *wl) {
 	w.phase, w.preempted = phaseAdmitted, false
 	if w.placed == nil {
-		w.placed = e.planOnNodes(w)
-		e.reserve(w.placed, 1)
+		w.placed = e.topo.planOnNodes(w, e.keepsNewNodes(w))
+		e.topo.reserve(w.placed, 1)
 	}
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
@@ -256,7 +256,7 @@ func (e *Engine) release(w *wl) {
 	delete(e.booking, w)
 	delete(e.awaiting, w)
 	w.deciding = 0
-	e.reserve(w.placed, -1)
+	e.topo.reserve(w.placed, -1)
 	w.placed = nil
 	e.capacityChanged()
 	c := e.cqs[w.admCQ]
@@ -335,7 +335,7 @@ func samePending(a, b *wl) bool {
 }
 
 // compileWorkload validates w and converts it to engine state (not yet indexed).
-func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
+func (nm *names) compileWorkload(w *Workload) (*wl, error) {
 	if w.Key.Name == "" {
 		return nil, errors.New("key.name must not be empty")
 	}
@@ -370,7 +370,7 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	}
 	totals := map[int32]int64{}
 	for i, ps := range w.PodSets {
-		spec, err := e.compilePodSet(ps, n.podSets, totals)
+		spec, err := nm.compilePodSet(ps, n.podSets, totals)
 		if err != nil {
 			return nil, fmt.Errorf("podSets[%d] %q: %w", i, ps.Name, err)
 		}
@@ -384,7 +384,7 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	}
 	slices.SortFunc(n.req, func(a, b resAmt) int { return int(a.res) - int(b.res) })
 	if w.Admission != nil {
-		if err := e.compileAdmission(n, w.Admission); err != nil {
+		if err := nm.compileAdmission(n, w.Admission); err != nil {
 			return nil, fmt.Errorf("admission: %w", err)
 		}
 		n.admitTime = w.AdmissionTime
@@ -392,7 +392,7 @@ func (e *Engine) compileWorkload(w *Workload) (*wl, error) {
 	return n, nil
 }
 
-func (e *Engine) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]int64) (podSetSpec, error) {
+func (nm *names) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]int64) (podSetSpec, error) {
 	if ps.Name == "" {
 		return podSetSpec{}, errors.New("name must not be empty")
 	}
@@ -416,7 +416,7 @@ func (e *Engine) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]in
 		if q == 0 {
 			continue
 		}
-		id := e.resID(r)
+		id := nm.resID(r)
 		spec.req = append(spec.req, resAmt{res: id, amt: q})
 		totals[id] += q * int64(ps.Count)
 		if totals[id] > MaxAmount {
@@ -428,7 +428,7 @@ func (e *Engine) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]in
 }
 
 // compileAdmission validates an admission against the pod sets and computes usage.
-func (e *Engine) compileAdmission(n *wl, a *Admission) error {
+func (nm *names) compileAdmission(n *wl, a *Admission) error {
 	if a.ClusterQueue == "" {
 		return errors.New("clusterQueue must not be empty")
 	}
@@ -442,11 +442,11 @@ func (e *Engine) compileAdmission(n *wl, a *Admission) error {
 			return fmt.Errorf("podSets[%d] is %q, the workload's is %q", i, psa.Name, ps.name)
 		}
 		for _, r := range ps.req {
-			f, ok := psa.Flavors[e.resources[r.res]]
+			f, ok := psa.Flavors[nm.resources[r.res]]
 			if !ok || f == "" {
-				return fmt.Errorf("pod set %q: no flavor assigned for requested resource %q", ps.name, e.resources[r.res])
+				return fmt.Errorf("pod set %q: no flavor assigned for requested resource %q", ps.name, nm.resources[r.res])
 			}
-			usage[makeFR(e.flavorID(f), r.res)] += r.amt * int64(ps.count)
+			usage[makeFR(nm.flavorID(f), r.res)] += r.amt * int64(ps.count)
 		}
 	}
 	for k, v := range usage {
