@@ -211,11 +211,11 @@ func (w *wl) booking() Booking {
 // The answer is acted on in the next Cycle; a later report for the same attempt
 // replaces it. Reports may come before the workload is upserted.
 func (e *Engine) ReportBooking(key WorkloadKey, r BookingReport) {
-	if old, ok := e.reports[key]; ok && old == r {
+	if old, ok := e.books.reports[key]; ok && old == r {
 		return
 	}
-	e.reports[key] = r
-	e.bookingDirty[key] = struct{}{}
+	e.books.reports[key] = r
+	e.books.bookingDirty[key] = struct{}{}
 }
 
 // NextWake is the earliest time (unix nanoseconds) at which a time-based booking
@@ -223,8 +223,8 @@ func (e *Engine) ReportBooking(key WorkloadKey, r BookingReport) {
 // booking's backoff ending — or 0 when none is pending. The caller runs a Cycle
 // then; the bounds are kept to the second only if it does.
 func (e *Engine) NextWake() int64 {
-	next := e.bookingDue
-	for _, w := range e.backoffs {
+	next := e.books.bookingDue
+	for _, w := range e.books.backoffs {
 		if w.notBefore > 0 && (next == 0 || w.notBefore < next) {
 			next = w.notBefore
 		}
@@ -247,38 +247,38 @@ func (topo *topology) policyOf(flavor string) ProvisioningPolicy {
 // A workload nothing happened to has nothing new to decide before its next
 // bound; looking at every booking on every answer made a cycle cost as many
 // steps as there are bookings.
-func (e *Engine) decideBookings(res *Result) {
-	elapsed := e.bookingDue != 0 && e.now >= e.bookingDue
-	if len(e.bookingDirty) == 0 && !elapsed {
+func (books *bookings) decideBookings(res *Result) {
+	elapsed := books.bookingDue != 0 && books.clock.now >= books.bookingDue
+	if len(books.bookingDirty) == 0 && !elapsed {
 		return
 	}
 	var keys []WorkloadKey
 	if elapsed {
-		e.bookingDue = 0
-		keys = slices.Collect(maps.Keys(e.reports))
-		for w := range e.booking {
+		books.bookingDue = 0
+		keys = slices.Collect(maps.Keys(books.reports))
+		for w := range books.booking {
 			keys = append(keys, w.key) // a booking without an answer yet
 		}
 	} else {
-		for k := range e.bookingDirty {
-			if _, ok := e.reports[k]; ok || e.Booking(k) {
+		for k := range books.bookingDirty {
+			if _, ok := books.reports[k]; ok || books.inFlight(k) {
 				keys = append(keys, k)
 			}
 		}
 	}
-	clear(e.bookingDirty)
+	clear(books.bookingDirty)
 	slices.SortFunc(keys, cmpKey)
 	keys = slices.Compact(keys)
 	for _, k := range keys {
-		w, ok := e.workloads[k]
+		w, ok := books.workloads[k]
 		if !ok || w.phase != phaseAdmitted || w.deciding != 0 || w.evicting || w.bk == nil {
 			continue
 		}
-		r, reported := e.reports[k]
+		r, reported := books.reports[k]
 		if reported && r.Attempt != w.bk.Attempt {
 			reported = false
 		}
-		if d, ok := e.decide(w, r, reported); ok {
+		if d, ok := books.decide(w, r, reported); ok {
 			w.deciding = d.Action
 			if d.Action == BookingEvict {
 				w.evicting = true
@@ -293,9 +293,9 @@ func cmpKey(a, b WorkloadKey) int {
 }
 
 // decide is the decision for one admitted workload with a booking, if any is due.
-func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision, bool) {
-	pol := e.topo.policyOf(w.bk.Flavor)
-	if _, inFlight := e.booking[w]; inFlight {
+func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDecision, bool) {
+	pol := books.topo.policyOf(w.bk.Flavor)
+	if _, inFlight := books.booking[w]; inFlight {
 		if !reported {
 			return BookingDecision{}, false // no request yet, or no API: nothing to time
 		}
@@ -308,23 +308,23 @@ func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision,
 			return BookingDecision{Key: w.key, Action: BookingStart, Attempt: w.bk.Attempt, State: BookingProvisioned,
 				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message}, true
 		case AnswerFailed:
-			return e.fail(w, pol, BookingRetry, BookingFailed, "failed: "+orNone(r.Message)), true
+			return books.fail(w, pol, BookingRetry, BookingFailed, "failed: "+orNone(r.Message)), true
 		case AnswerExpired:
-			return e.fail(w, pol, BookingRetry, BookingExpired, "expired before the gang started: "+orNone(r.Message)), true
+			return books.fail(w, pol, BookingRetry, BookingExpired, "expired before the gang started: "+orNone(r.Message)), true
 		case AnswerRevoked:
-			return e.fail(w, pol, BookingRetry, BookingRevoked, "was revoked before the gang started: "+orNone(r.Message)), true
+			return books.fail(w, pol, BookingRetry, BookingRevoked, "was revoked before the gang started: "+orNone(r.Message)), true
 		case AnswerCapacityNotFound:
-			since := cmp.Or(r.Since, w.bk.CapacityNotFoundSince, e.now)
+			since := cmp.Or(r.Since, w.bk.CapacityNotFoundSince, books.clock.now)
 			bound := cmp.Or(pol.CapacityNotFoundTimeout, DefaultCapacityNotFoundTimeout)
-			if e.due(since + int64(bound)) {
-				return e.fail(w, pol, BookingRetry, BookingCapacityNotFound,
-					fmt.Sprintf("found no capacity for %s (capacityNotFoundSeconds %d): %s", time.Duration(e.now-since).Round(time.Second),
+			if books.due(since + int64(bound)) {
+				return books.fail(w, pol, BookingRetry, BookingCapacityNotFound,
+					fmt.Sprintf("found no capacity for %s (capacityNotFoundSeconds %d): %s", time.Duration(books.clock.now-since).Round(time.Second),
 						int64(bound/time.Second), orNone(r.Message))), true
 			}
 		case AnswerNone:
 			bound := cmp.Or(pol.AnswerTimeout, DefaultAnswerTimeout)
-			if e.due(cmp.Or(r.Since, e.now) + int64(bound)) {
-				return e.fail(w, pol, BookingRetry, BookingNoAnswer,
+			if books.due(cmp.Or(r.Since, books.clock.now) + int64(bound)) {
+				return books.fail(w, pol, BookingRetry, BookingNoAnswer,
 					fmt.Sprintf("got no answer from the autoscaler within %s (answerTimeoutSeconds %d): is cluster-autoscaler running with ProvisioningRequests enabled, and does it serve this class?",
 						bound, int64(bound/time.Second))), true
 			}
@@ -336,43 +336,43 @@ func (e *Engine) decide(w *wl, r BookingReport, reported bool) (BookingDecision,
 	}
 	switch r.Answer {
 	case AnswerRevoked:
-		return e.fail(w, pol, BookingEvict, BookingRevoked, "was revoked after the gang started: "+orNone(r.Message)), true
+		return books.fail(w, pol, BookingEvict, BookingRevoked, "was revoked after the gang started: "+orNone(r.Message)), true
 	case AnswerPodsNotReady:
 		if w.bk.PodsReady {
 			return BookingDecision{}, false // a late report: the pods were Ready in time after all
 		}
-		return e.fail(w, pol, BookingEvict, BookingPodsNotReady, "started, but "+r.Message), true
+		return books.fail(w, pol, BookingEvict, BookingPodsNotReady, "started, but "+r.Message), true
 	case AnswerExpired:
 		if !r.Consumed {
-			return e.fail(w, pol, BookingEvict, BookingExpired, "expired before any pod of the started gang used it: "+orNone(r.Message)), true
+			return books.fail(w, pol, BookingEvict, BookingExpired, "expired before any pod of the started gang used it: "+orNone(r.Message)), true
 		}
-		e.settleBooked(w) // the autoscaler holds nothing for it any more
+		books.settleBooked(w) // the autoscaler holds nothing for it any more
 	}
 	return BookingDecision{}, false
 }
 
 // due reports whether deadline has passed, and otherwise keeps it as the next
 // time decideBookings must look again.
-func (e *Engine) due(deadline int64) bool {
-	if e.now >= deadline {
+func (books *bookings) due(deadline int64) bool {
+	if books.clock.now >= deadline {
 		return true
 	}
-	if e.bookingDue == 0 || deadline < e.bookingDue {
-		e.bookingDue = deadline
+	if books.bookingDue == 0 || deadline < books.bookingDue {
+		books.bookingDue = deadline
 	}
 	return false
 }
 
 // fail decides a failed attempt: one more failure in a row, its domain avoided, and
 // the next attempt after the backoff, or none.
-func (e *Engine) fail(w *wl, pol ProvisioningPolicy, action BookingAction, state BookingState, detail string) BookingDecision {
+func (books *bookings) fail(w *wl, pol ProvisioningPolicy, action BookingAction, state BookingState, detail string) BookingDecision {
 	bk := w.bk
 	d := BookingDecision{Key: w.key, Action: action, Attempt: bk.Attempt, State: state, Failures: bk.Failures + 1,
 		FailedDomains: addFailedDomain(bk.FailedDomains, bk.Domain), MaxAttempts: pol.maxAttempts(), Detail: detail}
 	if d.Failures >= d.MaxAttempts {
 		d.GaveUp = true
 	} else {
-		d.RetryAfter = e.now + int64(pol.backoff(d.Failures))
+		d.RetryAfter = books.clock.now + int64(pol.backoff(d.Failures))
 	}
 	return d
 }
@@ -401,7 +401,7 @@ func cloneAssignment(a TopologyAssignment) TopologyAssignment {
 
 // confirmBooking takes the record of an upsert of an admitted workload; a record
 // that shows the decision in flight (if any) confirms it.
-func (e *Engine) confirmBooking(w *wl, bk *Booking) {
+func (books *bookings) confirmBooking(w *wl, bk *Booking) {
 	w.bk = bk
 	switch w.deciding {
 	case BookingStart:
@@ -413,27 +413,27 @@ func (e *Engine) confirmBooking(w *wl, bk *Booking) {
 			w.deciding = 0
 		}
 	}
-	e.trackBooking(w)
+	books.trackBooking(w)
 }
 
-// trackBooking files an admitted workload by its booking: in flight (e.booking), or
-// provisioned with new nodes still reserved until they exist (e.awaiting).
-func (e *Engine) trackBooking(w *wl) {
+// trackBooking files an admitted workload by its booking: in flight (e.books.booking), or
+// provisioned with new nodes still reserved until they exist (e.books.awaiting).
+func (books *bookings) trackBooking(w *wl) {
 	inFlight := w.adm != nil && w.adm.Provisioning != nil && (w.bk == nil || w.bk.State == BookingPending)
 	if inFlight {
-		e.booking[w] = struct{}{}
+		books.booking[w] = struct{}{}
 	} else {
-		delete(e.booking, w)
+		delete(books.booking, w)
 	}
 	if w.bk != nil || inFlight {
-		e.bookingDirty[w.key] = struct{}{} // a record to act on, maybe
+		books.bookingDirty[w.key] = struct{}{} // a record to act on, maybe
 	}
 	if !inFlight && w.placed != nil && len(w.placed.newNodes) > 0 {
-		e.awaiting[w] = struct{}{}
-		e.settleBooked(w)
+		books.awaiting[w] = struct{}{}
+		books.settleBooked(w)
 		return
 	}
-	delete(e.awaiting, w)
+	delete(books.awaiting, w)
 }
 
 // keepsNewNodes reports whether the new nodes planned for w stay reserved in their
@@ -441,7 +441,7 @@ func (e *Engine) trackBooking(w *wl) {
 // — cluster-autoscaler answers Provisioned when it has asked the cloud for the
 // nodes, not when they joined — unless the booking expired or the gang's pods were
 // all Ready, when the autoscaler holds nothing for it any more.
-func (e *Engine) keepsNewNodes(w *wl) bool {
+func (books *bookings) keepsNewNodes(w *wl) bool {
 	if w.adm == nil || w.adm.Provisioning == nil || len(w.adm.Provisioning.NewNodes) == 0 {
 		return false
 	}
@@ -451,48 +451,48 @@ func (e *Engine) keepsNewNodes(w *wl) bool {
 	if w.bk.State != BookingProvisioned || w.bk.PodsReady {
 		return false
 	}
-	r, ok := e.reports[w.key]
+	r, ok := books.reports[w.key]
 	return !ok || r.Attempt != w.bk.Attempt || r.Answer != AnswerExpired
 }
 
 // settleBooked re-plans a provisioned gang's reservation once its new nodes need
 // no longer be held in their pools: the nodes exist (its domain's nodes hold it),
 // or the autoscaler holds nothing for it any more (keepsNewNodes).
-func (e *Engine) settleBooked(w *wl) {
+func (books *bookings) settleBooked(w *wl) {
 	if w.placed == nil || len(w.placed.newNodes) == 0 {
-		delete(e.awaiting, w)
+		delete(books.awaiting, w)
 		return
 	}
-	e.topo.reserve(w.placed, -1)
-	w.placed = e.topo.planOnNodes(w, e.keepsNewNodes(w))
-	e.topo.reserve(w.placed, 1)
+	books.topo.reserve(w.placed, -1)
+	w.placed = books.topo.planOnNodes(w, books.keepsNewNodes(w))
+	books.topo.reserve(w.placed, 1)
 	if w.placed == nil || len(w.placed.newNodes) == 0 {
-		delete(e.awaiting, w)
-		e.topo.freed = true
+		delete(books.awaiting, w)
+		books.topo.freed = true
 	}
 }
 
 // settleAwaiting tries every provisioned gang still waiting for its new nodes.
-func (e *Engine) settleAwaiting() {
-	if len(e.awaiting) == 0 {
+func (books *bookings) settleAwaiting() {
+	if len(books.awaiting) == 0 {
 		return
 	}
-	ws := slices.SortedFunc(maps.Keys(e.awaiting), func(a, b *wl) int { return cmpKey(a.key, b.key) })
+	ws := slices.SortedFunc(maps.Keys(books.awaiting), func(a, b *wl) int { return cmpKey(a.key, b.key) })
 	for _, w := range ws {
-		e.settleBooked(w)
+		books.settleBooked(w)
 	}
 }
 
 // bookingPlan is the plan of a new booking for w on flavor, after its earlier
 // attempts.
-func (e *Engine) bookingPlan(w *wl, flavor string, p *placement) *ProvisioningPlan {
+func (books *bookings) bookingPlan(w *wl, flavor string, p *placement) *ProvisioningPlan {
 	plan := planOf(p)
 	if plan == nil {
 		return nil
 	}
 	plan.Flavor = flavor
 	plan.Attempt = w.booking().Attempt + 1
-	plan.MaxAttempts = e.topo.policyOf(flavor).maxAttempts()
+	plan.MaxAttempts = books.topo.policyOf(flavor).maxAttempts()
 	return plan
 }
 

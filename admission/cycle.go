@@ -20,14 +20,14 @@ import (
 // the queue or its cohort, a quota change) are examined, and only their fresh
 // workloads; a cycle in which nothing changed and nothing fits costs O(tenants).
 func (e *Engine) Cycle(now time.Time) Result {
-	e.cycle++
-	e.now = now.UnixNano()
+	e.clock.cycle++
+	e.clock.now = now.UnixNano()
 	var res Result
-	e.decideBookings(&res)
+	e.books.decideBookings(&res)
 	if e.topo.freed {
 		e.capacityChanged()
 	}
-	if len(e.backoffs) > 0 {
+	if len(e.books.backoffs) > 0 {
 		e.wakeBackoffs()
 	}
 	if len(e.ready) == 0 && !e.anyWork() {
@@ -119,7 +119,7 @@ func (e *Engine) serveReady(res *Result) {
 		if out := e.evaluate(c, w, nil); out.reason == "" {
 			c.fresh.remove(w)
 			e.unpark(c, w)
-			w.evalCycle = e.cycle
+			w.evalCycle = e.clock.cycle
 			e.admit(c, w, head, out, res)
 		}
 	}
@@ -203,13 +203,13 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		}
 		c.fresh.remove(w)
 		e.unpark(c, w)
-		if w.evalCycle == e.cycle {
+		if w.evalCycle == e.clock.cycle {
 			// Evaluated earlier in this cycle; capacity only shrank since. Look at it
 			// again next cycle.
 			e.freshLater = append(e.freshLater, w)
 			continue
 		}
-		w.evalCycle = e.cycle
+		w.evalCycle = e.clock.cycle
 		e.evaluations++
 		out := e.evaluate(c, w, head)
 		if out.reason == "" {
@@ -283,9 +283,9 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 			a.Domain, a.Levels = slices.Clone(a.Domain), slices.Clone(a.Levels)
 			w.adm.Topology = &a
 		}
-		w.adm.Provisioning = e.bookingPlan(w, p.flavor, p)
+		w.adm.Provisioning = e.books.bookingPlan(w, p.flavor, p)
 		if w.adm.Provisioning != nil {
-			e.booking[w] = struct{}{}
+			e.books.booking[w] = struct{}{}
 		}
 		if len(p.shares) > 0 || len(p.newNodes) > 0 {
 			w.placed = p
@@ -293,7 +293,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 		}
 	}
 	w.adm.Generation = w.gen
-	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.now
+	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.clock.now
 	w.victims, w.preempted = nil, false
 	if len(w.ghosts) > 0 {
 		e.deferredGhosts = append(e.deferredGhosts, w.ghosts...)
@@ -311,13 +311,13 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 // noteSkip counts a cycle in which work behind a BestEffortFIFO head was admitted
 // while the head was not.
 func (e *Engine) noteSkip(c *cqState, head *wl) {
-	if c.strict() || head == nil || head.skipCycle == e.cycle {
+	if c.strict() || head == nil || head.skipCycle == e.clock.cycle {
 		return
 	}
 	head.skips++
-	head.skipCycle = e.cycle
+	head.skipCycle = e.clock.cycle
 	if head.firstSkip == 0 {
-		head.firstSkip = e.now
+		head.firstSkip = e.clock.now
 	}
 }
 
@@ -334,7 +334,7 @@ func (e *Engine) reserving(c *cqState, head *wl) bool {
 		return true
 	}
 	age := int64(e.opts.StarvationAge)
-	return age > 0 && head.firstSkip != 0 && e.now-head.firstSkip >= age
+	return age > 0 && head.firstSkip != 0 && e.clock.now-head.firstSkip >= age
 }
 
 // buildAdmission turns flavor choices (one per resource group) into an Admission and

@@ -61,9 +61,8 @@ type Engine struct {
 	names *names
 	// seq numbers admissions engine-wide (round robin among equal shares).
 	seq uint64
-	// cycle counts cycles; now is the time of the running cycle (unix nanoseconds).
-	cycle uint64
-	now   int64
+	// clock is the running cycle's number and time, shared with the parts.
+	clock *clock
 	// ready lists preemptors whose victims are all gone: served first in next Cycle.
 	ready []WorkloadKey
 	// deferred queues lift their head reservation at the end of the running cycle.
@@ -84,18 +83,8 @@ type Engine struct {
 
 	// topo is every flavor's levels, nodes and pools, and placement in them.
 	topo *topology
-	// backoffs are workloads waiting for their next booking attempt.
-	backoffs []*wl
-	// booking holds the admitted workloads whose capacity is being booked;
-	// awaiting those provisioned whose new nodes are still reserved in pools.
-	booking  map[*wl]struct{}
-	awaiting map[*wl]struct{}
-	// reports are the latest answers about bookings (booking.go); bookingDirty
-	// holds the workloads whose answer or record changed, bookingDue is the
-	// next time a bound elapses (0: none).
-	reports      map[WorkloadKey]BookingReport
-	bookingDirty map[WorkloadKey]struct{}
-	bookingDue   int64
+	// books is the capacity bookings: their records, answers and deadlines.
+	books *bookings
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -110,21 +99,20 @@ func New(opts Options) (*Engine, error) {
 		opts.StarvationSkips = DefaultStarvationSkips
 	}
 	nm := newNames()
-	return &Engine{
-		opts:         opts,
-		cqs:          map[string]*cqState{},
-		cohorts:      map[string]*cohortState{},
-		workloads:    map[WorkloadKey]*wl{},
-		tenants:      newTenantIndex(),
-		wlFree:       btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
-		bucketFree:   btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
-		names:        nm,
-		topo:         newTopology(nm),
-		booking:      map[*wl]struct{}{},
-		awaiting:     map[*wl]struct{}{},
-		reports:      map[WorkloadKey]BookingReport{},
-		bookingDirty: map[WorkloadKey]struct{}{},
-	}, nil
+	e := &Engine{
+		opts:       opts,
+		cqs:        map[string]*cqState{},
+		cohorts:    map[string]*cohortState{},
+		workloads:  map[WorkloadKey]*wl{},
+		tenants:    newTenantIndex(),
+		wlFree:     btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
+		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
+		names:      nm,
+		clock:      &clock{},
+		topo:       newTopology(nm),
+	}
+	e.books = newBookings(e.clock, e.workloads, e.topo)
+	return e, nil
 }
 
 // Options returns the effective options (defaults filled in).

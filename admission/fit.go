@@ -25,7 +25,7 @@ type outcome struct {
 // queue's order, where the whole workload fits without borrowing; else the first
 // where it fits by borrowing; else the group does not fit.
 func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
-	if w.notBefore != 0 && e.backoffUntil(w) {
+	if w.notBefore != 0 && e.books.backoffUntil(w) {
 		return outcome{reason: ProvisioningBackoff, msg: msgBackoff(w.notBefore)}
 	}
 	out := outcome{flavors: e.flavorScratch(len(c.groups))}

@@ -278,22 +278,22 @@ func (e *Engine) checkReservations() error {
 		}
 	}
 	for _, w := range e.workloads {
-		_, booking := e.booking[w]
+		_, booking := e.books.booking[w]
 		inFlight := w.phase == phaseAssumed || w.bk == nil || w.bk.State == BookingPending
 		if want := w.phase != phasePending && w.adm != nil && w.adm.Provisioning != nil && inFlight; booking != want {
 			return fmt.Errorf("%s: in the booking set %v, want %v", w.key, booking, want)
 		}
-		_, awaiting := e.awaiting[w]
+		_, awaiting := e.books.awaiting[w]
 		if want := w.phase == phaseAdmitted && !booking && w.placed != nil && len(w.placed.newNodes) > 0; awaiting != want {
 			return fmt.Errorf("%s: awaiting its new nodes %v, want %v", w.key, awaiting, want)
 		}
 	}
-	for w := range e.booking {
+	for w := range e.books.booking {
 		if e.workloads[w.key] != w {
 			return fmt.Errorf("booking set holds a forgotten workload %s", w.key)
 		}
 	}
-	for w := range e.awaiting {
+	for w := range e.books.awaiting {
 		if e.workloads[w.key] != w {
 			return fmt.Errorf("awaiting set holds a forgotten workload %s", w.key)
 		}

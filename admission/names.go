@@ -38,3 +38,11 @@ func (nm *names) resID(name ResourceName) int32 {
 	nm.resources = append(nm.resources, name)
 	return id
 }
+
+// clock is the engine's sense of time, shared by its parts. The engine reads
+// no clock: each Cycle sets the time it decides at.
+type clock struct {
+	// cycle counts cycles; now is the time of the running cycle (unix nanoseconds).
+	cycle uint64
+	now   int64
+}

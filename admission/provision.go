@@ -242,26 +242,26 @@ func samePlan(a, b *ProvisioningPlan) bool {
 
 // backoffUntil reports whether w waits for its next booking attempt at now, and
 // lists it to be woken when the time comes.
-func (e *Engine) backoffUntil(w *wl) bool {
-	if w.notBefore <= e.now {
+func (books *bookings) backoffUntil(w *wl) bool {
+	if w.notBefore <= books.clock.now {
 		return false
 	}
 	if !w.backingOff {
 		w.backingOff = true
-		e.backoffs = append(e.backoffs, w)
+		books.backoffs = append(books.backoffs, w)
 	}
 	return true
 }
 
 // wakeBackoffs makes the workloads whose backoff ended at now candidates again.
 func (e *Engine) wakeBackoffs() {
-	kept := e.backoffs[:0]
-	for _, w := range e.backoffs {
+	kept := e.books.backoffs[:0]
+	for _, w := range e.books.backoffs {
 		if w.phase != phasePending || e.workloads[w.key] != w {
 			w.backingOff = false
 			continue
 		}
-		if w.notBefore > e.now {
+		if w.notBefore > e.clock.now {
 			kept = append(kept, w)
 			continue
 		}
@@ -269,8 +269,8 @@ func (e *Engine) wakeBackoffs() {
 		e.makeFresh(e.cqs[w.cqName], w)
 		e.rekey(e.cqs[w.cqName])
 	}
-	clear(e.backoffs[len(kept):])
-	e.backoffs = kept
+	clear(e.books.backoffs[len(kept):])
+	e.books.backoffs = kept
 }
 
 func msgBackoff(notBefore int64) string {
@@ -310,7 +310,7 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 			add(w.waitFlavor, w)
 		}
 	}
-	for w := range e.booking {
+	for w := range e.books.booking {
 		if t := w.adm.Topology; t != nil {
 			add(t.Flavor, w)
 			continue
@@ -342,11 +342,15 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 
 // Booking reports whether the workload is admitted with capacity still being
 // booked.
-func (e *Engine) Booking(key WorkloadKey) bool {
-	w, ok := e.workloads[key]
+func (e *Engine) Booking(key WorkloadKey) bool { return e.books.inFlight(key) }
+
+// inFlight reports whether the workload is admitted with capacity still being
+// booked.
+func (books *bookings) inFlight(key WorkloadKey) bool {
+	w, ok := books.workloads[key]
 	if !ok {
 		return false
 	}
-	_, booking := e.booking[w]
+	_, booking := books.booking[w]
 	return booking
 }

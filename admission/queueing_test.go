@@ -253,7 +253,7 @@ func TestNothingFitsCycleExaminesNothing(t *testing.T) {
 		}
 	}
 	cycle(t, e)
-	before := e.cycle
+	before := e.clock.cycle
 	cycle(t, e)
 	for _, w := range e.workloads {
 		if w.evalCycle > before {
@@ -281,7 +281,7 @@ func TestReleaseWakesOnlyWhatMightFit(t *testing.T) {
 	}
 	mustWL(t, e, job("small", "a", 0, 100, 1, 2))
 	cycle(t, e)
-	before := e.cycle
+	before := e.clock.cycle
 	e.DeleteWorkload(key("run")) // frees 2 GPUs
 	res := cycle(t, e)
 	if got := admittedNames(res); !eqStrings(got, []string{"small"}) {

@@ -432,7 +432,7 @@ func (topo *topology) unlinkNode(tn *topoNode) {
 // them on every node of its flavor, for nothing, many times a second on a
 // busy cluster.
 func (e *Engine) nodeGrew(n *topoNode) {
-	e.settleAwaiting()
+	e.books.settleAwaiting()
 	if e.topo.freed {
 		e.capacityChanged() // a reservation was returned: anything may fit
 		return
@@ -480,7 +480,7 @@ func (e *Engine) wakeTopo(w *wl) {
 // again, after moving the reservations of provisioned gangs whose new nodes
 // arrived onto those nodes.
 func (e *Engine) capacityChanged() {
-	e.settleAwaiting()
+	e.books.settleAwaiting()
 	e.topo.freed = false
 	for _, w := range e.topo.topoWaiting {
 		e.wakeTopo(w)

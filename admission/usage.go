@@ -92,7 +92,7 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 func (e *Engine) admittedUsage(c *cqState) map[frKey]int64 {
 	out := map[frKey]int64{}
 	c.admitted.ascend(func(w *wl) bool {
-		if _, booking := e.booking[w]; booking {
+		if _, booking := e.books.booking[w]; booking {
 			return true
 		}
 		for _, u := range w.usage {

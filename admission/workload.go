@@ -62,7 +62,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		e.release(old)
 		old.takeSpec(nw)
 		old.reason, old.msgHash = "", 0
-		delete(e.reports, old.key) // about an attempt that is over
+		delete(e.books.reports, old.key) // about an attempt that is over
 		e.requeue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
@@ -82,7 +82,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 			old.phase = phaseAdmitted
 			old.adm = nw.adm
 			old.uid, old.lq, old.cqName, old.gen = nw.uid, nw.lq, nw.cqName, nw.gen
-			e.confirmBooking(old, nw.bk)
+			e.books.confirmBooking(old, nw.bk)
 			return
 		}
 		if nw.admitTime == 0 {
@@ -95,7 +95,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 	nw.reason, nw.msgHash = old.reason, old.msgHash
 	e.workloads[nw.key] = nw
 	e.admitExisting(nw)
-	e.confirmBooking(nw, nw.bk)
+	e.books.confirmBooking(nw, nw.bk)
 }
 
 // DeleteWorkload forgets a finished or deleted workload: a pending one leaves its
@@ -112,7 +112,7 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 		e.release(w)
 	}
 	delete(e.workloads, key)
-	delete(e.reports, key)
+	delete(e.books.reports, key)
 	if c, ok := e.cqs[w.cqName]; ok {
 		e.maybeDropCQ(c)
 	}
@@ -136,7 +136,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	}
 	if w.deciding != 0 {
 		w.deciding = 0
-		e.bookingDirty[key] = struct{}{}
+		e.books.bookingDirty[key] = struct{}{}
 	}
 	if w.evicting {
 		e.clearEviction(w)
@@ -236,14 +236,14 @@ func (e *Engine) liftReservation(c *cqState) {
 func (e *Engine) admitExisting(w *wl) {
 	w.phase, w.preempted = phaseAdmitted, false
 	if w.placed == nil {
-		w.placed = e.topo.planOnNodes(w, e.keepsNewNodes(w))
+		w.placed = e.topo.planOnNodes(w, e.books.keepsNewNodes(w))
 		e.topo.reserve(w.placed, 1)
 	}
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
 	e.rekey(c)
-	e.trackBooking(w)
+	e.books.trackBooking(w)
 }
 
 // release returns an admitted or assumed workload's usage and wakes its cohort. A
@@ -253,8 +253,8 @@ func (e *Engine) admitExisting(w *wl) {
 // Without the hold, capacity freed by the first victims could be taken by anyone in
 // the cohort (even re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
-	delete(e.booking, w)
-	delete(e.awaiting, w)
+	delete(e.books.booking, w)
+	delete(e.books.awaiting, w)
 	w.deciding = 0
 	e.topo.reserve(w.placed, -1)
 	w.placed = nil
