@@ -148,7 +148,7 @@ func BenchmarkNothingFits(b *testing.B) {
 					if mode == "all-woken" {
 						b.StopTimer()
 						for _, co := range w.e.cohorts {
-							w.e.touchCohort(co, refreshCapacity)
+							w.e.fair.touchCohort(co, refreshCapacity)
 						}
 						b.StartTimer()
 					}

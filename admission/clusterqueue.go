@@ -21,8 +21,8 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 	c.spec = spec
 	e.names.compile(c)
 	e.attachCohort(c, spec.Cohort)
-	e.touchCohort(oldCohort, refreshAll)
-	e.touchQueueAndCohort(c, refreshAll)
+	e.fair.touchCohort(oldCohort, refreshAll)
+	e.fair.touchQueueAndCohort(c, refreshAll)
 	return nil
 }
 
@@ -38,30 +38,9 @@ func (e *Engine) DeleteClusterQueue(name string) {
 	e.detachCohort(c)
 	c.spec = nil
 	e.names.compile(c)
-	e.touchCohort(oldCohort, refreshAll)
-	e.touchQueueAndCohort(c, refreshAll)
+	e.fair.touchCohort(oldCohort, refreshAll)
+	e.fair.touchQueueAndCohort(c, refreshAll)
 	e.maybeDropCQ(c)
-}
-
-// touchQueueAndCohort raises the refresh level of the queue (and of its cohort's
-// members) and refreshes their fair-share keys.
-func (e *Engine) touchQueueAndCohort(c *cqState, level refreshLevel) {
-	if c.cohort != nil {
-		e.touchCohort(c.cohort, level)
-		return
-	}
-	c.refresh = max(c.refresh, level)
-	e.rekey(c)
-}
-
-func (e *Engine) touchCohort(co *cohortState, level refreshLevel) {
-	if co == nil {
-		return
-	}
-	for _, m := range co.members {
-		m.refresh = max(m.refresh, level)
-		e.rekey(m)
-	}
 }
 
 // compile turns the spec into interned, indexed quota tables.

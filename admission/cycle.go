@@ -30,11 +30,11 @@ func (e *Engine) Cycle(now time.Time) Result {
 	if len(e.books.backoffs) > 0 {
 		e.wakeBackoffs()
 	}
-	if len(e.ready) == 0 && !e.anyWork() {
+	if len(e.ready) == 0 && !e.fair.anyWork() {
 		return res // nothing changed since the last cycle: nothing can fit
 	}
-	work := e.tenants.clone()
-	e.work = &work
+	work := e.fair.tenants.clone()
+	e.fair.work = &work
 	e.serveReady(&res)
 	for {
 		c, ok := work.min()
@@ -49,7 +49,7 @@ func (e *Engine) Cycle(now time.Time) Result {
 			work.remove(c)
 		}
 	}
-	e.work = nil
+	e.fair.work = nil
 	e.endCycle()
 	return res
 }
@@ -81,7 +81,7 @@ func (e *Engine) endCycle() {
 	for _, g := range e.deferredGhosts {
 		c := e.cqs[g.cq]
 		c.charge(g.usage, -1)
-		e.touchQueueAndCohort(c, refreshCapacity)
+		e.fair.touchQueueAndCohort(c, refreshCapacity)
 		e.maybeDropCQ(c)
 	}
 	e.deferredGhosts = e.deferredGhosts[:0]
@@ -123,58 +123,6 @@ func (e *Engine) serveReady(res *Result) {
 			e.admit(c, w, head, out, res)
 		}
 	}
-}
-
-// anyWork reports whether some queue has something to examine: O(tenants), no
-// allocation.
-func (e *Engine) anyWork() bool {
-	found := false
-	e.tenants.ascend(func(c *cqState) bool {
-		found = c.refresh != refreshNone || c.fresh.len() > 0 || c.parkedLive
-		return !found
-	})
-	return found
-}
-
-// rekey refreshes the queue's fair-share key in the tenant index (and in the running
-// cycle's working copy), and removes queues without pending work from the index.
-func (e *Engine) rekey(c *cqState) {
-	inWork := e.work != nil && e.work.remove(c)
-	e.tenants.remove(c)
-	c.tkey = e.tenantKeyOf(c)
-	if c.pending.len() > 0 {
-		e.tenants.insert(c)
-		if inWork {
-			e.work.insert(c)
-		}
-	}
-}
-
-// tenantKeyOf computes the queue's fair-share key. With fair sharing, the share is
-// the one the queue would have after admitting its head (like Kueue), estimated with
-// the head charged to the first flavor of each resource group: a queue within its
-// nominal quota sorts first, and a weight-0 queue that would borrow sorts last.
-func (e *Engine) tenantKeyOf(c *cqState) tenantKey {
-	k := tenantKey{lastAdmit: c.lastAdmit, name: c.name}
-	if !e.opts.FairSharing || c.spec == nil {
-		return k
-	}
-	head, ok := c.pending.min()
-	if !ok {
-		return k
-	}
-	for _, r := range head.req {
-		if gi, ok := c.resGroup[r.res]; ok {
-			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), r.amt)
-		}
-	}
-	k.drs = c.drs()
-	for _, r := range head.req {
-		if gi, ok := c.resGroup[r.res]; ok {
-			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), -r.amt)
-		}
-	}
-	return k
 }
 
 // serve examines the queue's fresh workloads in order until one is admitted (true) or
@@ -304,7 +252,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	c.noteAdmitted(w)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
-	e.rekey(c)
+	e.fair.rekey(c)
 	res.Admitted = append(res.Admitted, Admitted{Key: w.key, Admission: *cloneAdmission(w.adm)})
 }
 

@@ -49,14 +49,11 @@ type Engine struct {
 	cqs       map[string]*cqState
 	cohorts   map[string]*cohortState
 	workloads map[WorkloadKey]*wl
-	// tenants holds every ClusterQueue state that has pending workloads, in fair-share
-	// order.
-	tenants tenantIndex
+	// fair orders the ClusterQueues with pending work (fair sharing).
+	fair *fairSharing
 	// wlFree and bucketFree are the node free lists shared by all indexes.
 	wlFree     *btree.FreeListG[*wl]
 	bucketFree *btree.FreeListG[*parkBucket]
-	// work is the running cycle's copy-on-write clone of tenants (nil between cycles).
-	work *tenantIndex
 	// names interns flavor and resource names and renders messages with them.
 	names *names
 	// seq numbers admissions engine-wide (round robin among equal shares).
@@ -104,13 +101,13 @@ func New(opts Options) (*Engine, error) {
 		cqs:        map[string]*cqState{},
 		cohorts:    map[string]*cohortState{},
 		workloads:  map[WorkloadKey]*wl{},
-		tenants:    newTenantIndex(),
 		wlFree:     btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
 		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
 		names:      nm,
 		clock:      &clock{},
 		topo:       newTopology(nm),
 	}
+	e.fair = &fairSharing{opts: &e.opts, tenants: newTenantIndex()}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
 	return e, nil
 }

@@ -25,7 +25,7 @@ func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
 	})
 	head, _ := c.pending.min()
 	ex := e.explainAt(c, w, head, pos)
-	ex.FairShare = e.fairShare(c)
+	ex.FairShare = e.fair.standing(c)
 	return ex, true
 }
 
@@ -84,23 +84,4 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Mentions = append(ex.Mentions, v.w.key)
 	}
 	ex.Preemption.Message = fmt.Sprintf("admitting it would preempt %d workload(s)", len(vs))
-}
-
-func (e *Engine) fairShare(c *cqState) FairShare {
-	fs := FairShare{}
-	if c.spec != nil {
-		fs.Weight = c.spec.FairShareWeight
-		fs.DominantResourceShare = c.drs()
-	}
-	if c.cohort != nil {
-		fs.Cohort = c.cohort.name
-	}
-	e.tenants.ascend(func(t *cqState) bool {
-		if t == c {
-			return false
-		}
-		fs.TenantsAhead++
-		return true
-	})
-	return fs
 }

@@ -130,11 +130,11 @@ func (e *Engine) checkQueue(name string, c *cqState, usage map[frKey]int64) erro
 	if !maps.Equal(usage, c.usage) {
 		return fmt.Errorf("queue %q usage %v, recomputed %v", name, c.usage, usage)
 	}
-	inTenants := e.tenants.has(c)
+	inTenants := e.fair.tenants.has(c)
 	if inTenants != (c.pending.len() > 0) {
 		return fmt.Errorf("queue %q: in tenant index %v with %d pending", name, inTenants, c.pending.len())
 	}
-	want := e.tenantKeyOf(c)
+	want := e.fair.tenantKeyOf(c)
 	if inTenants && c.tkey != want {
 		return fmt.Errorf("queue %q: tenant key %+v, recomputed %+v", name, c.tkey, want)
 	}

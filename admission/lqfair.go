@@ -42,27 +42,6 @@ const (
 // lqKey names a LocalQueue: LocalQueue names are unique per namespace only.
 type lqKey struct{ namespace, name string }
 
-// tag gives a newly queued workload its start tag in ClusterQueue c and advances
-// its LocalQueue's finish tag.
-func (e *Engine) tag(c *cqState, w *wl) {
-	w.tagged = true
-	if !e.opts.LocalQueueFairSharing {
-		w.vstart = 0
-		return
-	}
-	k := lqKey{w.key.Namespace, w.lq}
-	w.vstart = max(c.vtime, c.lqFinish[k])
-	weight := w.lqWeight
-	if weight == 0 {
-		weight = defaultLQWeight
-	}
-	cost := max(c.share(w)*defaultLQWeight/weight, 1)
-	if c.lqFinish == nil {
-		c.lqFinish = map[lqKey]int64{}
-	}
-	c.lqFinish[k] = w.vstart + cost
-}
-
 // share is w's dominant share of c's nominal quota in tag units (shareUnit = all
 // of it), at most maxShare. A queue that has no nominal quota for any resource w
 // requests (it only borrows) counts every workload as one share.

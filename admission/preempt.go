@@ -90,12 +90,12 @@ func (e *Engine) canPreempt(c *cqState) bool {
 	if isOn(p.WithinClusterQueue) {
 		return true
 	}
-	return c.cohort != nil && (isOn(p.ReclaimWithinCohort) || (e.opts.FairSharing && isOn(e.fairMode(c))))
+	return c.cohort != nil && (isOn(p.ReclaimWithinCohort) || (e.opts.FairSharing && isOn(fairMode(c))))
 }
 
 func isOn(m PreemptionMode) bool { return m != "" && m != PreemptNever }
 
-func (e *Engine) fairMode(c *cqState) PreemptionMode {
+func fairMode(c *cqState) PreemptionMode {
 	if m := c.spec.Preemption.FairSharing; m != "" {
 		return m
 	}
@@ -171,7 +171,7 @@ func (e *Engine) claim(c *cqState, w *wl, vs []victim, flavors []int) {
 	}
 	c.charge(held, 1)
 	w.ghosts = append(w.ghosts, ghost{cq: c.name, usage: held})
-	e.rekey(c)
+	e.fair.rekey(c)
 }
 
 func requestsGroup(c *cqState, w *wl, gi int) bool {
@@ -277,7 +277,7 @@ func (e *Engine) cohortCandidates(c *cqState, w *wl, gi int, f int32) []victim {
 	reclaim := c.spec.Preemption.ReclaimWithinCohort
 	fair := PreemptionMode("")
 	if e.opts.FairSharing {
-		fair = e.fairMode(c)
+		fair = fairMode(c)
 	}
 	if !isOn(reclaim) && !isOn(fair) {
 		return nil
@@ -358,7 +358,7 @@ func (e *Engine) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before
 		v.reason = InCohortReclamation
 		return true
 	}
-	if !e.opts.FairSharing || !priorityAllows(e.fairMode(c), w, v.w) {
+	if !e.opts.FairSharing || !priorityAllows(fairMode(c), w, v.w) {
 		return false
 	}
 	if before {
@@ -369,7 +369,7 @@ func (e *Engine) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before
 		v.cq.charge(v.w.usage, 1)
 	}
 	v.reason = InCohortFairSharing
-	return e.shareAfterAdmit(c, w, gi, f) < victimShare
+	return shareAfterAdmit(c, w, gi, f) < victimShare
 }
 
 func usageOf(w *wl, k frKey) int64 {
@@ -393,23 +393,6 @@ func withinNominalAfter(c *cqState, w *wl, gi int, f int32) bool {
 		}
 	}
 	return true
-}
-
-// shareAfterAdmit is c's weighted dominant resource share once w's group gi requests
-// are charged to flavor f.
-func (e *Engine) shareAfterAdmit(c *cqState, w *wl, gi int, f int32) int64 {
-	for _, r := range w.req {
-		if c.resGroup[r.res] == gi {
-			c.addUsage(makeFR(f, r.res), r.amt)
-		}
-	}
-	s := c.drs()
-	for _, r := range w.req {
-		if c.resGroup[r.res] == gi {
-			c.addUsage(makeFR(f, r.res), -r.amt)
-		}
-	}
-	return s
 }
 
 func victimKeys(vs []WorkloadKey) string {

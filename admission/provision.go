@@ -267,7 +267,7 @@ func (e *Engine) wakeBackoffs() {
 		}
 		w.backingOff = false
 		e.makeFresh(e.cqs[w.cqName], w)
-		e.rekey(e.cqs[w.cqName])
+		e.fair.rekey(e.cqs[w.cqName])
 	}
 	clear(e.books.backoffs[len(kept):])
 	e.books.backoffs = kept

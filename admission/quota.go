@@ -80,7 +80,7 @@ func (e *Engine) cqStateFor(name string) *cqState {
 // maybeDropCQ forgets a queue state that has no spec and no workloads.
 func (e *Engine) maybeDropCQ(c *cqState) {
 	if c.spec == nil && c.pending.len() == 0 && c.admitted.len() == 0 && len(c.usage) == 0 {
-		e.tenants.remove(c)
+		e.fair.tenants.remove(c)
 		delete(e.cqs, c.name)
 	}
 }

@@ -467,12 +467,12 @@ func (e *Engine) wakeTopo(w *wl) {
 	w.topoWait = false
 	if w.phase == phasePending && e.workloads[w.key] == w {
 		c := e.cqs[w.cqName]
-		if e.work != nil {
+		if e.fair.work != nil {
 			e.freshLater = append(e.freshLater, w)
 		} else {
 			e.makeFresh(c, w)
 		}
-		e.rekey(c)
+		e.fair.rekey(c)
 	}
 }
 

@@ -71,7 +71,7 @@ func (e *Engine) PendingOrder(q PendingQuery) (PendingPage, bool) {
 	if !ok {
 		return PendingPage{}, false
 	}
-	page := PendingPage{FairShare: e.fairShare(c)}
+	page := PendingPage{FairShare: e.fair.standing(c)}
 	inLQ := map[lqKey]int{}
 	pos := 0
 	lookup := q.Workload != WorkloadKey{}

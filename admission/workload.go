@@ -149,7 +149,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	e.release(w)
 	if restore {
 		c.lastAdmit, c.vtime = w.prevLast, w.prevV
-		e.rekey(c)
+		e.fair.rekey(c)
 	}
 	e.enqueue(w)
 }
@@ -161,12 +161,12 @@ func (e *Engine) enqueue(w *wl) {
 	w.adm, w.admCQ, w.usage = nil, "", nil
 	c := e.cqStateFor(w.cqName)
 	if !w.tagged {
-		e.tag(c, w)
+		e.fair.tag(c, w)
 	}
 	c.pending.insert(w)
 	c.fresh.insert(w)
 	if head, _ := c.pending.min(); head == w {
-		e.rekey(c)
+		e.fair.rekey(c)
 	}
 }
 
@@ -190,7 +190,7 @@ func (e *Engine) dequeue(w *wl) {
 	e.unpark(c, w)
 	if head == w {
 		e.headLeft(c, w)
-		e.rekey(c)
+		e.fair.rekey(c)
 	}
 }
 
@@ -218,7 +218,7 @@ func (e *Engine) headLeft(c *cqState, old *wl) {
 // the end of the running cycle otherwise (so no workload is evaluated twice in a
 // cycle).
 func (e *Engine) liftReservation(c *cqState) {
-	if e.work != nil {
+	if e.fair.work != nil {
 		e.deferred = append(e.deferred, c)
 		return
 	}
@@ -242,7 +242,7 @@ func (e *Engine) admitExisting(w *wl) {
 	c := e.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
-	e.rekey(c)
+	e.fair.rekey(c)
 	e.books.trackBooking(w)
 }
 
@@ -271,7 +271,7 @@ func (e *Engine) release(w *wl) {
 		e.clearEviction(w)
 	}
 	c.charge(w.usage, -1)
-	e.touchQueueAndCohort(c, refreshCapacity)
+	e.fair.touchQueueAndCohort(c, refreshCapacity)
 	e.maybeDropCQ(c)
 }
 
@@ -311,7 +311,7 @@ func (e *Engine) releaseGhosts(p *wl) {
 	for _, g := range p.ghosts {
 		c := e.cqs[g.cq]
 		c.charge(g.usage, -1)
-		e.touchQueueAndCohort(c, refreshCapacity)
+		e.fair.touchQueueAndCohort(c, refreshCapacity)
 		e.maybeDropCQ(c)
 	}
 	p.ghosts = nil

@@ -1,0 +1,149 @@
+package admission
+
+// fairSharing orders the ClusterQueues that have pending work: by weighted
+// dominant resource share when Options.FairSharing is on (the least served
+// first), round robin by last admission otherwise; and, within a
+// ClusterQueue, LocalQueues by start-time fair queueing (lqfair.go). The
+// order is kept in a tenant index that a running cycle clones copy-on-write
+// (work), so that queues re-keyed while the cycle serves them are visited in
+// their new place. Fair-share preemption's rule lives with preemption
+// (preempt.go) and asks the same shares.
+type fairSharing struct {
+	opts *Options
+	// tenants holds every ClusterQueue state that has pending workloads, in
+	// fair-share order.
+	tenants tenantIndex
+	// work is the running cycle's copy-on-write clone of tenants (nil between
+	// cycles).
+	work *tenantIndex
+}
+
+// rekey refreshes the queue's fair-share key in the tenant index (and in the running
+// cycle's working copy), and removes queues without pending work from the index.
+func (fair *fairSharing) rekey(c *cqState) {
+	inWork := fair.work != nil && fair.work.remove(c)
+	fair.tenants.remove(c)
+	c.tkey = fair.tenantKeyOf(c)
+	if c.pending.len() > 0 {
+		fair.tenants.insert(c)
+		if inWork {
+			fair.work.insert(c)
+		}
+	}
+}
+
+// tenantKeyOf computes the queue's fair-share key. With fair sharing, the share is
+// the one the queue would have after admitting its head (like Kueue), estimated with
+// the head charged to the first flavor of each resource group: a queue within its
+// nominal quota sorts first, and a weight-0 queue that would borrow sorts last.
+func (fair *fairSharing) tenantKeyOf(c *cqState) tenantKey {
+	k := tenantKey{lastAdmit: c.lastAdmit, name: c.name}
+	if !fair.opts.FairSharing || c.spec == nil {
+		return k
+	}
+	head, ok := c.pending.min()
+	if !ok {
+		return k
+	}
+	for _, r := range head.req {
+		if gi, ok := c.resGroup[r.res]; ok {
+			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), r.amt)
+		}
+	}
+	k.drs = c.drs()
+	for _, r := range head.req {
+		if gi, ok := c.resGroup[r.res]; ok {
+			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), -r.amt)
+		}
+	}
+	return k
+}
+
+// anyWork reports whether some queue has something to examine: O(tenants), no
+// allocation.
+func (fair *fairSharing) anyWork() bool {
+	found := false
+	fair.tenants.ascend(func(c *cqState) bool {
+		found = c.refresh != refreshNone || c.fresh.len() > 0 || c.parkedLive
+		return !found
+	})
+	return found
+}
+
+func (fair *fairSharing) standing(c *cqState) FairShare {
+	fs := FairShare{}
+	if c.spec != nil {
+		fs.Weight = c.spec.FairShareWeight
+		fs.DominantResourceShare = c.drs()
+	}
+	if c.cohort != nil {
+		fs.Cohort = c.cohort.name
+	}
+	fair.tenants.ascend(func(t *cqState) bool {
+		if t == c {
+			return false
+		}
+		fs.TenantsAhead++
+		return true
+	})
+	return fs
+}
+
+func (fair *fairSharing) touchCohort(co *cohortState, level refreshLevel) {
+	if co == nil {
+		return
+	}
+	for _, m := range co.members {
+		m.refresh = max(m.refresh, level)
+		fair.rekey(m)
+	}
+}
+
+// touchQueueAndCohort raises the refresh level of the queue (and of its cohort's
+// members) and refreshes their fair-share keys.
+func (fair *fairSharing) touchQueueAndCohort(c *cqState, level refreshLevel) {
+	if c.cohort != nil {
+		fair.touchCohort(c.cohort, level)
+		return
+	}
+	c.refresh = max(c.refresh, level)
+	fair.rekey(c)
+}
+
+// tag gives a newly queued workload its start tag in ClusterQueue c and advances
+// its LocalQueue's finish tag.
+func (fair *fairSharing) tag(c *cqState, w *wl) {
+	w.tagged = true
+	if !fair.opts.LocalQueueFairSharing {
+		w.vstart = 0
+		return
+	}
+	k := lqKey{w.key.Namespace, w.lq}
+	w.vstart = max(c.vtime, c.lqFinish[k])
+	weight := w.lqWeight
+	if weight == 0 {
+		weight = defaultLQWeight
+	}
+	cost := max(c.share(w)*defaultLQWeight/weight, 1)
+	if c.lqFinish == nil {
+		c.lqFinish = map[lqKey]int64{}
+	}
+	c.lqFinish[k] = w.vstart + cost
+}
+
+// shareAfterAdmit is c's weighted dominant resource share once w's group gi requests
+// are charged to flavor f.
+func shareAfterAdmit(c *cqState, w *wl, gi int, f int32) int64 {
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			c.addUsage(makeFR(f, r.res), r.amt)
+		}
+	}
+	s := c.drs()
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			c.addUsage(makeFR(f, r.res), -r.amt)
+		}
+	}
+	return s
+}
