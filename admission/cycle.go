@@ -118,7 +118,7 @@ func (e *Engine) serveReady(res *Result) {
 		// preemptor would preempt again (found by FuzzConvergence).
 		if out := e.evaluate(c, w, nil); out.reason == "" {
 			c.fresh.remove(w)
-			e.unpark(c, w)
+			unpark(c, w)
 			w.evalCycle = e.clock.cycle
 			e.admit(c, w, head, out, res)
 		}
@@ -150,7 +150,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 			return false
 		}
 		c.fresh.remove(w)
-		e.unpark(c, w)
+		unpark(c, w)
 		if w.evalCycle == e.clock.cycle {
 			// Evaluated earlier in this cycle; capacity only shrank since. Look at it
 			// again next cycle.
@@ -176,7 +176,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 func (e *Engine) holdAll(c *cqState, res *Result) {
 	reason, msg := heldBecause(c)
 	c.fresh.ascend(func(w *wl) bool {
-		e.report(w, reason, msg, res)
+		report(w, reason, msg, res)
 		return true
 	})
 	c.fresh.t.Clear(false)
@@ -187,7 +187,7 @@ func (e *Engine) blockBehind(c *cqState, head *wl, res *Result) {
 	msg := msgBlocked(c.name, head.key)
 	c.fresh.ascend(func(w *wl) bool {
 		if w != head {
-			e.report(w, BlockedByHead, msg, res)
+			report(w, BlockedByHead, msg, res)
 		}
 		return true
 	})
@@ -195,7 +195,7 @@ func (e *Engine) blockBehind(c *cqState, head *wl, res *Result) {
 }
 
 // report records a pending status and emits it only if it changed.
-func (e *Engine) report(w *wl, reason PendingReason, msg string, res *Result) {
+func report(w *wl, reason PendingReason, msg string, res *Result) {
 	h := hashMessage(msg)
 	if w.reason == reason && w.msgHash == h {
 		return

@@ -80,6 +80,8 @@ type Engine struct {
 
 	// topo is every flavor's levels, nodes and pools, and placement in them.
 	topo *topology
+	// pre chooses preemption victims.
+	pre *preemption
 	// books is the capacity bookings: their records, answers and deadlines.
 	books *bookings
 }
@@ -108,6 +110,7 @@ func New(opts Options) (*Engine, error) {
 		topo:       newTopology(nm),
 	}
 	e.fair = &fairSharing{opts: &e.opts, tenants: newTenantIndex()}
+	e.pre = &preemption{opts: &e.opts, names: nm, topo: e.topo, fair: e.fair}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
 	return e, nil
 }

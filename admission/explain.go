@@ -71,7 +71,7 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Preemption.Message = "it was evicted by a preemption and preempts nothing until it has been admitted again"
 		return
 	}
-	vs, _, ok := e.planPreemption(c, w)
+	vs, _, ok := e.pre.planPreemption(c, w)
 	if !ok {
 		ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy makes the workload fit"
 		return

@@ -40,10 +40,10 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		if out.flavors[gi] == -1 {
 			continue
 		}
-		fi := e.chooseFlavor(c, w, gi)
+		fi := chooseFlavor(c, w, gi)
 		if fi < 0 {
 			out.reason, out.group = InsufficientQuota, gi
-			if e.exceedsMax(c, w, gi) {
+			if exceedsMax(c, w, gi) {
 				out.reason = ExceedsMaxQuota
 			}
 			return out
@@ -74,7 +74,7 @@ func (e *Engine) flavorScratch(n int) []int {
 }
 
 // chooseFlavor returns the flavor index for group gi, or -1 if none fits.
-func (e *Engine) chooseFlavor(c *cqState, w *wl, gi int) int {
+func chooseFlavor(c *cqState, w *wl, gi int) int {
 	borrowFlavor := -1
 	for fi, f := range c.groups[gi].flavors {
 		fits, borrows := c.fitsFlavor(w, gi, f.id)
@@ -111,7 +111,7 @@ func (c *cqState) fitsFlavor(w *wl, gi int, f int32) (fits, borrows bool) {
 
 // exceedsMax reports whether w's requests in group gi exceed, in every flavor, what
 // the queue could ever get (everything it may use free).
-func (e *Engine) exceedsMax(c *cqState, w *wl, gi int) bool {
+func exceedsMax(c *cqState, w *wl, gi int) bool {
 	for _, f := range c.groups[gi].flavors {
 		over := false
 		for _, r := range w.req {

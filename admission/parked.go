@@ -61,7 +61,7 @@ func bucketKey(amt int64) int64 {
 // park records that w did not fit for lack of quota. It returns false if w requests
 // a resource the queue does not cover (then it is not parked).
 func (e *Engine) park(c *cqState, w *wl) bool {
-	e.unpark(c, w)
+	unpark(c, w)
 	best, bestRatio := int32(-1), -1.0
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]
@@ -100,7 +100,7 @@ func (e *Engine) park(c *cqState, w *wl) bool {
 }
 
 // unpark removes w from the parked index and the reserved set, if it is there.
-func (e *Engine) unpark(c *cqState, w *wl) {
+func unpark(c *cqState, w *wl) {
 	if w.held {
 		c.reserved.remove(w)
 		w.held = false
@@ -134,7 +134,7 @@ func amountOf(req []resAmt, res int32) int64 {
 // makeFresh moves a pending workload from the parked index (if there) to the fresh
 // set.
 func (e *Engine) makeFresh(c *cqState, w *wl) {
-	e.unpark(c, w)
+	unpark(c, w)
 	c.fresh.insert(w)
 }
 
@@ -155,7 +155,7 @@ func (e *Engine) refresh(c *cqState) {
 		c.fresh = c.pending.clone()
 	case refreshCapacity:
 		if c.strict() {
-			if h, ok := c.pending.min(); ok && (h.parkRes < 0 || h.parkAmt <= e.bestAvailable(c, h.parkRes)) {
+			if h, ok := c.pending.min(); ok && (h.parkRes < 0 || h.parkAmt <= bestAvailable(c, h.parkRes)) {
 				e.makeFresh(c, h)
 			}
 		} else if len(c.parked) > 0 {
@@ -175,7 +175,7 @@ func (e *Engine) parkedNext(c *cqState) *wl {
 	// re-evaluated until the reservation lifts) and consider only the head itself.
 	var reserve *wl
 	if head, ok := c.pending.min(); ok && e.reserving(c, head) {
-		if head.parkRes >= 0 && head.parkAmt <= e.bestAvailable(c, head.parkRes) {
+		if head.parkRes >= 0 && head.parkAmt <= bestAvailable(c, head.parkRes) {
 			return head
 		}
 		reserve = head
@@ -186,7 +186,7 @@ func (e *Engine) parkedNext(c *cqState) *wl {
 			continue
 		}
 		first, _ := t.Min()
-		avail := e.bestAvailable(c, r)
+		avail := bestAvailable(c, r)
 		if first.low > avail {
 			continue // nothing parked under r could fit (the common case)
 		}
@@ -221,7 +221,7 @@ func (e *Engine) parkedNext(c *cqState) *wl {
 }
 
 // bestAvailable is the most the queue can get of resource r now in any flavor.
-func (e *Engine) bestAvailable(c *cqState, r int32) int64 {
+func bestAvailable(c *cqState, r int32) int64 {
 	gi, ok := c.resGroup[r]
 	if !ok {
 		return 0

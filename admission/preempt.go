@@ -5,6 +5,19 @@ import (
 	"strings"
 )
 
+// preemption chooses victims for a workload that does not fit: within its
+// ClusterQueue by priority, in its cohort to reclaim lent quota or by fair
+// share, the fewest that make it fit (planPreemption), and holds the quota
+// they free for it (claim). It keeps no state of its own between cycles: a
+// preemptor's victims and held quota are in its wlPreemption record, and
+// what happens when a victim is gone is the Engine's (workload.go).
+type preemption struct {
+	opts  *Options
+	names *names
+	topo  *topology
+	fair  *fairSharing
+}
+
 // victim is a preemption candidate with the rule that allows it.
 type victim struct {
 	w      *wl
@@ -19,29 +32,30 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 	switch out.reason {
 	case InsufficientQuota:
 		if len(w.victims) > 0 {
-			e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
-		if e.preempt(c, w, res) {
+		if e.pre.preempt(c, w, res) {
+			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
-		e.report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
+		report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
 		e.toPark = append(e.toPark, w)
 	case ReservedForHead:
-		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
+		report(w, out.reason, e.names.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
 	case TopologyUnavailable, ExceedsDomainCapacity, UnknownTopologyLevel:
 		// Each waits for capacity or a flavor's levels to change: a flavor
 		// created after the gang's job, a node or pool that joins.
-		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
+		report(w, out.reason, e.names.msgFor(c, w, out), res)
 		w.waitFlavor = out.flavor
 		if !w.topoWait {
 			w.topoWait = true
 			e.topo.topoWaiting = append(e.topo.topoWaiting, w)
 		}
 	default:
-		e.report(w, out.reason, e.names.msgFor(c, w, out), res)
+		report(w, out.reason, e.names.msgFor(c, w, out), res)
 	}
 }
 
@@ -55,42 +69,41 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 // and a closed system runs out of preemptions. Without the rule, preemptions of
 // different kinds chain into loops (in-queue preemption changing which flavor a
 // queue uses, which re-enables a fair-share preemption: found by FuzzConvergence).
-func (e *Engine) preempt(c *cqState, w *wl, res *Result) bool {
+func (pre *preemption) preempt(c *cqState, w *wl, res *Result) bool {
 	// A gang that asks for a topology domain does not preempt: freed quota says
 	// nothing about where the freed capacity is, so the preemption could be for
 	// nothing (see docs/admission.md, "Topology").
 	if w.preempted || w.topo != nil {
 		return false
 	}
-	vs, flavors, ok := e.planPreemption(c, w)
+	vs, flavors, ok := pre.planPreemption(c, w)
 	if !ok {
 		return false
 	}
-	if _, tf := e.topo.provisioningFlavor(c, flavors); tf != nil {
+	if _, tf := pre.topo.provisioningFlavor(c, flavors); tf != nil {
 		// The same holds for a flavor whose admissions depend on capacity: the
 		// plan frees quota, not capacity (found by FuzzConvergence).
 		return false
 	}
-	e.claim(c, w, vs, flavors)
+	pre.claim(c, w, vs, flavors)
 	w.victims = w.victims[:0]
 	for _, v := range vs {
 		v.w.evicting, v.w.evictFor = true, w.key
 		w.victims = append(w.victims, v.w.key)
 		res.Preemptions = append(res.Preemptions, Preemption{
-			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.names.msgPreempted(c, w, v),
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: pre.names.msgPreempted(c, w, v),
 		})
 	}
-	e.report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 	return true
 }
 
 // canPreempt reports whether the queue's policy allows any kind of preemption.
-func (e *Engine) canPreempt(c *cqState) bool {
+func (pre *preemption) canPreempt(c *cqState) bool {
 	p := c.spec.Preemption
 	if isOn(p.WithinClusterQueue) {
 		return true
 	}
-	return c.cohort != nil && (isOn(p.ReclaimWithinCohort) || (e.opts.FairSharing && isOn(fairMode(c))))
+	return c.cohort != nil && (isOn(p.ReclaimWithinCohort) || (pre.opts.FairSharing && isOn(fairMode(c))))
 }
 
 func isOn(m PreemptionMode) bool { return m != "" && m != PreemptNever }
@@ -114,8 +127,8 @@ func fairMode(c *cqState) PreemptionMode {
 //
 // It also returns the flavor index per resource group the plan relies on (-1: group
 // not requested).
-func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, []int, bool) {
-	if c.spec == nil || !e.canPreempt(c) {
+func (pre *preemption) planPreemption(c *cqState, w *wl) ([]victim, []int, bool) {
+	if c.spec == nil || !pre.canPreempt(c) {
 		return nil, nil, false
 	}
 	var removed []victim
@@ -130,12 +143,12 @@ func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, []int, bool) {
 		if !requestsGroup(c, w, gi) {
 			continue
 		}
-		if flavors[gi] = e.chooseFlavor(c, w, gi); flavors[gi] >= 0 {
+		if flavors[gi] = chooseFlavor(c, w, gi); flavors[gi] >= 0 {
 			continue
 		}
 		ok := false
 		for fi := range c.groups[gi].flavors {
-			if removed, ok = e.tryFlavor(c, w, gi, fi, removed); ok {
+			if removed, ok = pre.tryFlavor(c, w, gi, fi, removed); ok {
 				flavors[gi] = fi
 				break
 			}
@@ -154,7 +167,7 @@ func (e *Engine) planPreemption(c *cqState, w *wl) ([]victim, []int, bool) {
 // that free quota, the preemptor would still not fit once the victims are gone and
 // would preempt again: a loop FuzzConvergence found. The claim never exceeds what is
 // available now, because the preemptor fits once the victims are removed.
-func (e *Engine) claim(c *cqState, w *wl, vs []victim, flavors []int) {
+func (pre *preemption) claim(c *cqState, w *wl, vs []victim, flavors []int) {
 	var held []frAmt
 	for _, r := range w.req {
 		k := makeFR(c.groups[c.resGroup[r.res]].flavors[flavors[c.resGroup[r.res]]].id, r.res)
@@ -171,7 +184,7 @@ func (e *Engine) claim(c *cqState, w *wl, vs []victim, flavors []int) {
 	}
 	c.charge(held, 1)
 	w.ghosts = append(w.ghosts, ghost{cq: c.name, usage: held})
-	e.fair.rekey(c)
+	pre.fair.rekey(c)
 }
 
 func requestsGroup(c *cqState, w *wl, gi int) bool {
@@ -185,7 +198,7 @@ func requestsGroup(c *cqState, w *wl, gi int) bool {
 
 // tryFlavor extends removed with victims that make group gi fit flavor fi. On failure
 // it reverts its own additions and returns removed unchanged in content.
-func (e *Engine) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]victim, bool) {
+func (pre *preemption) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]victim, bool) {
 	f := c.groups[gi].flavors[fi].id
 	for _, r := range w.req {
 		if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f, r.res)) {
@@ -193,14 +206,14 @@ func (e *Engine) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]v
 		}
 	}
 	mark := len(removed)
-	for _, v := range e.candidates(c, w, gi, f) {
-		if !e.ruleHolds(c, w, gi, f, &v, true) {
+	for _, v := range pre.candidates(c, w, gi, f) {
+		if !pre.ruleHolds(c, w, gi, f, &v, true) {
 			continue
 		}
 		v.cq.charge(v.w.usage, -1)
 		removed = append(removed, v)
 		if fits, _ := c.fitsFlavor(w, gi, f); fits {
-			return e.minimize(c, w, gi, f, removed, mark), true
+			return pre.minimize(c, w, gi, f, removed, mark), true
 		}
 	}
 	for _, v := range removed[mark:] {
@@ -211,7 +224,7 @@ func (e *Engine) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]v
 
 // minimize puts back victims (latest first) that are not needed for w to fit, as long
 // as every remaining victim's rule still holds.
-func (e *Engine) minimize(c *cqState, w *wl, gi int, f int32, removed []victim, mark int) []victim {
+func (pre *preemption) minimize(c *cqState, w *wl, gi int, f int32, removed []victim, mark int) []victim {
 	for i := len(removed) - 1; i >= mark; i-- {
 		v := removed[i]
 		v.cq.charge(v.w.usage, 1)
@@ -220,7 +233,7 @@ func (e *Engine) minimize(c *cqState, w *wl, gi int, f int32, removed []victim, 
 			keep = true
 		} else {
 			for j := mark; j < len(removed); j++ {
-				if j != i && !e.ruleHolds(c, w, gi, f, &removed[j], false) {
+				if j != i && !pre.ruleHolds(c, w, gi, f, &removed[j], false) {
 					keep = true
 					break
 				}
@@ -238,7 +251,7 @@ func (e *Engine) minimize(c *cqState, w *wl, gi int, f int32, removed []victim, 
 // candidates lists admitted (confirmed, not already evicting) workloads that use a
 // (flavor, resource) w needs in group gi and whose priority the policy allows, in
 // preemption order. The rule is decided per candidate by ruleHolds.
-func (e *Engine) candidates(c *cqState, w *wl, gi int, f int32) []victim {
+func (pre *preemption) candidates(c *cqState, w *wl, gi int, f int32) []victim {
 	var out []victim
 	p := c.spec.Preemption
 	if isOn(p.WithinClusterQueue) {
@@ -253,7 +266,7 @@ func (e *Engine) candidates(c *cqState, w *wl, gi int, f int32) []victim {
 		})
 	}
 	if c.cohort != nil {
-		out = append(out, e.cohortCandidates(c, w, gi, f)...)
+		out = append(out, pre.cohortCandidates(c, w, gi, f)...)
 	}
 	slices.SortStableFunc(out, func(a, b victim) int {
 		if (a.cq == c) != (b.cq == c) {
@@ -273,10 +286,10 @@ func (e *Engine) candidates(c *cqState, w *wl, gi int, f int32) []victim {
 	return out
 }
 
-func (e *Engine) cohortCandidates(c *cqState, w *wl, gi int, f int32) []victim {
+func (pre *preemption) cohortCandidates(c *cqState, w *wl, gi int, f int32) []victim {
 	reclaim := c.spec.Preemption.ReclaimWithinCohort
 	fair := PreemptionMode("")
-	if e.opts.FairSharing {
+	if pre.opts.FairSharing {
 		fair = fairMode(c)
 	}
 	if !isOn(reclaim) && !isOn(fair) {
@@ -334,7 +347,7 @@ func usesGroupFlavor(c *cqState, v, w *wl, gi int, f int32) bool {
 // ruleHolds checks, on the current what-if state, the rule under which v may be
 // preempted, and sets v.reason. before: v's usage is still counted (v not yet
 // removed); otherwise v is removed.
-func (e *Engine) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before bool) bool {
+func (pre *preemption) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before bool) bool {
 	if v.cq == c {
 		v.reason = InClusterQueue
 		return true
@@ -358,7 +371,7 @@ func (e *Engine) ruleHolds(c *cqState, w *wl, gi int, f int32, v *victim, before
 		v.reason = InCohortReclamation
 		return true
 	}
-	if !e.opts.FairSharing || !priorityAllows(fairMode(c), w, v.w) {
+	if !pre.opts.FairSharing || !priorityAllows(fairMode(c), w, v.w) {
 		return false
 	}
 	if before {

@@ -187,7 +187,7 @@ func (e *Engine) dequeue(w *wl) {
 	head, _ := c.pending.min()
 	c.pending.remove(w)
 	c.fresh.remove(w)
-	e.unpark(c, w)
+	unpark(c, w)
 	if head == w {
 		e.headLeft(c, w)
 		e.fair.rekey(c)
