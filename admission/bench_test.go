@@ -147,7 +147,7 @@ func BenchmarkNothingFits(b *testing.B) {
 				for range b.N {
 					if mode == "all-woken" {
 						b.StopTimer()
-						for _, co := range w.e.cohorts {
+						for _, co := range w.e.queues.cohorts {
 							w.e.fair.touchCohort(co, refreshCapacity)
 						}
 						b.StartTimer()

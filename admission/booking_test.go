@@ -175,7 +175,7 @@ func TestBookingFailover(t *testing.T) {
 	if _, ok := e.workloads[key("g")]; ok {
 		t.Fatalf("a workload that gave up is still queued")
 	}
-	if err := e.checkInvariants(); err != nil {
+	if err := checkInvariants(e); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -224,7 +224,7 @@ func TestStartedBookings(t *testing.T) {
 			if got := e.workloads[key("g")]; !got.evicting {
 				t.Fatalf("the gang is not marked for eviction")
 			}
-			if err := e.checkInvariants(); err != nil {
+			if err := checkInvariants(e); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -10,6 +10,10 @@ type bookings struct {
 	clock     *clock
 	workloads map[WorkloadKey]*wl
 	topo      *topology
+	// queues, order and fair are woken when a backoff ends.
+	queues *clusterQueues
+	order  *queueOrder
+	fair   *fairSharing
 
 	// backoffs are workloads waiting for their next booking attempt.
 	backoffs []*wl

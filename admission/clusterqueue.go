@@ -15,12 +15,12 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 		return fmt.Errorf("invalid ClusterQueue %q: %w", cq.Name, err)
 	}
 	spec := cloneClusterQueue(cq)
-	c := e.cqStateFor(spec.Name)
+	c := e.queues.cqStateFor(spec.Name)
 	oldCohort := c.cohort
-	e.detachCohort(c)
+	e.queues.detachCohort(c)
 	c.spec = spec
 	e.names.compile(c)
-	e.attachCohort(c, spec.Cohort)
+	e.queues.attachCohort(c, spec.Cohort)
 	e.fair.touchCohort(oldCohort, refreshAll)
 	e.fair.touchQueueAndCohort(c, refreshAll)
 	return nil
@@ -30,17 +30,17 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 // (reason ClusterQueueNotFound) until a ClusterQueue of that name returns; its
 // admitted workloads keep their usage until they are deleted or evicted.
 func (e *Engine) DeleteClusterQueue(name string) {
-	c, ok := e.cqs[name]
+	c, ok := e.queues.cqs[name]
 	if !ok || c.spec == nil {
 		return
 	}
 	oldCohort := c.cohort
-	e.detachCohort(c)
+	e.queues.detachCohort(c)
 	c.spec = nil
 	e.names.compile(c)
 	e.fair.touchCohort(oldCohort, refreshAll)
 	e.fair.touchQueueAndCohort(c, refreshAll)
-	e.maybeDropCQ(c)
+	e.queues.maybeDropCQ(c)
 }
 
 // compile turns the spec into interned, indexed quota tables.

@@ -149,7 +149,7 @@ func TestQuotaAndCohorts(t *testing.T) {
 			if got := admittedNames(res); !eqStrings(got, tc.want) {
 				t.Fatalf("admitted %v, want %v (%s)", got, tc.want, fmtResult(res))
 			}
-			if v := e.limitViolationsFR(); len(v) > 0 {
+			if v := limitViolationsFR(e); len(v) > 0 {
 				t.Fatalf("limits exceeded: %v", v)
 			}
 		})
@@ -213,8 +213,8 @@ func TestMultiGroupGang(t *testing.T) {
 	w2.Key = key("train2")
 	mustWL(t, e, w2)
 	res = cycle(t, e)
-	if len(res.Admitted) != 0 || e.cqs["a"].usage[makeFR(e.names.flavorIDs["intel"], e.names.resIDs[cpu])] != 34000 {
-		t.Fatalf("partial admission: %s, usage %v", fmtResult(res), e.cqs["a"].usage)
+	if len(res.Admitted) != 0 || e.queues.cqs["a"].usage[makeFR(e.names.flavorIDs["intel"], e.names.resIDs[cpu])] != 34000 {
+		t.Fatalf("partial admission: %s, usage %v", fmtResult(res), e.queues.cqs["a"].usage)
 	}
 }
 

@@ -28,9 +28,9 @@ func (e *Engine) Cycle(now time.Time) Result {
 		e.capacityChanged()
 	}
 	if len(e.books.backoffs) > 0 {
-		e.wakeBackoffs()
+		e.books.wakeBackoffs()
 	}
-	if len(e.ready) == 0 && !e.fair.anyWork() {
+	if len(e.pre.ready) == 0 && !e.fair.anyWork() {
 		return res // nothing changed since the last cycle: nothing can fit
 	}
 	work := e.fair.tenants.clone()
@@ -58,31 +58,31 @@ func (e *Engine) Cycle(now time.Time) Result {
 // and capacity only shrinks while it runs: reservations lifted, parked workloads
 // filed, held quota of admitted preemptors freed.
 func (e *Engine) endCycle() {
-	for _, c := range e.deferred {
-		e.liftReservation(c)
+	for _, c := range e.order.deferred {
+		e.order.liftReservation(c)
 	}
-	e.deferred = e.deferred[:0]
-	for _, c := range e.live {
+	e.order.deferred = e.order.deferred[:0]
+	for _, c := range e.order.live {
 		c.parkedLive = false
 	}
-	e.live = e.live[:0]
-	for _, w := range e.toPark {
+	e.order.live = e.order.live[:0]
+	for _, w := range e.order.toPark {
 		if w.phase == phasePending && w.reason == InsufficientQuota && len(w.victims) == 0 {
-			e.park(e.cqs[w.cqName], w)
+			e.order.park(e.queues.cqs[w.cqName], w)
 		}
 	}
-	e.toPark = e.toPark[:0]
-	for _, w := range e.freshLater {
+	e.order.toPark = e.order.toPark[:0]
+	for _, w := range e.order.freshLater {
 		if w.phase == phasePending {
-			e.makeFresh(e.cqs[w.cqName], w)
+			e.order.makeFresh(e.queues.cqs[w.cqName], w)
 		}
 	}
-	e.freshLater = e.freshLater[:0]
+	e.order.freshLater = e.order.freshLater[:0]
 	for _, g := range e.deferredGhosts {
-		c := e.cqs[g.cq]
+		c := e.queues.cqs[g.cq]
 		c.charge(g.usage, -1)
 		e.fair.touchQueueAndCohort(c, refreshCapacity)
-		e.maybeDropCQ(c)
+		e.queues.maybeDropCQ(c)
 	}
 	e.deferredGhosts = e.deferredGhosts[:0]
 }
@@ -90,16 +90,16 @@ func (e *Engine) endCycle() {
 // serveReady evaluates, before anything else, preemptors whose victims are all gone,
 // so that they get the quota the preemption freed (held for them until then).
 func (e *Engine) serveReady(res *Result) {
-	if len(e.ready) == 0 {
+	if len(e.pre.ready) == 0 {
 		return
 	}
 	var ws []*wl
-	for _, k := range e.ready {
+	for _, k := range e.pre.ready {
 		if w, ok := e.workloads[k]; ok && w.phase == phasePending && !slices.Contains(ws, w) {
 			ws = append(ws, w)
 		}
 	}
-	e.ready = e.ready[:0]
+	e.pre.ready = e.pre.ready[:0]
 	slices.SortFunc(ws, func(a, b *wl) int {
 		if lessPending(a, b) {
 			return -1
@@ -107,7 +107,7 @@ func (e *Engine) serveReady(res *Result) {
 		return 1
 	})
 	for _, w := range ws {
-		c := e.cqs[w.cqName]
+		c := e.queues.cqs[w.cqName]
 		head, _ := c.pending.min()
 		if c.spec == nil || c.spec.held() || (c.strict() && w != head) {
 			continue
@@ -128,16 +128,16 @@ func (e *Engine) serveReady(res *Result) {
 // serve examines the queue's fresh workloads in order until one is admitted (true) or
 // none is left (false).
 func (e *Engine) serve(c *cqState, res *Result) bool {
-	e.refresh(c)
+	e.order.refresh(c)
 	if c.spec == nil || c.spec.held() {
-		e.holdAll(c, res)
+		e.order.holdAll(c, res)
 		return false
 	}
 	for {
 		w, _ := c.fresh.min()
 		if c.parkedLive {
-			if p := e.parkedNext(c); p != nil && (w == nil || lessPending(p, w)) {
-				e.makeFresh(c, p)
+			if p := e.order.parkedNext(c); p != nil && (w == nil || lessPending(p, w)) {
+				e.order.makeFresh(c, p)
 				w = p
 			}
 		}
@@ -146,7 +146,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		}
 		head, _ := c.pending.min()
 		if c.strict() && w != head {
-			e.blockBehind(c, head, res)
+			e.order.blockBehind(c, head, res)
 			return false
 		}
 		c.fresh.remove(w)
@@ -154,7 +154,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		if w.evalCycle == e.clock.cycle {
 			// Evaluated earlier in this cycle; capacity only shrank since. Look at it
 			// again next cycle.
-			e.freshLater = append(e.freshLater, w)
+			e.order.freshLater = append(e.order.freshLater, w)
 			continue
 		}
 		w.evalCycle = e.clock.cycle
@@ -166,14 +166,14 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		}
 		e.settle(c, w, out, res)
 		if c.strict() {
-			e.blockBehind(c, w, res)
+			e.order.blockBehind(c, w, res)
 			return false
 		}
 	}
 }
 
 // holdAll reports every fresh workload of a missing or stopped queue.
-func (e *Engine) holdAll(c *cqState, res *Result) {
+func (order *queueOrder) holdAll(c *cqState, res *Result) {
 	reason, msg := heldBecause(c)
 	c.fresh.ascend(func(w *wl) bool {
 		report(w, reason, msg, res)
@@ -183,7 +183,7 @@ func (e *Engine) holdAll(c *cqState, res *Result) {
 }
 
 // blockBehind reports every fresh workload behind a StrictFIFO head that does not fit.
-func (e *Engine) blockBehind(c *cqState, head *wl, res *Result) {
+func (order *queueOrder) blockBehind(c *cqState, head *wl, res *Result) {
 	msg := msgBlocked(c.name, head.key)
 	c.fresh.ascend(func(w *wl) bool {
 		if w != head {
@@ -220,9 +220,9 @@ func hashMessage(s string) uint64 {
 func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	c.pending.remove(w)
 	if w == head {
-		e.headLeft(c, w)
+		e.order.headLeft(c, w)
 	} else {
-		e.noteSkip(c, head)
+		e.order.noteSkip(c, head)
 	}
 	w.adm, w.usage = e.names.buildAdmission(c, w, out.flavors)
 	if p := out.place; p != nil {
@@ -258,31 +258,31 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 
 // noteSkip counts a cycle in which work behind a BestEffortFIFO head was admitted
 // while the head was not.
-func (e *Engine) noteSkip(c *cqState, head *wl) {
-	if c.strict() || head == nil || head.skipCycle == e.clock.cycle {
+func (order *queueOrder) noteSkip(c *cqState, head *wl) {
+	if c.strict() || head == nil || head.skipCycle == order.clock.cycle {
 		return
 	}
 	head.skips++
-	head.skipCycle = e.clock.cycle
+	head.skipCycle = order.clock.cycle
 	if head.firstSkip == 0 {
-		head.firstSkip = e.clock.now
+		head.firstSkip = order.clock.now
 	}
 }
 
 // reserving reports whether the queue reserves for its head (BestEffortFIFO
 // anti-starvation, or a head waiting for its preemption victims).
-func (e *Engine) reserving(c *cqState, head *wl) bool {
+func (order *queueOrder) reserving(c *cqState, head *wl) bool {
 	if c.strict() || head == nil {
 		return false
 	}
 	if head.reason != InsufficientQuota && head.reason != WaitingForPreemption {
 		return false
 	}
-	if len(head.victims) > 0 || int(head.skips) >= e.opts.StarvationSkips {
+	if len(head.victims) > 0 || int(head.skips) >= order.opts.StarvationSkips {
 		return true
 	}
-	age := int64(e.opts.StarvationAge)
-	return age > 0 && head.firstSkip != 0 && e.clock.now-head.firstSkip >= age
+	age := int64(order.opts.StarvationAge)
+	return age > 0 && head.firstSkip != 0 && order.clock.now-head.firstSkip >= age
 }
 
 // buildAdmission turns flavor choices (one per resource group) into an Admission and

@@ -46,44 +46,26 @@ func DefaultOptions() Options {
 // starts no goroutines, reads no clock and keeps no global state.
 type Engine struct {
 	opts      Options
-	cqs       map[string]*cqState
-	cohorts   map[string]*cohortState
 	workloads map[WorkloadKey]*wl
-	// fair orders the ClusterQueues with pending work (fair sharing).
-	fair *fairSharing
-	// wlFree and bucketFree are the node free lists shared by all indexes.
-	wlFree     *btree.FreeListG[*wl]
-	bucketFree *btree.FreeListG[*parkBucket]
-	// names interns flavor and resource names and renders messages with them.
-	names *names
 	// seq numbers admissions engine-wide (round robin among equal shares).
 	seq uint64
-	// clock is the running cycle's number and time, shared with the parts.
-	clock *clock
-	// ready lists preemptors whose victims are all gone: served first in next Cycle.
-	ready []WorkloadKey
-	// deferred queues lift their head reservation at the end of the running cycle.
-	deferred []*cqState
 	// deferredGhosts are held quotas freed at the end of the running cycle.
 	deferredGhosts []ghost
-	// live lists queues whose parked workloads are candidates in the running cycle.
-	live []*cqState
-	// toPark lists workloads that did not fit in the running cycle; they are parked
-	// when it ends, so that a cycle never tries the same workload twice.
-	toPark []*wl
-	// freshLater are made fresh again at the end of the running cycle.
-	freshLater []*wl
 	// evaluations counts calls of evaluate by cycles (for benchmarks and tests).
 	evaluations uint64
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 
-	// topo is every flavor's levels, nodes and pools, and placement in them.
-	topo *topology
-	// pre chooses preemption victims.
-	pre *preemption
-	// books is the capacity bookings: their records, answers and deadlines.
-	books *bookings
+	// The parts the Engine sequences. Each holds its own state and the parts
+	// it reads; the Engine owns the workloads and moves them between parts.
+	clock  *clock         // the running cycle's number and time
+	names  *names         // interned names, compiling, messages
+	queues *clusterQueues // ClusterQueues and cohorts: quota, usage, queues
+	order  *queueOrder    // the order within a queue: parking, heads, starvation
+	fair   *fairSharing   // the order between queues (fair sharing)
+	topo   *topology      // flavors' levels, nodes and pools; placement
+	pre    *preemption    // victims, and preemptors waiting for them
+	books  *bookings      // capacity bookings: records, answers, deadlines
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -97,21 +79,16 @@ func New(opts Options) (*Engine, error) {
 	if opts.StarvationSkips == 0 {
 		opts.StarvationSkips = DefaultStarvationSkips
 	}
-	nm := newNames()
-	e := &Engine{
-		opts:       opts,
-		cqs:        map[string]*cqState{},
-		cohorts:    map[string]*cohortState{},
-		workloads:  map[WorkloadKey]*wl{},
-		wlFree:     btree.NewFreeListG[*wl](btree.DefaultFreeListSize),
-		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize),
-		names:      nm,
-		clock:      &clock{},
-		topo:       newTopology(nm),
-	}
+	wlFree := btree.NewFreeListG[*wl](btree.DefaultFreeListSize)
+	e := &Engine{opts: opts, workloads: map[WorkloadKey]*wl{}, clock: &clock{}, names: newNames()}
 	e.fair = &fairSharing{opts: &e.opts, tenants: newTenantIndex()}
-	e.pre = &preemption{opts: &e.opts, names: nm, topo: e.topo, fair: e.fair}
+	e.queues = &clusterQueues{cqs: map[string]*cqState{}, cohorts: map[string]*cohortState{}, fair: e.fair, wlFree: wlFree}
+	e.order = &queueOrder{opts: &e.opts, clock: e.clock, fair: e.fair, wlFree: wlFree,
+		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize)}
+	e.topo = newTopology(e.names)
+	e.pre = &preemption{opts: &e.opts, names: e.names, topo: e.topo, fair: e.fair, workloads: e.workloads, queues: e.queues, order: e.order}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
+	e.books.queues, e.books.order, e.books.fair = e.queues, e.order, e.fair
 	return e, nil
 }
 

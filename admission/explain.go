@@ -14,7 +14,7 @@ func (e *Engine) Explain(key WorkloadKey) (Explanation, bool) {
 	if !ok || w.phase != phasePending {
 		return Explanation{}, false
 	}
-	c := e.cqs[w.cqName]
+	c := e.queues.cqs[w.cqName]
 	pos := 0
 	c.pending.ascend(func(x *wl) bool {
 		if x == w {

@@ -69,7 +69,7 @@ func TestExplainPreemptionPlan(t *testing.T) {
 	if e.workloads[key("low")].evicting {
 		t.Fatal("Explain marked a victim")
 	}
-	if err := e.checkInvariants(); err != nil {
+	if err := checkInvariants(e); err != nil {
 		t.Fatal(err)
 	}
 }

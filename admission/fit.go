@@ -28,7 +28,7 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	if w.notBefore != 0 && e.books.backoffUntil(w) {
 		return outcome{reason: ProvisioningBackoff, msg: msgBackoff(w.notBefore)}
 	}
-	out := outcome{flavors: e.flavorScratch(len(c.groups))}
+	out := outcome{flavors: flavorScratch(&e.scratch, len(c.groups))}
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]
 		if !ok {
@@ -50,7 +50,7 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		}
 		out.flavors[gi] = fi
 	}
-	if w != head && head != nil && e.reserving(c, head) && sharesResource(w, head) {
+	if w != head && head != nil && e.order.reserving(c, head) && sharesResource(w, head) {
 		out.reason = ReservedForHead
 		return out
 	}
@@ -60,13 +60,13 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	return out
 }
 
-// flavorScratch returns a reusable slice of n entries set to -1. The result is valid
+// flavorScratch returns *scratch resized to n entries set to -1. The result is valid
 // until the next call; admit copies what it needs out of it.
-func (e *Engine) flavorScratch(n int) []int {
-	if cap(e.scratch) < n {
-		e.scratch = make([]int, n)
+func flavorScratch(scratch *[]int, n int) []int {
+	if cap(*scratch) < n {
+		*scratch = make([]int, n)
 	}
-	s := e.scratch[:n]
+	s := (*scratch)[:n]
 	for i := range s {
 		s[i] = -1
 	}

@@ -215,9 +215,9 @@ func (r *fuzzRun) pick() string {
 
 func (r *fuzzRun) cycle() {
 	r.now = r.now.Add(time.Duration(r.s.n(4)) * time.Minute)
-	before := r.e.usageSnapshot()
-	reserved := r.e.reservedSnapshot()
-	pools := r.e.poolSnapshot()
+	before := snapshotUsage(r.e)
+	reserved := reservedSnapshot(r.e)
+	pools := poolSnapshot(r.e)
 	res := r.e.Cycle(r.now)
 	res2 := r.twin.Cycle(r.now)
 	if !reflect.DeepEqual(res, res2) {
@@ -284,8 +284,8 @@ func (r *fuzzRun) checkCycle(res Result, before usageSnapshot) {
 		}
 		seen[p.Key] = true
 	}
-	after := r.e.usageSnapshot()
-	for _, v := range r.e.limitViolationsFR() {
+	after := snapshotUsage(r.e)
+	for _, v := range limitViolationsFR(r.e) {
 		if after[v] > before[v] || (!r.quotaMoved && after[v] > 0) {
 			r.t.Fatalf("limit exceeded by this cycle: %+v (before %d, after %d)", v, before[v], after[v])
 		}
@@ -312,7 +312,7 @@ func checkGang(t *testing.T, w Workload, a Admission) {
 // checkModel checks that nothing vanished: every workload the harness knows is in the
 // engine in the phase the harness expects.
 func (r *fuzzRun) checkModel() {
-	if err := r.e.checkInvariants(); err != nil {
+	if err := checkInvariants(r.e); err != nil {
 		r.t.Fatal(err)
 	}
 	if len(r.e.workloads) != len(r.m.specs) {
@@ -469,7 +469,7 @@ func (r *fuzzRun) convergeAnswer(attempt int32) BookingReport {
 }
 
 // reservedSnapshot copies every node's reserved capacity.
-func (e *Engine) reservedSnapshot() map[string]vec {
+func reservedSnapshot(e *Engine) map[string]vec {
 	out := map[string]vec{}
 	for name, n := range e.topo.nodes {
 		out[name] = slices.Clone(n.reserved)
@@ -522,7 +522,7 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[s
 }
 
 // poolSnapshot copies every pool's reserved nodes.
-func (e *Engine) poolSnapshot() map[string]int32 {
+func poolSnapshot(e *Engine) map[string]int32 {
 	out := map[string]int32{}
 	for name, p := range e.topo.pools {
 		out[name] = p.reserved

@@ -102,7 +102,7 @@ var t0 = time.Unix(1_800_000_000, 0)
 func cycle(t testing.TB, e *Engine) Result {
 	t.Helper()
 	res := e.Cycle(t0)
-	if err := e.checkInvariants(); err != nil {
+	if err := checkInvariants(e); err != nil {
 		t.Fatalf("invariants after cycle: %v", err)
 	}
 	return res

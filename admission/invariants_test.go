@@ -9,28 +9,28 @@ import (
 
 // checkInvariants recomputes everything the engine maintains incrementally and
 // compares: index membership, usage, cohort aggregates and fair-share keys.
-func (e *Engine) checkInvariants() error {
+func checkInvariants(e *Engine) error {
 	usage := map[string]map[frKey]int64{}
 	for k, w := range e.workloads {
 		if w.key != k {
 			return fmt.Errorf("workload %s stored under %s", w.key, k)
 		}
-		if err := e.checkWorkload(w, usage); err != nil {
+		if err := checkWorkload(e, w, usage); err != nil {
 			return err
 		}
 	}
-	for name, c := range e.cqs {
-		if err := e.checkQueue(name, c, usage[name]); err != nil {
+	for name, c := range e.queues.cqs {
+		if err := checkQueue(e, name, c, usage[name]); err != nil {
 			return err
 		}
 	}
-	if err := e.checkDomainSums(); err != nil {
+	if err := checkDomainSums(e); err != nil {
 		return err
 	}
-	if err := e.checkReservations(); err != nil {
+	if err := checkReservations(e); err != nil {
 		return err
 	}
-	for name, co := range e.cohorts {
+	for name, co := range e.queues.cohorts {
 		if err := checkCohort(name, co); err != nil {
 			return err
 		}
@@ -38,10 +38,10 @@ func (e *Engine) checkInvariants() error {
 	return nil
 }
 
-func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
+func checkWorkload(e *Engine, w *wl, usage map[string]map[frKey]int64) error {
 	switch w.phase {
 	case phasePending:
-		c, ok := e.cqs[w.cqName]
+		c, ok := e.queues.cqs[w.cqName]
 		if !ok || !c.pending.has(w) {
 			return fmt.Errorf("pending %s not in queue %q", w.key, w.cqName)
 		}
@@ -55,7 +55,7 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 			return fmt.Errorf("%s claims to be parked but is not", w.key)
 		}
 		for _, g := range w.ghosts {
-			if _, ok := e.cqs[g.cq]; !ok {
+			if _, ok := e.queues.cqs[g.cq]; !ok {
 				return fmt.Errorf("%s holds quota of unknown queue %q", w.key, g.cq)
 			}
 			if usage[g.cq] == nil {
@@ -66,7 +66,7 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 			}
 		}
 	default:
-		c, ok := e.cqs[w.admCQ]
+		c, ok := e.queues.cqs[w.admCQ]
 		if !ok || !c.admitted.has(w) {
 			return fmt.Errorf("admitted %s not in queue %q", w.key, w.admCQ)
 		}
@@ -83,7 +83,7 @@ func (e *Engine) checkWorkload(w *wl, usage map[string]map[frKey]int64) error {
 	return nil
 }
 
-func (e *Engine) checkQueue(name string, c *cqState, usage map[frKey]int64) error {
+func checkQueue(e *Engine, name string, c *cqState, usage map[frKey]int64) error {
 	if c.name != name {
 		return fmt.Errorf("queue %q stored under %q", c.name, name)
 	}
@@ -179,14 +179,14 @@ type limitKey struct {
 	fr         frKey
 }
 
-func (e *Engine) usageSnapshot() usageSnapshot {
+func snapshotUsage(e *Engine) usageSnapshot {
 	s := usageSnapshot{}
-	for name, c := range e.cqs {
+	for name, c := range e.queues.cqs {
 		for k, u := range c.usage {
 			s[limitKey{cq: name, fr: k}] = u
 		}
 	}
-	for name, co := range e.cohorts {
+	for name, co := range e.queues.cohorts {
 		for k, u := range co.used {
 			s[limitKey{cohort: name, fr: k}] = u
 		}
@@ -197,9 +197,9 @@ func (e *Engine) usageSnapshot() usageSnapshot {
 // limitViolationsFR lists every queue or cohort (flavor, resource) above its limit:
 // a queue above nominal (no cohort) or nominal+borrowingLimit, or using a flavor it
 // has no quota for; a cohort whose members borrow more than they lend.
-func (e *Engine) limitViolationsFR() []limitKey {
+func limitViolationsFR(e *Engine) []limitKey {
 	var out []limitKey
-	for name, c := range e.cqs {
+	for name, c := range e.queues.cqs {
 		if c.spec == nil {
 			continue
 		}
@@ -211,7 +211,7 @@ func (e *Engine) limitViolationsFR() []limitKey {
 			}
 		}
 	}
-	for name, co := range e.cohorts {
+	for name, co := range e.queues.cohorts {
 		for k, u := range co.used {
 			if u > co.pool[k] {
 				out = append(out, limitKey{cohort: name, fr: k})
@@ -231,7 +231,7 @@ func isParked(c *cqState, w *wl) bool {
 }
 
 // checkDomainSums recomputes every cached domain sum of what is left.
-func (e *Engine) checkDomainSums() error {
+func checkDomainSums(e *Engine) error {
 	for name, tf := range e.topo.flavorTopo {
 		if tf.index == nil {
 			continue
@@ -260,7 +260,7 @@ func trimmed(v vec) vec {
 
 // checkReservations recomputes every node's reserved capacity from the placements
 // of admitted workloads.
-func (e *Engine) checkReservations() error {
+func checkReservations(e *Engine) error {
 	want := map[string]vec{}
 	for _, w := range e.workloads {
 		if w.placed == nil {

@@ -51,7 +51,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 		if got := admittedNames(res); !eqStrings(got, s.wantAdmit) {
 			t.Fatalf("%s: admitted %v, want %v", s.name, got, s.wantAdmit)
 		}
-		if got := e.cqs["a"].usage[makeFR(e.names.flavorIDs["h200"], e.names.resIDs[gpu])]; got != s.wantUsage*1000 {
+		if got := e.queues.cqs["a"].usage[makeFR(e.names.flavorIDs["h200"], e.names.resIDs[gpu])]; got != s.wantUsage*1000 {
 			t.Fatalf("%s: usage %d, want %d", s.name, got, s.wantUsage*1000)
 		}
 	}
@@ -151,12 +151,12 @@ func TestUpsertUnchangedPendingIsNoop(t *testing.T) {
 	mustWL(t, e, w)
 	cycle(t, e)
 	mustWL(t, e, w)
-	if e.cqs["a"].fresh.len() != 0 || e.cqs["a"].refresh != refreshNone {
+	if e.queues.cqs["a"].fresh.len() != 0 || e.queues.cqs["a"].refresh != refreshNone {
 		t.Fatal("unchanged upsert made the workload fresh")
 	}
 	w.Priority = 3
 	mustWL(t, e, w)
-	if !e.cqs["a"].fresh.has(e.workloads[key("w")]) {
+	if !e.queues.cqs["a"].fresh.has(e.workloads[key("w")]) {
 		t.Fatal("changed upsert did not make the workload fresh")
 	}
 }

@@ -143,7 +143,7 @@ func TestLocalQueueFairSharingKeepsPlace(t *testing.T) {
 	if got := admittedNames(res); !eqStrings(got, []string{"b1"}) {
 		t.Fatalf("admitted %v, want [b1]", got)
 	}
-	c := e.cqs["a"]
+	c := e.queues.cqs["a"]
 	before := c.vtime
 	e.Rollback(key2("t", "b1"))
 	if c.vtime != 0 {

@@ -7,6 +7,29 @@ import (
 	"github.com/google/btree"
 )
 
+// queueOrder is the order within a ClusterQueue: which pending workloads a
+// cycle tries (fresh ones, parked ones that capacity released could let in),
+// StrictFIFO's blocking head, BestEffortFIFO's skipped heads and the
+// reservation a starving head makes. A cycle's bookkeeping of what to park,
+// refresh or lift when it ends lives here too; the Engine ends the cycle.
+type queueOrder struct {
+	opts  *Options
+	clock *clock
+	fair  *fairSharing
+	// wlFree and bucketFree are the node free lists shared by all indexes.
+	wlFree     *btree.FreeListG[*wl]
+	bucketFree *btree.FreeListG[*parkBucket]
+	// deferred queues lift their head reservation at the end of the running cycle.
+	deferred []*cqState
+	// live lists queues whose parked workloads are candidates in the running cycle.
+	live []*cqState
+	// toPark lists workloads that did not fit in the running cycle; they are parked
+	// when it ends, so that a cycle never tries the same workload twice.
+	toPark []*wl
+	// freshLater are made fresh again at the end of the running cycle.
+	freshLater []*wl
+}
+
 // refreshLevel says which pending workloads of a queue must be re-evaluated.
 type refreshLevel uint8
 
@@ -60,7 +83,7 @@ func bucketKey(amt int64) int64 {
 
 // park records that w did not fit for lack of quota. It returns false if w requests
 // a resource the queue does not cover (then it is not parked).
-func (e *Engine) park(c *cqState, w *wl) bool {
+func (order *queueOrder) park(c *cqState, w *wl) bool {
 	unpark(c, w)
 	best, bestRatio := int32(-1), -1.0
 	for _, r := range w.req {
@@ -82,7 +105,7 @@ func (e *Engine) park(c *cqState, w *wl) bool {
 	}
 	t, ok := c.parked[best]
 	if !ok {
-		t = btree.NewWithFreeListG(4, lessBucket, e.bucketFree)
+		t = btree.NewWithFreeListG(4, lessBucket, order.bucketFree)
 		c.parked[best] = t
 	}
 	w.parkRes, w.parkAmt = best, amountOf(w.req, best)
@@ -91,7 +114,7 @@ func (e *Engine) park(c *cqState, w *wl) bool {
 	if !ok {
 		b = probe
 		b.low = w.parkAmt
-		b.items = newWorkloadIndex(lessPending, e.wlFree)
+		b.items = newWorkloadIndex(lessPending, order.wlFree)
 		t.ReplaceOrInsert(b)
 	}
 	b.low = min(b.low, w.parkAmt)
@@ -133,14 +156,14 @@ func amountOf(req []resAmt, res int32) int64 {
 
 // makeFresh moves a pending workload from the parked index (if there) to the fresh
 // set.
-func (e *Engine) makeFresh(c *cqState, w *wl) {
+func (order *queueOrder) makeFresh(c *cqState, w *wl) {
 	unpark(c, w)
 	c.fresh.insert(w)
 }
 
 // refresh applies the queue's refresh level when the queue is first served in a
 // cycle.
-func (e *Engine) refresh(c *cqState) {
+func (order *queueOrder) refresh(c *cqState) {
 	switch c.refresh {
 	case refreshAll:
 		for _, t := range c.parked {
@@ -156,11 +179,11 @@ func (e *Engine) refresh(c *cqState) {
 	case refreshCapacity:
 		if c.strict() {
 			if h, ok := c.pending.min(); ok && (h.parkRes < 0 || h.parkAmt <= bestAvailable(c, h.parkRes)) {
-				e.makeFresh(c, h)
+				order.makeFresh(c, h)
 			}
 		} else if len(c.parked) > 0 {
 			c.parkedLive = true
-			e.live = append(e.live, c)
+			order.live = append(order.live, c)
 		}
 	}
 	c.refresh = refreshNone
@@ -168,13 +191,13 @@ func (e *Engine) refresh(c *cqState) {
 
 // parkedNext returns the first parked workload, in queue order, whose constraining
 // request does not exceed what the queue can get of that resource now, or nil.
-func (e *Engine) parkedNext(c *cqState) *wl {
+func (order *queueOrder) parkedNext(c *cqState) *wl {
 	var best *wl
 	// While the head reserves, parked workloads that share its constraining resource
 	// would only be found ReservedForHead: leave them parked (their status is not
 	// re-evaluated until the reservation lifts) and consider only the head itself.
 	var reserve *wl
-	if head, ok := c.pending.min(); ok && e.reserving(c, head) {
+	if head, ok := c.pending.min(); ok && order.reserving(c, head) {
 		if head.parkRes >= 0 && head.parkAmt <= bestAvailable(c, head.parkRes) {
 			return head
 		}

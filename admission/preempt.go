@@ -8,14 +8,20 @@ import (
 // preemption chooses victims for a workload that does not fit: within its
 // ClusterQueue by priority, in its cohort to reclaim lent quota or by fair
 // share, the fewest that make it fit (planPreemption), and holds the quota
-// they free for it (claim). It keeps no state of its own between cycles: a
-// preemptor's victims and held quota are in its wlPreemption record, and
-// what happens when a victim is gone is the Engine's (workload.go).
+// they free for it (claim); when a victim is gone it releases the held quota
+// and readies the preemptor (workload.go). A preemptor's victims and held
+// quota are in its wlPreemption record.
 type preemption struct {
-	opts  *Options
-	names *names
-	topo  *topology
-	fair  *fairSharing
+	opts      *Options
+	names     *names
+	topo      *topology
+	fair      *fairSharing
+	workloads map[WorkloadKey]*wl
+	queues    *clusterQueues
+	order     *queueOrder
+	// ready lists preemptors whose victims are all gone: served first in the
+	// next Cycle.
+	ready []WorkloadKey
 }
 
 // victim is a preemption candidate with the rule that allows it.
@@ -40,7 +46,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			return
 		}
 		report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
-		e.toPark = append(e.toPark, w)
+		e.order.toPark = append(e.order.toPark, w)
 	case ReservedForHead:
 		report(w, out.reason, e.names.msgFor(c, w, out), res)
 		c.reserved.insert(w)

@@ -124,15 +124,6 @@ func (e *Engine) DeletePool(name string) {
 	e.capacityChanged()
 }
 
-func (topo *topology) unlinkPool(tp *topoPool) {
-	if tp.flavor == "" {
-		return
-	}
-	tf := topo.flavorTopo[tp.flavor]
-	tf.pools = slices.DeleteFunc(tf.pools, func(x *topoPool) bool { return x == tp })
-	tf.invalidate()
-}
-
 // provisioningFlavor returns the flavor, among those chosen for w's resource
 // groups, that books capacity.
 func (topo *topology) provisioningFlavor(c *cqState, flavors []int) (string, *topoFlavor) {
@@ -254,23 +245,23 @@ func (books *bookings) backoffUntil(w *wl) bool {
 }
 
 // wakeBackoffs makes the workloads whose backoff ended at now candidates again.
-func (e *Engine) wakeBackoffs() {
-	kept := e.books.backoffs[:0]
-	for _, w := range e.books.backoffs {
-		if w.phase != phasePending || e.workloads[w.key] != w {
+func (books *bookings) wakeBackoffs() {
+	kept := books.backoffs[:0]
+	for _, w := range books.backoffs {
+		if w.phase != phasePending || books.workloads[w.key] != w {
 			w.backingOff = false
 			continue
 		}
-		if w.notBefore > e.clock.now {
+		if w.notBefore > books.clock.now {
 			kept = append(kept, w)
 			continue
 		}
 		w.backingOff = false
-		e.makeFresh(e.cqs[w.cqName], w)
-		e.fair.rekey(e.cqs[w.cqName])
+		books.order.makeFresh(books.queues.cqs[w.cqName], w)
+		books.fair.rekey(books.queues.cqs[w.cqName])
 	}
-	clear(e.books.backoffs[len(kept):])
-	e.books.backoffs = kept
+	clear(books.backoffs[len(kept):])
+	books.backoffs = kept
 }
 
 func msgBackoff(notBefore int64) string {

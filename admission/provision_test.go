@@ -199,7 +199,7 @@ func TestProvisioningReservations(t *testing.T) {
 	if err := e.UpsertNode(rackNode("r1-new", "a", "r1", 8)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.checkInvariants(); err != nil {
+	if err := checkInvariants(e); err != nil {
 		t.Fatal(err)
 	}
 	reserved := e.topo.pools["pool-r1"].reserved + e.topo.pools["pool-r2"].reserved

@@ -3,7 +3,20 @@ package admission
 import (
 	"math"
 	"math/bits"
+
+	"github.com/google/btree"
 )
+
+// clusterQueues holds every ClusterQueue's state (its compiled quota, usage
+// and queues of workloads) and every cohort's, and links them. A queue lives
+// while it has a spec, pending or admitted workloads or usage.
+type clusterQueues struct {
+	fair   *fairSharing
+	wlFree *btree.FreeListG[*wl]
+
+	cqs     map[string]*cqState
+	cohorts map[string]*cohortState
+}
 
 // frQuota is the compiled quota of one (flavor, resource) of a ClusterQueue.
 type frQuota struct {
@@ -59,29 +72,29 @@ type cqState struct {
 
 func (c *cqState) strict() bool { return c.spec != nil && c.spec.QueueingStrategy == StrictFIFO }
 
-func (e *Engine) cqStateFor(name string) *cqState {
-	if c, ok := e.cqs[name]; ok {
+func (queues *clusterQueues) cqStateFor(name string) *cqState {
+	if c, ok := queues.cqs[name]; ok {
 		return c
 	}
 	c := &cqState{
 		name:     name,
 		usage:    map[frKey]int64{},
-		pending:  newWorkloadIndex(lessPending, e.wlFree),
-		fresh:    newWorkloadIndex(lessPending, e.wlFree),
-		admitted: newWorkloadIndex(lessVictim, e.wlFree),
+		pending:  newWorkloadIndex(lessPending, queues.wlFree),
+		fresh:    newWorkloadIndex(lessPending, queues.wlFree),
+		admitted: newWorkloadIndex(lessVictim, queues.wlFree),
 		parked:   parkedIndex{},
-		reserved: newWorkloadIndex(lessPending, e.wlFree),
+		reserved: newWorkloadIndex(lessPending, queues.wlFree),
 		tkey:     tenantKey{name: name},
 	}
-	e.cqs[name] = c
+	queues.cqs[name] = c
 	return c
 }
 
 // maybeDropCQ forgets a queue state that has no spec and no workloads.
-func (e *Engine) maybeDropCQ(c *cqState) {
+func (queues *clusterQueues) maybeDropCQ(c *cqState) {
 	if c.spec == nil && c.pending.len() == 0 && c.admitted.len() == 0 && len(c.usage) == 0 {
-		e.fair.tenants.remove(c)
-		delete(e.cqs, c.name)
+		queues.fair.tenants.remove(c)
+		delete(queues.cqs, c.name)
 	}
 }
 
@@ -200,7 +213,7 @@ func satAdd(a, b int64) int64 {
 }
 
 // detachCohort removes the queue's contribution from its cohort.
-func (e *Engine) detachCohort(c *cqState) {
+func (queues *clusterQueues) detachCohort(c *cqState) {
 	co := c.cohort
 	if co == nil {
 		return
@@ -211,21 +224,21 @@ func (e *Engine) detachCohort(c *cqState) {
 	delete(co.members, c.name)
 	c.cohort = nil
 	if len(co.members) == 0 {
-		delete(e.cohorts, co.name)
+		delete(queues.cohorts, co.name)
 		return
 	}
 	co.recomputePool()
 }
 
 // attachCohort adds the queue's contribution to the named cohort.
-func (e *Engine) attachCohort(c *cqState, name string) {
+func (queues *clusterQueues) attachCohort(c *cqState, name string) {
 	if name == "" {
 		return
 	}
-	co, ok := e.cohorts[name]
+	co, ok := queues.cohorts[name]
 	if !ok {
 		co = &cohortState{name: name, members: map[string]*cqState{}, pool: map[frKey]int64{}, used: map[frKey]int64{}}
-		e.cohorts[name] = co
+		queues.cohorts[name] = co
 	}
 	co.members[c.name] = c
 	c.cohort = co

@@ -157,33 +157,6 @@ func (v vec) covers(req []resAmt) bool {
 	return true
 }
 
-// capacityMoved keeps the domain sums of n's flavors right after n's free
-// or reserved capacity changed from what before was left on it.
-func (topo *topology) capacityMoved(n *topoNode, before vec) {
-	after := n.leftVec()
-	if before.equal(after) {
-		return
-	}
-	for _, f := range n.flavors {
-		tf := topo.flavorTopo[f]
-		if tf == nil || tf.index == nil || len(tf.index.left) == 0 {
-			continue
-		}
-		for l := range tf.levels {
-			key, ok := domainKey(tf, n.labels, l)
-			if !ok {
-				break
-			}
-			k := strings.Join(key, "\x00")
-			if sum, cached := tf.index.left[k]; cached {
-				sum.addAll(before, -1)
-				sum.addAll(after, 1)
-				tf.index.left[k] = sum
-			}
-		}
-	}
-}
-
 // invalidate drops tf's domain index.
 func (tf *topoFlavor) invalidate() { tf.index = nil }
 
@@ -328,15 +301,6 @@ func (e *Engine) DeleteFlavor(name string) {
 	}
 }
 
-func (topo *topology) topoFlavorFor(name string) *topoFlavor {
-	tf, ok := topo.flavorTopo[name]
-	if !ok {
-		tf = &topoFlavor{}
-		topo.flavorTopo[name] = tf
-	}
-	return tf
-}
-
 // UpsertNode creates or updates a node's capacity. Reservations on it are kept.
 func (e *Engine) UpsertNode(n Node) error {
 	if n.Name == "" {
@@ -417,14 +381,6 @@ func (e *Engine) DeleteNode(name string) {
 	e.capacityChanged()
 }
 
-func (topo *topology) unlinkNode(tn *topoNode) {
-	for _, f := range tn.flavors {
-		tf := topo.flavorTopo[f]
-		tf.nodes = slices.DeleteFunc(tf.nodes, func(x *topoNode) bool { return x == tn })
-		tf.invalidate()
-	}
-}
-
 // nodeGrew wakes the workloads waiting for topology capacity that n, whose
 // free capacity grew, can now take a pod of. The others cannot fit any
 // better: no other node changed, and n still takes none of their pods.
@@ -466,11 +422,11 @@ func (w *wl) takesAPodOf(n *topoNode) bool {
 func (e *Engine) wakeTopo(w *wl) {
 	w.topoWait = false
 	if w.phase == phasePending && e.workloads[w.key] == w {
-		c := e.cqs[w.cqName]
+		c := e.queues.cqs[w.cqName]
 		if e.fair.work != nil {
-			e.freshLater = append(e.freshLater, w)
+			e.order.freshLater = append(e.order.freshLater, w)
 		} else {
-			e.makeFresh(c, w)
+			e.order.makeFresh(c, w)
 		}
 		e.fair.rekey(c)
 	}
@@ -546,41 +502,6 @@ func inDomain(tf *topoFlavor, labels map[string]string, key []string) bool {
 		}
 	}
 	return true
-}
-
-// reserve charges a placement's shares to its nodes and its new nodes to its
-// pools (sign 1), or returns them (-1). Whoever returns capacity tells the
-// workloads waiting for it (capacityChanged).
-func (topo *topology) reserve(p *placement, sign int64) {
-	if p == nil {
-		return
-	}
-	for _, s := range p.shares {
-		n, ok := topo.nodes[s.node]
-		if !ok {
-			n = &topoNode{name: s.node}
-			topo.nodes[s.node] = n
-		}
-		before := n.leftVec()
-		for _, r := range s.amt {
-			n.reserved.add(r.res, sign*r.amt)
-		}
-		topo.capacityMoved(n, before)
-		if n.reserved.isZero() && n.free == nil {
-			delete(topo.nodes, s.node) // deleted node whose last reservation went
-		}
-	}
-	for name, k := range p.newNodes {
-		pl, ok := topo.pools[name]
-		if !ok {
-			pl = &topoPool{name: name}
-			topo.pools[name] = pl
-		}
-		pl.reserved += int32(sign) * k
-		if pl.reserved == 0 && pl.flavor == "" {
-			delete(topo.pools, name) // deleted pool whose last reservation went
-		}
-	}
 }
 
 // capacityOf interns and validates an amount of capacity per resource.

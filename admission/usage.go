@@ -52,7 +52,7 @@ type ResourceUsage struct {
 // ClusterQueueUsage reports what the named ClusterQueue holds. It is false
 // when the engine has no spec for the queue.
 func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
-	c, ok := e.cqs[name]
+	c, ok := e.queues.cqs[name]
 	if !ok || c.spec == nil {
 		return QueueUsage{}, false
 	}
@@ -69,7 +69,7 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 		}
 		return true
 	})
-	admitted := e.admittedUsage(c)
+	admitted := e.books.admittedUsage(c)
 	for _, g := range c.groups {
 		for _, f := range g.flavors {
 			fu := FlavorUsage{Flavor: f.name, Resources: make([]ResourceUsage, 0, len(g.resources))}
@@ -89,10 +89,10 @@ func (e *Engine) ClusterQueueUsage(name string) (QueueUsage, bool) {
 // admittedUsage sums the usage of c's admitted workloads whose capacity is
 // not being booked. The queue's usage cannot be split instead: it also
 // holds the quota kept for preemptors, which no workload of c uses.
-func (e *Engine) admittedUsage(c *cqState) map[frKey]int64 {
+func (books *bookings) admittedUsage(c *cqState) map[frKey]int64 {
 	out := map[frKey]int64{}
 	c.admitted.ascend(func(w *wl) bool {
-		if _, booking := e.books.booking[w]; booking {
+		if _, booking := books.booking[w]; booking {
 			return true
 		}
 		for _, u := range w.usage {

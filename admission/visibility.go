@@ -67,7 +67,7 @@ func (e *Engine) Pending(q PendingQuery) (PendingPage, bool) {
 // itself (ExplainPending), a few at a time. Its cost is one walk of the
 // queue.
 func (e *Engine) PendingOrder(q PendingQuery) (PendingPage, bool) {
-	c, ok := e.cqs[q.ClusterQueue]
+	c, ok := e.queues.cqs[q.ClusterQueue]
 	if !ok {
 		return PendingPage{}, false
 	}
@@ -112,7 +112,7 @@ func (e *Engine) ExplainPending(item PendingWorkload, fs FairShare) (PendingWork
 	if !ok || w.phase != phasePending {
 		return item, false
 	}
-	c := e.cqs[w.cqName]
+	c := e.queues.cqs[w.cqName]
 	head, _ := c.pending.min()
 	item.Explanation = e.explainAt(c, w, head, item.PositionInClusterQueue)
 	item.Explanation.FairShare = fs

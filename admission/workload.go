@@ -50,12 +50,12 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		// Stale event from before the admission; the assumed admission stands.
 	case w.Admission == nil && old.phase == phasePending:
 		if !samePending(old, nw) {
-			prev := e.cqs[old.cqName]
+			prev := e.queues.cqs[old.cqName]
 			e.dequeue(old)
 			old.tagged = old.tagged && old.cqName == nw.cqName && old.lq == nw.lq
 			old.takeSpec(nw)
 			e.enqueue(old)
-			e.maybeDropCQ(prev)
+			e.queues.maybeDropCQ(prev)
 		}
 	case w.Admission == nil: // confirmed admission evicted
 		old.preempted = old.evicting && old.deciding != BookingEvict
@@ -74,7 +74,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 func (e *Engine) upsertAdmitted(old, nw *wl) {
 	if old.phase == phasePending {
 		e.dequeue(old)
-		e.releaseGhosts(old)
+		e.pre.releaseGhosts(old)
 	} else {
 		if old.admCQ == nw.admCQ && slices.Equal(old.usage, nw.usage) && old.prio == nw.prio &&
 			sameAssignment(old.adm.Topology, nw.adm.Topology) && samePlan(old.adm.Provisioning, nw.adm.Provisioning) &&
@@ -107,14 +107,14 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	}
 	if w.phase == phasePending {
 		e.dequeue(w)
-		e.releaseGhosts(w)
+		e.pre.releaseGhosts(w)
 	} else {
 		e.release(w)
 	}
 	delete(e.workloads, key)
 	delete(e.books.reports, key)
-	if c, ok := e.cqs[w.cqName]; ok {
-		e.maybeDropCQ(c)
+	if c, ok := e.queues.cqs[w.cqName]; ok {
+		e.queues.maybeDropCQ(c)
 	}
 }
 
@@ -139,12 +139,12 @@ func (e *Engine) Rollback(key WorkloadKey) {
 		e.books.bookingDirty[key] = struct{}{}
 	}
 	if w.evicting {
-		e.clearEviction(w)
+		e.pre.clearEviction(w)
 	}
 	if w.phase != phaseAssumed {
 		return
 	}
-	c := e.cqs[w.admCQ]
+	c := e.queues.cqs[w.admCQ]
 	restore := c.lastAdmit == w.admitSeq
 	e.release(w)
 	if restore {
@@ -159,7 +159,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 func (e *Engine) enqueue(w *wl) {
 	w.phase = phasePending
 	w.adm, w.admCQ, w.usage = nil, "", nil
-	c := e.cqStateFor(w.cqName)
+	c := e.queues.cqStateFor(w.cqName)
 	if !w.tagged {
 		e.fair.tag(c, w)
 	}
@@ -176,20 +176,20 @@ func (e *Engine) enqueue(w *wl) {
 // LocalQueue again.
 func (e *Engine) requeue(w *wl) {
 	if !w.tagged && e.opts.LocalQueueFairSharing {
-		w.vstart, w.tagged = e.cqStateFor(w.cqName).vtime, true
+		w.vstart, w.tagged = e.queues.cqStateFor(w.cqName).vtime, true
 	}
 	e.enqueue(w)
 }
 
 // dequeue removes a pending workload from its queue.
 func (e *Engine) dequeue(w *wl) {
-	c := e.cqs[w.cqName]
+	c := e.queues.cqs[w.cqName]
 	head, _ := c.pending.min()
 	c.pending.remove(w)
 	c.fresh.remove(w)
 	unpark(c, w)
 	if head == w {
-		e.headLeft(c, w)
+		e.order.headLeft(c, w)
 		e.fair.rekey(c)
 	}
 }
@@ -197,18 +197,18 @@ func (e *Engine) dequeue(w *wl) {
 // headLeft keeps the queue's freshness right when its head leaves: under StrictFIFO
 // the new head was never evaluated on its own; under BestEffortFIFO the old head may
 // have held a reservation that blocked others.
-func (e *Engine) headLeft(c *cqState, old *wl) {
+func (order *queueOrder) headLeft(c *cqState, old *wl) {
 	if c.refresh == refreshAll {
 		return
 	}
 	if c.strict() {
 		if h, ok := c.pending.min(); ok {
-			e.makeFresh(c, h)
+			order.makeFresh(c, h)
 		}
 		return
 	}
 	if old.skips > 0 || len(old.victims) > 0 {
-		e.liftReservation(c)
+		order.liftReservation(c)
 	}
 }
 
@@ -217,16 +217,16 @@ func (e *Engine) headLeft(c *cqState, old *wl) {
 // ReservedForHead status until they are next evaluated). Done now between cycles, at
 // the end of the running cycle otherwise (so no workload is evaluated twice in a
 // cycle).
-func (e *Engine) liftReservation(c *cqState) {
-	if e.fair.work != nil {
-		e.deferred = append(e.deferred, c)
+func (order *queueOrder) liftReservation(c *cqState) {
+	if order.fair.work != nil {
+		order.deferred = append(order.deferred, c)
 		return
 	}
 	var ws []*wl
 	c.reserved.ascend(func(w *wl) bool { ws = append(ws, w); return true })
 	for _, w := range ws {
-		if !e.park(c, w) {
-			e.makeFresh(c, w)
+		if !order.park(c, w) {
+			order.makeFresh(c, w)
 		}
 	}
 	c.refresh = max(c.refresh, refreshCapacity)
@@ -239,7 +239,7 @@ func (e *Engine) admitExisting(w *wl) {
 		w.placed = e.topo.planOnNodes(w, e.books.keepsNewNodes(w))
 		e.topo.reserve(w.placed, 1)
 	}
-	c := e.cqStateFor(w.admCQ)
+	c := e.queues.cqStateFor(w.admCQ)
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
 	e.fair.rekey(c)
@@ -259,25 +259,25 @@ func (e *Engine) release(w *wl) {
 	e.topo.reserve(w.placed, -1)
 	w.placed = nil
 	e.capacityChanged()
-	c := e.cqs[w.admCQ]
+	c := e.queues.cqs[w.admCQ]
 	c.admitted.remove(w)
 	if w.evicting {
-		if p := e.waitingPreemptor(w); p != nil {
+		if p := e.pre.waitingPreemptor(w); p != nil {
 			p.ghosts = append(p.ghosts, ghost{cq: c.name, usage: w.usage})
 			w.evicting, w.evictFor = false, WorkloadKey{}
-			e.victimGone(p, w.key)
+			e.pre.victimGone(p, w.key)
 			return
 		}
-		e.clearEviction(w)
+		e.pre.clearEviction(w)
 	}
 	c.charge(w.usage, -1)
 	e.fair.touchQueueAndCohort(c, refreshCapacity)
-	e.maybeDropCQ(c)
+	e.queues.maybeDropCQ(c)
 }
 
 // waitingPreemptor returns the pending preemptor that still waits for victim v.
-func (e *Engine) waitingPreemptor(v *wl) *wl {
-	p, ok := e.workloads[v.evictFor]
+func (pre *preemption) waitingPreemptor(v *wl) *wl {
+	p, ok := pre.workloads[v.evictFor]
 	if !ok || p.phase != phasePending || !slices.Contains(p.victims, v.key) {
 		return nil
 	}
@@ -286,33 +286,33 @@ func (e *Engine) waitingPreemptor(v *wl) *wl {
 
 // clearEviction unmarks a victim (eviction rolled back, or the victim went away)
 // and tells its preemptor.
-func (e *Engine) clearEviction(v *wl) {
-	p := e.waitingPreemptor(v)
+func (pre *preemption) clearEviction(v *wl) {
+	p := pre.waitingPreemptor(v)
 	v.evicting, v.evictFor = false, WorkloadKey{}
 	if p != nil {
-		e.victimGone(p, v.key)
+		pre.victimGone(p, v.key)
 	}
 }
 
 // victimGone removes a victim from its preemptor's list; when it was the last one,
 // the held quota is freed and the preemptor is served first in the next Cycle.
-func (e *Engine) victimGone(p *wl, v WorkloadKey) {
+func (pre *preemption) victimGone(p *wl, v WorkloadKey) {
 	p.victims = slices.DeleteFunc(p.victims, func(k WorkloadKey) bool { return k == v })
 	if len(p.victims) > 0 {
 		return
 	}
-	e.releaseGhosts(p)
-	e.ready = append(e.ready, p.key)
-	e.makeFresh(e.cqs[p.cqName], p)
+	pre.releaseGhosts(p)
+	pre.ready = append(pre.ready, p.key)
+	pre.order.makeFresh(pre.queues.cqs[p.cqName], p)
 }
 
 // releaseGhosts frees the quota held for a preemptor.
-func (e *Engine) releaseGhosts(p *wl) {
+func (pre *preemption) releaseGhosts(p *wl) {
 	for _, g := range p.ghosts {
-		c := e.cqs[g.cq]
+		c := pre.queues.cqs[g.cq]
 		c.charge(g.usage, -1)
-		e.fair.touchQueueAndCohort(c, refreshCapacity)
-		e.maybeDropCQ(c)
+		pre.fair.touchQueueAndCohort(c, refreshCapacity)
+		pre.queues.maybeDropCQ(c)
 	}
 	p.ghosts = nil
 }
