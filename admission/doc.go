@@ -13,6 +13,32 @@
 // restart the engine is rebuilt by upserting every object; workloads that carry an
 // Admission count as usage and are never admitted twice.
 //
+// # Parts
+//
+// The Engine owns the workloads and sequences a cycle; each concern is a part
+// with its own state, holding pointers to the parts it reads:
+//
+//   - names (names.go): interned flavor and resource names; compiling API
+//     values into the interned form; messages.
+//   - clusterQueues (quota.go, clusterqueue.go): ClusterQueues and cohorts, their
+//     compiled quota, usage and queues of workloads.
+//   - queueOrder (parked.go): the order within a queue — which pending workloads a
+//     cycle tries, parking, StrictFIFO's head, BestEffortFIFO's skips and reservations.
+//   - fairSharing (fairshare.go, lqfair.go, index.go): the order between queues and
+//     between LocalQueues.
+//   - topology (topologystate.go, topology.go, placement.go): flavors' levels, nodes
+//     and pools, what admissions reserved, and where a gang fits.
+//   - preemption (preempt.go): victims, the quota held for a preemptor, and readying
+//     it when they are gone.
+//   - bookings (bookingstate.go, booking.go, provision.go): capacity bookings, the
+//     autoscaler's answers and their deadlines.
+//
+// A workload's state (wl) is one record per concern embedded in it (wlQueueing,
+// wlFair, wlTopology, wlBooking, wlPreemption), declared with the part that owns it.
+// TestDecisionsUnchanged replays generated inputs and compares every decision with
+// those recorded in testdata/decisions, so that a change to the structure is shown
+// to decide the same.
+//
 // # Concurrency contract
 //
 // An Engine is not safe for concurrent use: the caller serialises all calls. Results
