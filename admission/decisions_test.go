@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The decisions check replays generated inputs through the fuzz harness and
@@ -24,6 +25,7 @@ var (
 	decisionsN      = flag.Int("decisions.n", 1000, "generated inputs replayed per fuzz target")
 	decisionsDir    = flag.String("decisions.dir", filepath.Join("testdata", "decisions"), "where the recorded digests are")
 	decisionsUpdate = flag.Bool("decisions.update", false, "record the digests instead of comparing them")
+	decisionsFor    = flag.Duration("decisions.for", 0, "with -decisions.update: record as many inputs as this much time allows instead of -decisions.n")
 )
 
 // record adds decisions to the run's digest.
@@ -57,13 +59,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 	}{{"engine", runEngine}, {"convergence", runConvergence}} {
 		t.Run(target.name, func(t *testing.T) {
 			path := filepath.Join(*decisionsDir, target.name+".txt")
-			got := make([]string, *decisionsN)
-			for i := range got {
-				r := fuzzSetup(t, decisionInput(i))
-				r.decisions = fnv.New64a()
-				target.run(r)
-				got[i] = fmt.Sprintf("%d %016x", i, r.decisions.Sum64())
-			}
+			got := replayDecisions(t, target.run)
 			if *decisionsUpdate {
 				writeDecisions(t, path, got)
 				return
@@ -79,6 +75,29 @@ func TestDecisionsUnchanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayDecisions digests the decisions for -decisions.n inputs, or, when
+// recording with -decisions.for, for as many as that time allows: a twin
+// check then replays exactly the inputs the old engine got through.
+func replayDecisions(t *testing.T, run func(*fuzzRun)) []string {
+	var got []string
+	deadline := time.Now().Add(*decisionsFor)
+	for i := 0; ; i++ {
+		if *decisionsUpdate && *decisionsFor > 0 {
+			if time.Now().After(deadline) {
+				break
+			}
+		} else if i >= *decisionsN {
+			break
+		}
+		r := fuzzSetup(t, decisionInput(i))
+		r.decisions = fnv.New64a()
+		run(r)
+		got = append(got, fmt.Sprintf("%d %016x", i, r.decisions.Sum64()))
+	}
+	t.Logf("%d inputs replayed", len(got))
+	return got
 }
 
 func writeDecisions(t *testing.T, path string, lines []string) {
