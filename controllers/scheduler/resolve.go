@@ -113,7 +113,8 @@ func NotAllowedMessage(cq *berthv1.ClusterQueue, namespace string) string {
 }
 
 // NamespaceAllowed reports whether the ClusterQueue's namespaceSelector
-// selects the namespace. An unset selector selects every namespace.
+// selects the namespace. An unset selector selects no namespace; {} selects
+// every one.
 func NamespaceAllowed(ctx context.Context, r client.Reader, cq *berthv1.ClusterQueue, namespace string) (bool, error) {
 	if cq.Spec.NamespaceSelector == nil {
 		// Unset selects no namespace: a ClusterQueue's quota is spent only
