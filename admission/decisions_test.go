@@ -94,6 +94,9 @@ func replayDecisions(t *testing.T, run func(*fuzzRun)) []string {
 		r := fuzzSetup(t, decisionInput(i))
 		r.decisions = fnv.New64a()
 		run(r)
+		if r.stuck {
+			t.Logf("input %d (bytes %x): no fixed point", i, decisionInput(i))
+		}
 		got = append(got, fmt.Sprintf("%d %016x", i, r.decisions.Sum64()))
 	}
 	t.Logf("%d inputs replayed", len(got))

@@ -122,6 +122,9 @@ type fuzzRun struct {
 	// results and explanations), so that two versions of the engine can be
 	// compared on the same inputs (decisions_test.go).
 	decisions hash.Hash64
+	// stuck says a convergence run found no fixed point: recorded as a
+	// decision when decisions are recorded, a failure otherwise.
+	stuck bool
 }
 
 // object is the workload name as the API server holds it.
@@ -410,7 +413,9 @@ func runConvergence(r *fuzzRun) {
 			r.upsert(w)
 			r.m.specs[name], r.m.phase[name] = w, phasePending
 		}
-		r.converge()
+		if r.converge(); r.stuck {
+			return
+		}
 	}
 }
 
@@ -419,6 +424,10 @@ func (r *fuzzRun) converge() int {
 	preemptions := 0
 	for round := 0; ; round++ {
 		if round == 100 {
+			if r.stuck = true; r.decisions != nil {
+				r.record("no fixed point")
+				return preemptions
+			}
 			r.t.Fatalf("no fixed point after %d rounds", round)
 		}
 		r.now = r.now.Add(time.Minute)
@@ -429,7 +438,7 @@ func (r *fuzzRun) converge() int {
 			return preemptions
 		}
 		preemptions += len(res.Preemptions)
-		if round > 95 { // about to fail: show the loop
+		if round > 95 && r.decisions == nil { // about to fail: show the loop
 			r.t.Logf("round %d: %s", round, fmtResult(res))
 		}
 		for _, a := range res.Admitted {
