@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
@@ -46,20 +46,47 @@ const (
 // looked at again: berth does not cache a job's pods.
 const podsPoll = 5 * time.Second
 
+// Store is what the reconciler reads and writes through the cached client:
+// Workloads (and, for the watches, LocalQueues), the Workload's finalizer
+// and status, and the deletion of an orphaned Workload. The manager's
+// client implements it.
+type Store interface {
+	client.Reader
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
+	Status() client.SubResourceWriter
+}
+
+// Engine is the part of the admission engine the reconciler feeds;
+// *scheduler.Scheduler implements it.
+type Engine interface {
+	// SyncWorkload feeds wl to the engine and says why it cannot be
+	// queued, if so.
+	SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*scheduler.Unqueueable, error)
+	// DeleteWorkload forgets a workload, releasing its quota.
+	DeleteWorkload(key admission.WorkloadKey)
+}
+
+// Evictions counts the evictions the reconciler writes; *metrics.Queues
+// implements it.
+type Evictions interface {
+	Evicted(clusterQueue, reason string)
+}
+
 // Reconciler feeds Workloads to the scheduler.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
-	sched    *scheduler.Scheduler
+	sched    Engine
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
-	queues   *metrics.Queues
+	queues   Evictions
 }
 
 // NewReconciler returns a Workload reconciler; reader is an uncached reader.
 // The evictions it writes (of deactivated workloads) are counted in queues,
 // with the scheduler's and the queues' own.
-func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock, queues *metrics.Queues) *Reconciler {
+func NewReconciler(c Store, reader client.Reader, sched Engine, recorder events.EventRecorder, clk clock.PassiveClock, queues Evictions) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
 		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
 }
