@@ -195,8 +195,8 @@ func releaseCases(engineErr error) []reconcileCase {
 			wantSynced: 1, check: removed,
 		},
 		{
-			name: "pods of another workload do not hold this one",
-			objs: []client.Object{workload(deleting, admitted), pod("other-0", "other-uid", corev1.PodRunning)},
+			name:       "pods of another workload do not hold this one",
+			objs:       []client.Object{workload(deleting, admitted), pod("other-0", "other-uid", corev1.PodRunning)},
 			wantSynced: 1, check: removed,
 		},
 		{
