@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -36,15 +37,40 @@ type Reporter interface {
 	ReportBooking(key admission.WorkloadKey, r admission.BookingReport)
 }
 
+// Store is what the Workload reconciler reads and writes through the
+// cached client: Workloads and their status, ResourceFlavors,
+// ProvisioningRequests and their PodTemplates, which it creates owned by
+// the Workload (hence the scheme). The manager's client implements it.
+type Store interface {
+	client.Reader
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
+	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
+	Status() client.SubResourceWriter
+	Scheme() *runtime.Scheme
+}
+
+// Availability says whether the cluster serves the ProvisioningRequest
+// API; apiState implements it.
+type Availability interface {
+	Available() bool
+}
+
 // Reconciler carries out the capacity bookings of Workloads.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
 	clock    clock.PassiveClock
-	state    *apiState
+	state    Availability
 	reporter Reporter
+}
+
+// NewReconciler returns the Workload reconciler; reader is an uncached
+// reader (pods, and Workloads after a write conflict).
+func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, clk clock.PassiveClock, state Availability, reporter Reporter) *Reconciler {
+	return &Reconciler{client: c, reader: reader, recorder: recorder, clock: clk, state: state, reporter: reporter,
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}}
 }
 
 // build registers the reconciler: Workloads that book capacity, and the
@@ -85,8 +111,12 @@ func (r *Reconciler) build(mgr ctrl.Manager, notify chan event.GenericEvent) (co
 // booking needs any more. It decides nothing: the engine does.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	wl := &berthv1.Workload{}
-	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, req.NamespacedName, wl)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", req, err)
 	}
 	p := wl.Status.Provisioning
 	phase := lifecycle.PhaseOf(wl)

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,11 +38,13 @@ import (
 
 // Scheme returns a new scheme with the built-in Kubernetes types, berth's
 // API and the types berth's controllers read or create (JobSet,
-// LeaderWorkerSet, ProvisioningRequest), as the manager's scheme has them.
+// LeaderWorkerSet, ProvisioningRequest, and the CustomResourceDefinitions
+// whose metadata berth watches), as the manager's scheme has them.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for name, add := range map[string]func(*runtime.Scheme) error{
 		"Kubernetes":          clientgoscheme.AddToScheme,
+		"apiextensions":       apiextensionsv1.AddToScheme,
 		"berth":               berthv1.AddToScheme,
 		"JobSet":              jobsetv1.AddToScheme,
 		"LeaderWorkerSet":     lwsv1.AddToScheme,
