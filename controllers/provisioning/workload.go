@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -293,11 +294,18 @@ func (r *Reconciler) create(ctx context.Context, wl *berthv1.Workload, rf *berth
 	// The request has no answer yet: the engine times it from now.
 	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name},
 		admission.BookingReport{Attempt: p.Attempt, Answer: admission.AnswerNone, Since: pr.CreationTimestamp.UnixNano()})
-	if p.Message == APIMissingMessage {
+	if apiMissingNoted(p) {
 		// The API-missing message no longer holds.
 		return r.note(ctx, wl, nil, msg)
 	}
 	return nil
+}
+
+// apiMissingNoted reports whether the booking's message is the one that
+// says the API is not served. It is a prefix: NoteBooking appends a note
+// to the messages of bookings that name no topology domain.
+func apiMissingNoted(p *berthv1.ProvisioningStatus) bool {
+	return strings.HasPrefix(p.Message, APIMissingMessage)
 }
 
 // cleanUp deletes the workload's requests and their PodTemplates, except
