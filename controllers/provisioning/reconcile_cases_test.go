@@ -113,28 +113,28 @@ func createCases() []wlCase {
 			},
 		},
 		{
-			name: "a created request replaces the API-missing message of a pinned booking",
-			objs: []client.Object{booking(rack(), withMessage(APIMissingMessage)), h200()},
+			name:        "a created request replaces the API-missing message of a pinned booking",
+			objs:        []client.Object{booking(rack(), withMessage(APIMissingMessage)), h200()},
 			wantAnswers: []admission.Answer{admission.AnswerNone}, wantEvents: []string{lifecycle.EventRequestCreated},
 			check: messageHas(waiting, APIMissingMessage),
 		},
 		{
 			// NoteBooking appends the unpinned note, so the stored
 			// message is longer than APIMissingMessage.
-			name: "a created request replaces the API-missing message of an unpinned booking",
-			objs: []client.Object{booking(nil, withMessage(APIMissingMessage)), h200()},
+			name:        "a created request replaces the API-missing message of an unpinned booking",
+			objs:        []client.Object{booking(nil, withMessage(APIMissingMessage)), h200()},
 			wantAnswers: []admission.Answer{admission.AnswerNone}, wantEvents: []string{lifecycle.EventRequestCreated},
 			check: messageHas(waiting, APIMissingMessage),
 		},
 		{
-			name: "a created request leaves any other message to the answers",
-			objs: []client.Object{booking(rack(), withMessage("reserved")), h200()},
+			name:        "a created request leaves any other message to the answers",
+			objs:        []client.Object{booking(rack(), withMessage("reserved")), h200()},
 			wantAnswers: []admission.Answer{admission.AnswerNone}, wantEvents: []string{lifecycle.EventRequestCreated},
 			check: messageHas("reserved"),
 		},
 		{
-			name: "a template create that fails is an error and no request is made",
-			objs: []client.Object{booking(rack()), h200()},
+			name:    "a template create that fails is an error and no request is made",
+			objs:    []client.Object{booking(rack()), h200()},
 			fail:    []fakeapi.Failure{{Verb: fakeapi.Create, Kind: "PodTemplate"}},
 			wantErr: "creating PodTemplate team-a/" + TemplateName("job-train-abcde-2", "leader"), check: nothingCreated,
 		},
@@ -150,8 +150,8 @@ func createCases() []wlCase {
 			},
 		},
 		{
-			name: "a template of an earlier reconcile is reused",
-			objs: []client.Object{booking(rack()), h200(), ownedTemplate("leader")},
+			name:        "a template of an earlier reconcile is reused",
+			objs:        []client.Object{booking(rack()), h200(), ownedTemplate("leader")},
 			wantAnswers: []admission.Answer{admission.AnswerNone}, wantEvents: []string{lifecycle.EventRequestCreated},
 			check: func(t *testing.T, c client.Client, _ reports) {
 				if !exists(t, c, &autoscalingv1.ProvisioningRequest{}, "job-train-abcde-2") {
@@ -160,8 +160,8 @@ func createCases() []wlCase {
 			},
 		},
 		{
-			name: "a request create that fails is an error and nothing is reported",
-			objs: []client.Object{booking(rack()), h200()},
+			name:    "a request create that fails is an error and nothing is reported",
+			objs:    []client.Object{booking(rack()), h200()},
 			fail:    []fakeapi.Failure{{Verb: fakeapi.Create, Kind: "ProvisioningRequest"}},
 			wantErr: "creating ProvisioningRequest team-a/job-train-abcde-2",
 		},
@@ -184,13 +184,13 @@ func answerCases() []wlCase {
 			wantAnswers: []admission.Answer{admission.AnswerNone},
 		},
 		{
-			name: "a provisioned request is reported",
-			objs: []client.Object{booking(rack()), h200(), request(name, wl, prCond(autoscalingv1.Provisioned, metav1.ConditionTrue, "Provisioned", "ok"))},
+			name:        "a provisioned request is reported",
+			objs:        []client.Object{booking(rack()), h200(), request(name, wl, prCond(autoscalingv1.Provisioned, metav1.ConditionTrue, "Provisioned", "ok"))},
 			wantAnswers: []admission.Answer{admission.AnswerProvisioned},
 		},
 		{
-			name: "a failed request is reported",
-			objs: []client.Object{booking(rack()), h200(), request(name, wl, prCond(autoscalingv1.Failed, metav1.ConditionTrue, "Failed", "quota"))},
+			name:        "a failed request is reported",
+			objs:        []client.Object{booking(rack()), h200(), request(name, wl, prCond(autoscalingv1.Failed, metav1.ConditionTrue, "Failed", "quota"))},
 			wantAnswers: []admission.Answer{admission.AnswerFailed},
 		},
 		{
@@ -214,13 +214,13 @@ func answerCases() []wlCase {
 			wantErr: "NoteBooking on workload",
 		},
 		{
-			name: "a request berth did not create fails the attempt with a warning",
-			objs: []client.Object{booking(rack()), h200(), request(name, nil)},
+			name:        "a request berth did not create fails the attempt with a warning",
+			objs:        []client.Object{booking(rack()), h200(), request(name, nil)},
 			wantAnswers: []admission.Answer{admission.AnswerFailed}, wantEvents: []string{lifecycle.EventRequestSquatted},
 		},
 		{
-			name: "a request of a deleted namesake waits for the garbage collector",
-			objs: []client.Object{booking(rack()), h200(), request(name, namesake())},
+			name:       "a request of a deleted namesake waits for the garbage collector",
+			objs:       []client.Object{booking(rack()), h200(), request(name, namesake())},
 			wantResult: reconcile.Result{RequeueAfter: flavorRetry},
 		},
 		{
@@ -239,14 +239,14 @@ func answerCases() []wlCase {
 			},
 		},
 		{
-			name: "a request delete that fails is an error that names it",
-			objs: []client.Object{booking(rack()), h200(), request("job-train-abcde-1", wl)},
+			name:    "a request delete that fails is an error that names it",
+			objs:    []client.Object{booking(rack()), h200(), request("job-train-abcde-1", wl)},
 			fail:    []fakeapi.Failure{{Verb: fakeapi.Delete, Kind: "ProvisioningRequest"}},
 			wantErr: "deleting ProvisioningRequest team-a/job-train-abcde-1",
 		},
 		{
-			name: "a template delete that fails is an error that names it",
-			objs: []client.Object{booking(rack()), h200(), request("job-train-abcde-1", wl)},
+			name:    "a template delete that fails is an error that names it",
+			objs:    []client.Object{booking(rack()), h200(), request("job-train-abcde-1", wl)},
 			fail:    []fakeapi.Failure{{Verb: fakeapi.Delete, Kind: "PodTemplate"}},
 			wantErr: "deleting PodTemplate team-a/" + TemplateName("job-train-abcde-1", "leader"),
 		},
@@ -278,8 +278,8 @@ func answerCases() []wlCase {
 			wantErr: "listing the pods of workload job-train-abcde",
 		},
 		{
-			name: "a started gang is looked at again at its pods-ready deadline",
-			objs: []client.Object{booking(rack(), started(admittedAt)), flavor(300)},
+			name:       "a started gang is looked at again at its pods-ready deadline",
+			objs:       []client.Object{booking(rack(), started(admittedAt)), flavor(300)},
 			wantResult: reconcile.Result{RequeueAfter: 4 * time.Minute},
 		},
 		{

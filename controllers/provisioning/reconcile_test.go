@@ -28,7 +28,9 @@ func now() time.Time { return time.Unix(10_000, 0) }
 // reports records what the reconciler told the engine.
 type reports []admission.BookingReport
 
-func (r *reports) ReportBooking(_ admission.WorkloadKey, rep admission.BookingReport) { *r = append(*r, rep) }
+func (r *reports) ReportBooking(_ admission.WorkloadKey, rep admission.BookingReport) {
+	*r = append(*r, rep)
+}
 
 // availability is a fixed answer to whether the API is served.
 type availability bool
