@@ -101,15 +101,17 @@ var ErrInjected = errors.New("injected API failure")
 // Verb names a client call an interceptor can fail.
 type Verb string
 
-// Verbs a Failing client fails; SubResourcePatch is Status().Patch.
+// Verbs a Failing client fails; SubResourcePatch is Status().Patch and
+// SubResourceUpdate Status().Update.
 const (
-	Get              Verb = "get"
-	List             Verb = "list"
-	Create           Verb = "create"
-	Update           Verb = "update"
-	Patch            Verb = "patch"
-	Delete           Verb = "delete"
-	SubResourcePatch Verb = "patch status"
+	Get               Verb = "get"
+	List              Verb = "list"
+	Create            Verb = "create"
+	Update            Verb = "update"
+	Patch             Verb = "patch"
+	Delete            Verb = "delete"
+	SubResourcePatch  Verb = "patch status"
+	SubResourceUpdate Verb = "update status"
 )
 
 // Failure makes calls of one verb on one kind fail. An empty Kind fails
@@ -180,6 +182,12 @@ func Failing(c client.WithWatch, failures ...Failure) client.WithWatch {
 				return err
 			}
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if err := fail(SubResourceUpdate, obj); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
 }
