@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +67,7 @@ func statusObjects() []client.Object {
 		&berthv1.Workload{}, &berthv1.LocalQueue{}, &berthv1.ClusterQueue{}, &berthv1.ResourceFlavor{},
 		&berthv1.CapacityPool{}, &berthv1.NotificationPolicy{}, &berthv1.ClusterNotificationPolicy{},
 		&autoscalingv1.ProvisioningRequest{}, &jobsetv1.JobSet{}, &lwsv1.LeaderWorkerSet{},
-		&corev1.Pod{}, &corev1.Node{},
+		&batchv1.Job{}, &corev1.Pod{}, &corev1.Node{},
 	}
 }
 
