@@ -53,9 +53,21 @@ const flavorRetry = 10 * time.Second
 // status may not change when the last of them goes.
 const podsPoll = 2 * time.Second
 
+// Store is what the job reconciler reads and writes through the cached
+// client: jobs of its kind and of parent kinds, their Workloads (and the
+// Workloads' status), ResourceFlavors, PriorityClasses and DRA claims, and
+// the pods of kinds whose adapter writes pods itself (Writer). It sets
+// owner references, hence the scheme. The manager's client implements it.
+type Store interface {
+	client.Reader
+	client.Writer
+	Status() client.SubResourceWriter
+	Scheme() *runtime.Scheme
+}
+
 // Reconciler keeps the jobs of one Kind and their Workloads in step.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
@@ -65,7 +77,7 @@ type Reconciler struct {
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
 // Workloads after a conflict (an uncached reader).
-func NewReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
+func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -533,7 +545,7 @@ func mustStop(job GenericJob) bool {
 }
 
 // ctrlSetController makes owner the controller of wl.
-func ctrlSetController(owner client.Object, wl *berthv1.Workload, c client.Client) error {
+func ctrlSetController(owner client.Object, wl *berthv1.Workload, c interface{ Scheme() *runtime.Scheme }) error {
 	return controllerutil.SetControllerReference(owner, wl, c.Scheme())
 }
 
