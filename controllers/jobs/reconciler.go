@@ -53,18 +53,6 @@ const flavorRetry = 10 * time.Second
 // status may not change when the last of them goes.
 const podsPoll = 2 * time.Second
 
-// Store is what the job reconciler reads and writes through the cached
-// client: jobs of its kind and of parent kinds, their Workloads (and the
-// Workloads' status), ResourceFlavors, PriorityClasses and DRA claims, and
-// the pods of kinds whose adapter writes pods itself (Writer). It sets
-// owner references, hence the scheme. The manager's client implements it.
-type Store interface {
-	client.Reader
-	client.Writer
-	Status() client.SubResourceWriter
-	Scheme() *runtime.Scheme
-}
-
 // Reconciler keeps the jobs of one Kind and their Workloads in step.
 type Reconciler struct {
 	client   Store

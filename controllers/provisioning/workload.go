@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -36,24 +35,6 @@ const flavorRetry = 10 * time.Second
 // the scheduler implements it and the admission engine decides.
 type Reporter interface {
 	ReportBooking(key admission.WorkloadKey, r admission.BookingReport)
-}
-
-// Store is what the Workload reconciler reads and writes through the
-// cached client: Workloads and their status, ResourceFlavors,
-// ProvisioningRequests and their PodTemplates, which it creates owned by
-// the Workload (hence the scheme). The manager's client implements it.
-type Store interface {
-	client.Reader
-	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
-	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
-	Status() client.SubResourceWriter
-	Scheme() *runtime.Scheme
-}
-
-// Availability says whether the cluster serves the ProvisioningRequest
-// API; apiState implements it.
-type Availability interface {
-	Available() bool
 }
 
 // Reconciler carries out the capacity bookings of Workloads.

@@ -19,20 +19,6 @@ import (
 	"github.com/berth-dev/berth/controllers/workload"
 )
 
-// LocalQueueCounter gives a LocalQueue's counts from the scheduler's own
-// tally; *scheduler.Scheduler implements it.
-type LocalQueueCounter interface {
-	LocalQueueCounts(namespace, name string) scheduler.LocalQueueCounts
-}
-
-// LocalQueueMetrics are the series the LocalQueue reconciler sets;
-// *metrics.Queues implements them.
-type LocalQueueMetrics interface {
-	ReportLocalQueue(namespace, name string, pending, admitted int)
-	ForgetLocalQueue(namespace, name string)
-	Evictions
-}
-
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   Store
