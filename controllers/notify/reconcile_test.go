@@ -102,7 +102,7 @@ func TestReconcileNamespacedPolicy(t *testing.T) {
 			wantResult: notReady, wantSet: []string{"-team-a/chat"}, wantReady: berthv1.ReasonSecretNotReadable,
 			wantEvents: []string{berthv1.ReasonSecretNotReadable}, wantWritten: true},
 		{name: "a Secret without the key says which key", objs: []client.Object{policy("chat", created, berthv1.SinkWebhook),
-			secretWithKey("other")},
+			secretUnderOtherKey()},
 			wantResult: notReady, wantSet: []string{"-team-a/chat"}, wantReady: berthv1.ReasonSecretNotReadable,
 			wantEvents: []string{berthv1.ReasonSecretNotReadable}, wantWritten: true},
 		{name: "a webhook sink without a Secret reference is not used", objs: []client.Object{noRef},
@@ -128,10 +128,11 @@ func TestReconcileNamespacedPolicy(t *testing.T) {
 	}
 }
 
-// secretWithKey is team-a's Secret "hook" with a URL under key only.
-func secretWithKey(key string) client.Object {
+// secretUnderOtherKey is team-a's Secret "hook" with the URL under a key
+// the policy does not name.
+func secretUnderOtherKey() client.Object {
 	sec := urlSecret("team-a", "")
-	sec.Data = map[string][]byte{key: []byte("https://collector.example.com/x")}
+	sec.Data = map[string][]byte{"other": []byte("https://collector.example.com/x")}
 	return sec
 }
 

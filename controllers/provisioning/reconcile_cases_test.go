@@ -340,7 +340,3 @@ func namesake() *berthv1.Workload {
 	wl.UID = "earlier-uid"
 	return wl
 }
-
-func alreadyExists() error {
-	return apierrorsAlreadyExists("provisioningrequests", "job-train-abcde-2")
-}

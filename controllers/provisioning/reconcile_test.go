@@ -135,10 +135,6 @@ func gangPod(name, request, node string, ready bool) *corev1.Pod {
 	return p
 }
 
-func notFoundErr(resource string) error {
-	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, "x")
-}
-
 // wlCase is one call of the Workload reconciler.
 type wlCase struct {
 	name        string
@@ -252,6 +248,9 @@ func nothingCreated(t *testing.T, c client.Client, _ reports) {
 	}
 }
 
-func apierrorsAlreadyExists(resource, name string) error {
-	return apierrors.NewAlreadyExists(schema.GroupResource{Group: autoscalingv1.SchemeGroupVersion.Group, Resource: resource}, name)
+// alreadyExists is the API server's answer to creating attempt 2's
+// request again.
+func alreadyExists() error {
+	return apierrors.NewAlreadyExists(schema.GroupResource{Group: autoscalingv1.SchemeGroupVersion.Group, Resource: "provisioningrequests"},
+		"job-train-abcde-2")
 }

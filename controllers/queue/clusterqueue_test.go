@@ -88,10 +88,10 @@ func TestClusterQueueReconcile(t *testing.T) {
 					t.Errorf("counts = %d pending, %d admitted; want 2, 1", cq.Status.PendingWorkloads, cq.Status.AdmittedWorkloads)
 				}
 			}},
-		{name: "counts that changed within the interval wait for it", objs: with(activeCQ(0)), wroteBefore: true,
+		{name: "counts that changed within the interval wait for it", objs: with(activeCQ()), wroteBefore: true,
 			eng: engine{status: busy, known: true}, wantMissing: []string{}, wantResult: reconcile.Result{RequeueAfter: interval},
 			wantStatus: metav1.ConditionTrue, wantReason: berthv1.ReasonReady, wantReported: metrics.QueueStatusActive},
-		{name: "a status that did not change is not written", objs: with(activeCQ(0)), wantMissing: []string{},
+		{name: "a status that did not change is not written", objs: with(activeCQ()), wantMissing: []string{},
 			wantStatus: metav1.ConditionTrue, wantReason: berthv1.ReasonReady, wantReported: metrics.QueueStatusActive},
 		{name: "a status write that fails names the queue", objs: with(clusterQueue()), wantMissing: []string{},
 			fail: []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "ClusterQueue"}}, wantErr: "writing status of ClusterQueue cq",
@@ -142,11 +142,10 @@ func TestClusterQueueReconcile(t *testing.T) {
 	}
 }
 
-// activeCQ is a ClusterQueue whose status already says it is active and
-// holds pending workloads.
-func activeCQ(pending int32) *berthv1.ClusterQueue {
+// activeCQ is an empty ClusterQueue whose status already says it is
+// active.
+func activeCQ() *berthv1.ClusterQueue {
 	cq := clusterQueue()
-	cq.Status.PendingWorkloads = pending
 	cq.Status.Conditions = []metav1.Condition{{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady,
 		Message: "the ClusterQueue can admit workloads", ObservedGeneration: 3, LastTransitionTime: metav1.Unix(1, 0)}}
 	return cq

@@ -13,7 +13,6 @@ package fakeapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -95,10 +94,6 @@ func New(t interface {
 	return b.Build()
 }
 
-// ErrInjected is the cause of every error a Failing client returns, so
-// tests can tell it from errors the fake client returns by itself.
-var ErrInjected = errors.New("injected API failure")
-
 // Verb names a client call an interceptor can fail.
 type Verb string
 
@@ -116,8 +111,9 @@ const (
 )
 
 // Failure makes calls of one verb on one kind fail. An empty Kind fails
-// the verb on every kind; Err, when set, is returned instead of a server
-// error wrapping ErrInjected (for example a NotFound or a Conflict).
+// the verb on every kind; Err, when set, is returned instead of an
+// internal server error that says it was injected (for example a
+// NotFound or a Conflict).
 type Failure struct {
 	Verb Verb
 	Kind string
@@ -137,7 +133,7 @@ func Failing(c client.WithWatch, failures ...Failure) client.WithWatch {
 			if f.Err != nil {
 				return f.Err
 			}
-			return apierrors.NewInternalError(fmt.Errorf("%s %s: %w", v, kind, ErrInjected))
+			return apierrors.NewInternalError(fmt.Errorf("%s %s: injected API failure", v, kind))
 		}
 		return nil
 	}

@@ -77,9 +77,10 @@ func cpuFlavor() *berthv1.ResourceFlavor {
 	return &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "cpu"}}}
 }
 
-func jobPod(phase corev1.PodPhase, wlUID string) *corev1.Pod {
+// runningPod is a running pod of the Workload with UID wlUID.
+func runningPod(wlUID string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-0", Labels: map[string]string{berthv1.WorkloadLabel: wlUID}},
-		Status: corev1.PodStatus{Phase: phase}}
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
 // jobCase is one Reconcile of Job team-a/train. With queued, a first
@@ -161,7 +162,7 @@ func prepare(t *testing.T, c client.WithWatch, opts jobs.Options, req reconcile.
 	wl := storedWL(t, c)
 	change(t, c, wl, tc.wl)
 	if tc.podRunning {
-		if err := c.Create(t.Context(), jobPod(corev1.PodRunning, string(wl.UID))); err != nil {
+		if err := c.Create(t.Context(), runningPod(string(wl.UID))); err != nil {
 			t.Fatal(err)
 		}
 	}
