@@ -47,12 +47,24 @@ type Sink interface {
 	DeletePool(name string)
 }
 
+// Store is what the capacity reconcilers read and write through the
+// manager's cache: Nodes, ResourceFlavors, CapacityPools and the pools'
+// status. The manager's client implements it.
+type Store interface {
+	client.Reader
+	Status() client.SubResourceWriter
+}
+
 // Reconciler feeds Sink from Nodes, bound Pods and ResourceFlavors.
 type Reconciler struct {
-	client  client.Client
-	pods    cache.Cache
-	sink    Sink
-	devices *devices
+	client Store
+	// pods reads bound pods by nodeNameIndex; podCache is the cache behind
+	// it, watched and waited for (nil in unit tests, which read pods from
+	// a fake client).
+	pods     client.Reader
+	podCache cache.Cache
+	sink     Sink
+	devices  *devices
 }
 
 // New creates the bound-pod cache and adds it to the manager. DRA devices
@@ -81,7 +93,7 @@ func New(ctx context.Context, mgr ctrl.Manager, sink Sink, deviceClasses jobs.De
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{client: mgr.GetClient(), pods: pods, sink: sink, devices: devices}, nil
+	return &Reconciler{client: mgr.GetClient(), pods: pods, podCache: pods, sink: sink, devices: devices}, nil
 }
 
 // stripPod keeps only what the capacity count reads: a cluster's pods are
@@ -121,7 +133,7 @@ func (r *Reconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	nodes := ctrl.NewControllerManagedBy(mgr).
 		Named("capacity-node").
 		For(&corev1.Node{}).
-		WatchesRawSource(source.Kind(r.pods, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
+		WatchesRawSource(source.Kind(r.podCache, &corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, p *corev1.Pod) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p.Spec.NodeName}}}
 			}))).
@@ -381,7 +393,7 @@ func Matches(rf *berthv1.ResourceFlavor, node *corev1.Node) bool {
 // Load gives the sink every flavor and node at once; the scheduler calls it
 // before its first cycle.
 func (r *Reconciler) Load(ctx context.Context) error {
-	if !r.pods.WaitForCacheSync(ctx) || !r.devices.synced(ctx) {
+	if !r.podCache.WaitForCacheSync(ctx) || !r.devices.synced(ctx) {
 		return errors.New("the bound-pod or ResourceClaim cache did not sync")
 	}
 	flavors := &berthv1.ResourceFlavorList{}

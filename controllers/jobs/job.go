@@ -168,7 +168,7 @@ type Gang interface {
 // SetScheduling.
 type Writer interface {
 	// Write persists the in-memory changes. It must be idempotent.
-	Write(ctx context.Context, c client.Client) error
+	Write(ctx context.Context, c client.Writer) error
 }
 
 // ChildVerifier is implemented by a parent Kind whose controller makes

@@ -55,7 +55,7 @@ const podsPoll = 2 * time.Second
 
 // Reconciler keeps the jobs of one Kind and their Workloads in step.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
@@ -65,7 +65,7 @@ type Reconciler struct {
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
 // Workloads after a conflict (an uncached reader).
-func NewReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
+func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -533,7 +533,7 @@ func mustStop(job GenericJob) bool {
 }
 
 // ctrlSetController makes owner the controller of wl.
-func ctrlSetController(owner client.Object, wl *berthv1.Workload, c client.Client) error {
+func ctrlSetController(owner client.Object, wl *berthv1.Workload, c interface{ Scheme() *runtime.Scheme }) error {
 	return controllerutil.SetControllerReference(owner, wl, c.Scheme())
 }
 

@@ -23,11 +23,16 @@ import (
 // refused. A transition that changes nothing writes nothing.
 type Writer struct {
 	// Client writes status.
-	Client client.Client
+	Client StatusClient
 	// Reader re-reads a workload after a conflict.
 	Reader client.Reader
 	// Clock stamps the conditions' transition times.
 	Clock clock.PassiveClock
+}
+
+// StatusClient writes the status subresource; a client.Client is one.
+type StatusClient interface {
+	Status() client.SubResourceWriter
 }
 
 // Write applies t to wl and writes the status if it changed. It returns

@@ -64,19 +64,47 @@ type PolicyOptions struct {
 // the sink can be used and, if not, what to do (Ready), and how its last
 // report's delivery ended (Delivered).
 type PolicyReconciler struct {
-	client client.Client
+	client PolicyStore
 	// secrets reads Secrets straight from the API server: berth may get
 	// only the Secrets it was granted, so it cannot list or watch them.
 	secrets  client.Reader
-	notifier *Notifier
+	policies Policies
+	// outcomes tells the controllers which policies' deliveries ended
+	// differently; nil in unit tests, which call the reconcile functions.
+	outcomes *outcomes
 	recorder events.EventRecorder
 	opts     PolicyOptions
 }
 
+// PolicyStore is what the policy reconciler reads and writes through the
+// cached client: the policies of both kinds and their status. The
+// manager's client implements it.
+type PolicyStore interface {
+	client.Reader
+	Status() client.SubResourceWriter
+}
+
+// Policies is the part of the Notifier the reconciler keeps in step;
+// *Notifier implements it.
+type Policies interface {
+	// SetPolicy uses p with sink, or stops using it when sink is nil.
+	SetPolicy(p Policy, sink Sink)
+	// Outcome is how the last delivery of a policy's report ended.
+	Outcome(policy string) (DeliveryOutcome, bool)
+}
+
 // NewPolicyReconciler returns the reconciler. A nil Egress means the
 // default rules; a nil HTTPClient, a client that keeps them.
-func NewPolicyReconciler(c client.Client, secrets client.Reader, n *Notifier, recorder events.EventRecorder,
+func NewPolicyReconciler(c PolicyStore, secrets client.Reader, n *Notifier, recorder events.EventRecorder,
 	o PolicyOptions) *PolicyReconciler {
+	r := newPolicyReconciler(c, secrets, n, recorder, o)
+	r.outcomes = n.outcomes
+	return r
+}
+
+// newPolicyReconciler is NewPolicyReconciler over any Policies, without
+// the outcome channels Register watches.
+func newPolicyReconciler(c PolicyStore, secrets client.Reader, p Policies, recorder events.EventRecorder, o PolicyOptions) *PolicyReconciler {
 	if o.Egress == nil {
 		o.Egress = NewEgress(EgressOptions{})
 	}
@@ -84,7 +112,7 @@ func NewPolicyReconciler(c client.Client, secrets client.Reader, n *Notifier, re
 		o.HTTPClient = o.Egress.Client(10 * time.Second)
 	}
 	o.PerNamespace = cmp.Or(o.PerNamespace, DefaultPoliciesPerNamespace)
-	return &PolicyReconciler{client: c, secrets: secrets, notifier: n, recorder: recorder, opts: o}
+	return &PolicyReconciler{client: c, secrets: secrets, policies: p, recorder: recorder, opts: o}
 }
 
 // Name implements setup.Reconciler.
@@ -94,12 +122,12 @@ func (*PolicyReconciler) Name() string { return "notificationpolicy" }
 // the outcome of its policies' deliveries changes, to write Delivered.
 func (r *PolicyReconciler) Register(_ context.Context, mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("notificationpolicy").For(&berthv1.NotificationPolicy{}).
-		WatchesRawSource(source.Channel(r.notifier.outcomes.namespaced, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.outcomes.namespaced, &handler.EnqueueRequestForObject{})).
 		Complete(reconcile.Func(r.reconcileNamespaced)); err != nil {
 		return fmt.Errorf("registering the NotificationPolicy controller: %w", err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("clusternotificationpolicy").For(&berthv1.ClusterNotificationPolicy{}).
-		WatchesRawSource(source.Channel(r.notifier.outcomes.cluster, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.outcomes.cluster, &handler.EnqueueRequestForObject{})).
 		Complete(reconcile.Func(r.reconcileCluster)); err != nil {
 		return fmt.Errorf("registering the ClusterNotificationPolicy controller: %w", err)
 	}
@@ -110,8 +138,11 @@ func (r *PolicyReconciler) reconcileNamespaced(ctx context.Context, req reconcil
 	key := req.Namespace + "/" + req.Name
 	np := &berthv1.NotificationPolicy{}
 	if err := r.client.Get(ctx, req.NamespacedName, np); err != nil {
-		r.notifier.SetPolicy(Policy{Key: key}, nil)
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		r.policies.SetPolicy(Policy{Key: key}, nil)
+		if client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("reading NotificationPolicy %s: %w", key, err)
+		}
+		return reconcile.Result{}, nil
 	}
 	list := &berthv1.NotificationPolicyList{}
 	if err := r.client.List(ctx, list, client.InNamespace(np.Namespace)); err != nil {
@@ -122,7 +153,7 @@ func (r *PolicyReconciler) reconcileNamespaced(ctx context.Context, req reconcil
 		// A policy created in the same second as the last one used may
 		// sort before it and push it out: it stops now, and says so when
 		// it is reconciled.
-		r.notifier.SetPolicy(Policy{Key: np.Namespace + "/" + name}, nil)
+		r.policies.SetPolicy(Policy{Key: np.Namespace + "/" + name}, nil)
 	}
 	p := Policy{Key: key, Namespace: np.Namespace, Settings: np.Spec.NotificationSettings, LocalQueues: np.Spec.LocalQueues}
 	if slices.Contains(beyond, np.Name) {
@@ -156,8 +187,11 @@ func PoliciesBeyondCap(items []berthv1.NotificationPolicy, limit int) []string {
 func (r *PolicyReconciler) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cnp := &berthv1.ClusterNotificationPolicy{}
 	if err := r.client.Get(ctx, req.NamespacedName, cnp); err != nil {
-		r.notifier.SetPolicy(Policy{Key: req.Name}, nil)
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		r.policies.SetPolicy(Policy{Key: req.Name}, nil)
+		if client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("reading ClusterNotificationPolicy %s: %w", req.Name, err)
+		}
+		return reconcile.Result{}, nil
 	}
 	p := Policy{Key: req.Name, Settings: cnp.Spec.NotificationSettings, ClusterQueues: cnp.Spec.ClusterQueues}
 	if s := cnp.Spec.NamespaceSelector; s != nil {
@@ -185,7 +219,7 @@ type warning struct{ reason, msg string }
 // that turned bad.
 func (r *PolicyReconciler) write(ctx context.Context, obj client.Object, st *berthv1.NotificationPolicyStatus, p Policy,
 	sink Sink, reason, msg string) (reconcile.Result, error) {
-	r.notifier.SetPolicy(p, sink)
+	r.policies.SetPolicy(p, sink)
 	gen := obj.GetGeneration()
 	ready := metav1.Condition{Type: berthv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: gen}
 	after := reread
@@ -200,7 +234,7 @@ func (r *PolicyReconciler) write(ctx context.Context, obj client.Object, st *ber
 	if sink == nil {
 		// Nothing is delivered for a policy that is not used.
 		changed = meta.RemoveStatusCondition(&st.Conditions, berthv1.ConditionDelivered) || changed
-	} else if oc, ok := r.notifier.Outcome(p.Key); ok {
+	} else if oc, ok := r.policies.Outcome(p.Key); ok {
 		cond := metav1.Condition{Type: berthv1.ConditionDelivered, Status: metav1.ConditionTrue, Reason: oc.Reason,
 			Message: oc.Message, ObservedGeneration: gen}
 		if !oc.Delivered() {

@@ -11,14 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/internal/fakeapi"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -27,22 +26,16 @@ var created = metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 // policyEnv is a PolicyReconciler over a fake client holding objs.
 type policyEnv struct {
 	r        *PolicyReconciler
+	n        *Notifier
 	c        client.Client
 	recorder *events.FakeRecorder
 }
 
 func newPolicyEnv(t *testing.T, o PolicyOptions, objs ...client.Object) *policyEnv {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, berthv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&berthv1.NotificationPolicy{}, &berthv1.ClusterNotificationPolicy{}).Build()
+	c := fakeapi.New(t, objs...)
 	n := NewNotifier(c, c, nil, metrics.New(), logr.Discard(), NotifierOptions{Dispatch: fastOptions()})
 	rec := events.NewFakeRecorder(20)
-	return &policyEnv{r: NewPolicyReconciler(c, c, n, rec, o), c: c, recorder: rec}
+	return &policyEnv{r: NewPolicyReconciler(c, c, n, rec, o), n: n, c: c, recorder: rec}
 }
 
 func urlSecret(ns, url string) *corev1.Secret {
@@ -112,7 +105,7 @@ func TestPolicySinkURL(t *testing.T) {
 			if strings.Contains(c.Message, "SECRET") || strings.Contains(c.Message, "collector") {
 				t.Errorf("message %q quotes the URL", c.Message)
 			}
-			_, used := e.r.notifier.policies["team-a/chat"]
+			_, used := e.n.policies["team-a/chat"]
 			if used != (tc.wantReason == berthv1.ReasonSinkReady) {
 				t.Errorf("the notifier uses the policy: %v", used)
 			}
@@ -143,7 +136,7 @@ func TestPolicyCap(t *testing.T) {
 			t.Errorf("%s: message %q does not say what to do", tc.name, c.Message)
 		}
 	}
-	if _, used := e.r.notifier.policies["team-a/c"]; used {
+	if _, used := e.n.policies["team-a/c"]; used {
 		t.Error("the notifier uses the policy beyond the cap")
 	}
 	// The oldest goes: the one beyond the cap is used once reconciled.
@@ -190,7 +183,7 @@ func TestPolicyDelivered(t *testing.T) {
 		{nil, metav1.ConditionTrue, berthv1.ReasonDelivered, "accepted"},
 	}
 	for _, tc := range cases {
-		e.r.notifier.outcomes.record("team-a/chat", tc.err)
+		e.n.outcomes.record("team-a/chat", tc.err)
 		c := e.reconcile(t, "chat", berthv1.ConditionDelivered)
 		if c == nil || c.Status != tc.wantStatus || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantMsg) {
 			t.Errorf("after %v: Delivered = %+v, want %s %s %q", tc.err, c, tc.wantStatus, tc.wantReason, tc.wantMsg)
@@ -202,7 +195,7 @@ func TestPolicyDelivered(t *testing.T) {
 		}
 	}
 	// The change is handed to the controller.
-	if n := len(e.r.notifier.outcomes.namespaced); n != len(cases) {
+	if n := len(e.n.outcomes.namespaced); n != len(cases) {
 		t.Errorf("%d policies handed to the controller, want one per change (%d)", n, len(cases))
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
-	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,9 +69,15 @@ func (s *apiState) set(available bool) (bool, error) {
 	return changed, nil
 }
 
+// Discovery is the discovery call the API watch makes; a
+// discovery.DiscoveryInterface implements it.
+type Discovery interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
 // served asks discovery whether autoscaling.x-k8s.io/v1 serves
 // provisioningrequests.
-func served(d discovery.DiscoveryInterface) (bool, error) {
+func served(d Discovery) (bool, error) {
 	list, err := d.ServerResourcesForGroupVersion(autoscalingv1.SchemeGroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -91,8 +96,8 @@ func served(d discovery.DiscoveryInterface) (bool, error) {
 // apiReconciler follows the ProvisioningRequest CRD: on every change of it
 // discovery says whether the API is served.
 type apiReconciler struct {
-	client    client.Client
-	discovery discovery.DiscoveryInterface
+	client    client.Reader
+	discovery Discovery
 	state     *apiState
 	all       func(ctx context.Context) []client.Object
 }
@@ -153,11 +158,18 @@ func (r *apiReconciler) notify(ctx context.Context) {
 	}
 }
 
+// flavorStore is what the flavor reconciler reads and writes: a
+// ResourceFlavor and its status.
+type flavorStore interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	Status() client.SubResourceWriter
+}
+
 // flavorReconciler reports the API's availability on every ResourceFlavor
 // with a provisioning policy.
 type flavorReconciler struct {
-	client client.Client
-	state  *apiState
+	client flavorStore
+	state  Availability
 	events chan event.GenericEvent
 }
 
@@ -181,8 +193,12 @@ func (r *flavorReconciler) register(mgr ctrl.Manager) error {
 // Reconcile sets or removes one flavor's ProvisioningAvailable condition.
 func (r *flavorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, req.NamespacedName, rf); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, req.NamespacedName, rf)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
 	}
 	base := rf.DeepCopy()
 	var changed bool

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,13 +39,20 @@ type Reporter interface {
 
 // Reconciler carries out the capacity bookings of Workloads.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
 	clock    clock.PassiveClock
-	state    *apiState
+	state    Availability
 	reporter Reporter
+}
+
+// NewReconciler returns the Workload reconciler; reader is an uncached
+// reader (pods, and Workloads after a write conflict).
+func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, clk clock.PassiveClock, state Availability, reporter Reporter) *Reconciler {
+	return &Reconciler{client: c, reader: reader, recorder: recorder, clock: clk, state: state, reporter: reporter,
+		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}}
 }
 
 // build registers the reconciler: Workloads that book capacity, and the
@@ -85,8 +93,12 @@ func (r *Reconciler) build(mgr ctrl.Manager, notify chan event.GenericEvent) (co
 // booking needs any more. It decides nothing: the engine does.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	wl := &berthv1.Workload{}
-	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, req.NamespacedName, wl)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", req, err)
 	}
 	p := wl.Status.Provisioning
 	phase := lifecycle.PhaseOf(wl)
@@ -263,11 +275,18 @@ func (r *Reconciler) create(ctx context.Context, wl *berthv1.Workload, rf *berth
 	// The request has no answer yet: the engine times it from now.
 	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name},
 		admission.BookingReport{Attempt: p.Attempt, Answer: admission.AnswerNone, Since: pr.CreationTimestamp.UnixNano()})
-	if p.Message == APIMissingMessage {
+	if apiMissingNoted(p) {
 		// The API-missing message no longer holds.
 		return r.note(ctx, wl, nil, msg)
 	}
 	return nil
+}
+
+// apiMissingNoted reports whether the booking's message is the one that
+// says the API is not served. It is a prefix: NoteBooking appends a note
+// to the messages of bookings that name no topology domain.
+func apiMissingNoted(p *berthv1.ProvisioningStatus) bool {
+	return strings.HasPrefix(p.Message, APIMissingMessage)
 }
 
 // cleanUp deletes the workload's requests and their PodTemplates, except

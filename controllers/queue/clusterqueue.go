@@ -25,26 +25,24 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/metrics"
-	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
 
 // ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
 // their status.
 type ClusterQueueReconciler struct {
-	client   client.Client
+	client   Store
 	writer   lifecycle.Writer
-	sched    *scheduler.Scheduler
+	sched    ClusterQueueEngine
 	throttle *throttle
-	queues   *metrics.Queues
+	queues   ClusterQueueMetrics
 }
 
 // NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
 // queue's counts within limits (conditions at once), drains a queue's workloads
 // through writer, and sets the queue's series in queues on every look at
 // it (no writes: the series cost nothing of the API server's).
-func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits, queues *metrics.Queues) *ClusterQueueReconciler {
+func NewClusterQueueReconciler(c Store, writer lifecycle.Writer, sched ClusterQueueEngine, limits StatusLimits, queues ClusterQueueMetrics) *ClusterQueueReconciler {
 	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues}
 }
 
@@ -148,7 +146,7 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 
 // evictAdmitted evicts those of wls that hold quota, for reason, and
 // counts each eviction written against its ClusterQueue.
-func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues *metrics.Queues, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
+func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues Evictions, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
 	for i := range wls {
 		wl := &wls[i]
 		if wl.Status.Admission == nil {

@@ -15,18 +15,17 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
 
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
-	client   client.Client
+	client   Store
 	writer   lifecycle.Writer
-	sched    *scheduler.Scheduler
+	sched    LocalQueueCounter
 	throttle *throttle
-	queues   *metrics.Queues
+	queues   LocalQueueMetrics
 	series   bool
 }
 
@@ -34,8 +33,8 @@ type LocalQueueReconciler struct {
 // queue's counts within limits (conditions at once), drains a queue stopped with
 // HoldAndDrain through writer (counting the evictions in queues) and, with
 // series, sets the queue's own series in queues.
-func NewLocalQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits,
-	queues *metrics.Queues, series bool) *LocalQueueReconciler {
+func NewLocalQueueReconciler(c Store, writer lifecycle.Writer, sched LocalQueueCounter, limits StatusLimits,
+	queues LocalQueueMetrics, series bool) *LocalQueueReconciler {
 	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
 }
 

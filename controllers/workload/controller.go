@@ -27,7 +27,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
@@ -48,18 +47,18 @@ const podsPoll = 5 * time.Second
 
 // Reconciler feeds Workloads to the scheduler.
 type Reconciler struct {
-	client   client.Client
+	client   Store
 	reader   client.Reader
-	sched    *scheduler.Scheduler
+	sched    Engine
 	recorder events.EventRecorder
 	writer   lifecycle.Writer
-	queues   *metrics.Queues
+	queues   Evictions
 }
 
 // NewReconciler returns a Workload reconciler; reader is an uncached reader.
 // The evictions it writes (of deactivated workloads) are counted in queues,
 // with the scheduler's and the queues' own.
-func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock, queues *metrics.Queues) *Reconciler {
+func NewReconciler(c Store, reader client.Reader, sched Engine, recorder events.EventRecorder, clk clock.PassiveClock, queues Evictions) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
 		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
 }

@@ -103,7 +103,7 @@ const writeParallelism = 8
 // Write releases or deletes pods as Resume or Suspend asked, several at
 // once. Every pod is tried; the errors of all that failed are returned.
 // It releases at most the admitted count of each pod set (see releasable).
-func (g *Gang) Write(ctx context.Context, c client.Client) error {
+func (g *Gang) Write(ctx context.Context, c client.Writer) error {
 	var eg errgroup.Group
 	eg.SetLimit(writeParallelism)
 	errs := make([]error, len(g.Pods))
@@ -196,7 +196,7 @@ func (g *Gang) Held() []jobs.ExcludedPod {
 // an update would fail on the conflict and release the gang only after a
 // retry. The strategic merge patch deletes berth's gate by name and adds
 // only what berth adds.
-func (g *Gang) release(ctx context.Context, c client.Client, p *corev1.Pod) error {
+func (g *Gang) release(ctx context.Context, c client.Writer, p *corev1.Pod) error {
 	orig := p.DeepCopy()
 	s := g.scheduling[g.PodSetOf(p)]
 	for k, v := range s.NodeSelector {

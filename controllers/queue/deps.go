@@ -1,0 +1,54 @@
+package queue
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/controllers/scheduler"
+)
+
+// Store is what the queue reconcilers read and write through the cached
+// client: queues, flavors, namespaces and workloads (by the workload
+// package's indexes), and queue status. The manager's client implements
+// it.
+type Store interface {
+	client.Reader
+	Status() client.SubResourceWriter
+}
+
+// ClusterQueueEngine is the part of the admission engine the ClusterQueue
+// reconciler feeds and reads; *scheduler.Scheduler implements it.
+type ClusterQueueEngine interface {
+	UpsertClusterQueue(cq *berthv1.ClusterQueue, missingFlavors []string, hold bool) error
+	DeleteClusterQueue(name string)
+	ClusterQueueStatus(name string) (scheduler.QueueStatus, bool)
+}
+
+// ClusterQueueMetrics are the series the ClusterQueue reconciler sets;
+// *metrics.Queues implements them.
+type ClusterQueueMetrics interface {
+	ReportClusterQueue(r metrics.ClusterQueueReport)
+	ForgetClusterQueue(name string)
+	Evictions
+}
+
+// Evictions counts the evictions a drain writes; *metrics.Queues
+// implements it.
+type Evictions interface {
+	Evicted(clusterQueue, reason string)
+}
+
+// LocalQueueCounter gives a LocalQueue's counts from the scheduler's own
+// tally; *scheduler.Scheduler implements it.
+type LocalQueueCounter interface {
+	LocalQueueCounts(namespace, name string) scheduler.LocalQueueCounts
+}
+
+// LocalQueueMetrics are the series the LocalQueue reconciler sets;
+// *metrics.Queues implements them.
+type LocalQueueMetrics interface {
+	ReportLocalQueue(namespace, name string, pending, admitted int)
+	ForgetLocalQueue(namespace, name string)
+	Evictions
+}
