@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -29,6 +30,12 @@ var (
 	// LWSOperator is the LeaderWorkerSet controller (sigs.k8s.io/lws).
 	LWSOperator = Operator{Name: "lws", ConfigAPIVersion: "config.lws.x-k8s.io/v1alpha1", CRD: "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
 )
+
+// OperatorPlaneTimeout bounds the start of a plane that runs operators. It
+// covers building them when the tool cache is empty (OperatorCRD waits for
+// build.sh), which on a busy 2-core machine alone has taken more than 10
+// minutes; the package's go test -timeout stays the outer bound.
+const OperatorPlaneTimeout = 25 * time.Minute
 
 // OperatorCRD is the path of the operator's CRD, to pass to StartWith. The
 // operator is built first if it is not yet (controlplane.Ensure).

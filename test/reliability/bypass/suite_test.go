@@ -88,7 +88,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "edit"}, edit)).To(Succeed())
 		g.Expect(edit.Rules).To(ContainElement(And(HaveField("Resources", ContainElement("workloads")), HaveField("Verbs", ContainElement("patch")))))
 	}, timeout, interval).Should(Succeed(), "kube-controller-manager aggregates the tenant roles into edit")
-}, NodeTimeout(10*time.Minute))
+}, NodeTimeout(framework.OperatorPlaneTimeout))
 
 var _ = AfterSuite(func() {
 	slack.Close()

@@ -67,7 +67,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
 	})
 	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(10*time.Minute))
+}, NodeTimeout(framework.OperatorPlaneTimeout))
 
 var _ = AfterSuite(func() {
 	if env != nil {
