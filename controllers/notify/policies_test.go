@@ -38,8 +38,9 @@ func newPolicyEnv(t *testing.T, o PolicyOptions, objs ...client.Object) *policyE
 	return &policyEnv{r: NewPolicyReconciler(c, c, n, rec, o), n: n, c: c, recorder: rec}
 }
 
-func urlSecret(ns, url string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"}, Data: map[string][]byte{"url": []byte(url)}}
+// urlSecret is team-a's Secret "hook" holding a webhook URL.
+func urlSecret(url string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hook"}, Data: map[string][]byte{"url": []byte(url)}}
 }
 
 func policy(name string, at metav1.Time, sink berthv1.NotificationSinkType) *berthv1.NotificationPolicy {
@@ -92,7 +93,7 @@ func TestPolicySinkURL(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newPolicyEnv(t, tc.opts, policy("chat", created, tc.sink), urlSecret("team-a", tc.url))
+			e := newPolicyEnv(t, tc.opts, policy("chat", created, tc.sink), urlSecret(tc.url))
 			c := e.reconcile(t, "chat", berthv1.ConditionReady)
 			if c == nil || c.Reason != tc.wantReason || (c.Status == metav1.ConditionTrue) != (tc.wantReason == berthv1.ReasonSinkReady) {
 				t.Fatalf("Ready = %+v, want reason %s", c, tc.wantReason)
@@ -122,7 +123,7 @@ func TestPolicySinkURL(t *testing.T) {
 // then name, are not used and say why.
 func TestPolicyCap(t *testing.T) {
 	later := metav1.NewTime(created.Add(time.Second))
-	objs := []client.Object{urlSecret("team-a", "https://collector.example.com/x"),
+	objs := []client.Object{urlSecret("https://collector.example.com/x"),
 		policy("b", created, berthv1.SinkWebhook), policy("a", created, berthv1.SinkWebhook), policy("c", later, berthv1.SinkWebhook)}
 	e := newPolicyEnv(t, PolicyOptions{PerNamespace: 2}, objs...)
 	for _, tc := range []struct {
@@ -166,7 +167,7 @@ func TestPoliciesBeyondCap(t *testing.T) {
 // policy's Delivered condition, refusals with the rule that refused, and
 // a Warning event when it turns bad.
 func TestPolicyDelivered(t *testing.T) {
-	e := newPolicyEnv(t, PolicyOptions{}, policy("chat", created, berthv1.SinkWebhook), urlSecret("team-a", "https://collector.example.com/x"))
+	e := newPolicyEnv(t, PolicyOptions{}, policy("chat", created, berthv1.SinkWebhook), urlSecret("https://collector.example.com/x"))
 	if c := e.reconcile(t, "chat", berthv1.ConditionDelivered); c != nil {
 		t.Fatalf("Delivered = %+v before any delivery, want none", c)
 	}

@@ -131,7 +131,7 @@ func TestReconcileNamespacedPolicy(t *testing.T) {
 // secretUnderOtherKey is team-a's Secret "hook" with the URL under a key
 // the policy does not name.
 func secretUnderOtherKey() client.Object {
-	sec := urlSecret("team-a", "")
+	sec := urlSecret("")
 	sec.Data = map[string][]byte{"other": []byte("https://collector.example.com/x")}
 	return sec
 }
