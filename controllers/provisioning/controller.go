@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // apiextensionsCRD is the kind of CustomResourceDefinitions.
@@ -78,7 +78,7 @@ func (c *Controllers) Register(ctx context.Context, mgr ctrl.Manager) error {
 	wlEvents, rfEvents := make(chan event.GenericEvent, 64), make(chan event.GenericEvent, 64)
 	state.changed = []chan event.GenericEvent{wlEvents, rfEvents}
 	wr := &Reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), recorder: c.recorder, clock: c.opts.Clock, state: state,
-		reporter: c.reporter, writer: lifecycle.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: c.opts.Clock}}
+		reporter: c.reporter, writer: persist.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: c.opts.Clock}}
 	wc, err := wr.build(mgr, wlEvents)
 	if err != nil {
 		return err

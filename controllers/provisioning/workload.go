@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // flavorRetry is how long a booking waits for a missing ResourceFlavor.
@@ -41,7 +42,7 @@ type Reconciler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	clock    clock.PassiveClock
 	state    *apiState
 	reporter Reporter

@@ -25,6 +25,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -34,7 +35,7 @@ import (
 // their status.
 type ClusterQueueReconciler struct {
 	client   client.Client
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	sched    *scheduler.Scheduler
 	throttle *throttle
 	queues   *metrics.Queues
@@ -44,7 +45,7 @@ type ClusterQueueReconciler struct {
 // queue's counts within limits (conditions at once), drains a queue's workloads
 // through writer, and sets the queue's series in queues on every look at
 // it (no writes: the series cost nothing of the API server's).
-func NewClusterQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits, queues *metrics.Queues) *ClusterQueueReconciler {
+func NewClusterQueueReconciler(c client.Client, writer persist.Writer, sched *scheduler.Scheduler, limits StatusLimits, queues *metrics.Queues) *ClusterQueueReconciler {
 	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues}
 }
 
@@ -148,7 +149,7 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 
 // evictAdmitted evicts those of wls that hold quota, for reason, and
 // counts each eviction written against its ClusterQueue.
-func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues *metrics.Queues, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
+func evictAdmitted(ctx context.Context, w persist.Writer, queues *metrics.Queues, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
 	for i := range wls {
 		wl := &wls[i]
 		if wl.Status.Admission == nil {

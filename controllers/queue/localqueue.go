@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -23,7 +23,7 @@ import (
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   client.Client
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	sched    *scheduler.Scheduler
 	throttle *throttle
 	queues   *metrics.Queues
@@ -34,7 +34,7 @@ type LocalQueueReconciler struct {
 // queue's counts within limits (conditions at once), drains a queue stopped with
 // HoldAndDrain through writer (counting the evictions in queues) and, with
 // series, sets the queue's own series in queues.
-func NewLocalQueueReconciler(c client.Client, writer lifecycle.Writer, sched *scheduler.Scheduler, limits StatusLimits,
+func NewLocalQueueReconciler(c client.Client, writer persist.Writer, sched *scheduler.Scheduler, limits StatusLimits,
 	queues *metrics.Queues, series bool) *LocalQueueReconciler {
 	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
 }

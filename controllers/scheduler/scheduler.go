@@ -32,6 +32,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -71,7 +72,7 @@ type Scheduler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	opts     Options
 
 	mu     sync.Mutex
@@ -123,7 +124,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	}
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock},
+		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
 		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
 	}, nil

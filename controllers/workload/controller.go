@@ -27,6 +27,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
@@ -52,7 +53,7 @@ type Reconciler struct {
 	reader   client.Reader
 	sched    *scheduler.Scheduler
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	queues   *metrics.Queues
 }
 
@@ -61,7 +62,7 @@ type Reconciler struct {
 // with the scheduler's and the queues' own.
 func NewReconciler(c client.Client, reader client.Reader, sched *scheduler.Scheduler, recorder events.EventRecorder, clk clock.PassiveClock, queues *metrics.Queues) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
 }
 
 // Name of the controller.
@@ -191,7 +192,7 @@ func gone(wl *berthv1.Workload) bool {
 // twice. An orphaned Workload is deleted then.
 func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconcile.Result, error) {
 	if lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
-		running, err := lifecycle.PodsRunning(ctx, r.reader, wl)
+		running, err := persist.PodsRunning(ctx, r.reader, wl)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
