@@ -10,7 +10,7 @@
 //
 //   - creates the attempt's PodTemplates, then its ProvisioningRequest, both
 //     owned by the Workload, and deletes the requests no booking needs;
-//   - reports every answer of the autoscaler to the engine (AnswerOf), and
+//   - reports every answer of the autoscaler to the engine (lifecycle.AnswerOf), and
 //     records on the Workload the first time it found no capacity;
 //   - at a started gang's podsReadySeconds deadline, records that all its
 //     pods were Ready, or reports that they were not;

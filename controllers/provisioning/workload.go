@@ -173,7 +173,7 @@ func (r *Reconciler) squatted(wl *berthv1.Workload, obj client.Object, kind stri
 // its words.
 func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
 	now := r.clock.Now()
-	rep := Report(wl, pr, now)
+	rep := lifecycle.Report(wl, pr, now)
 	if rep.Answer == admission.AnswerCapacityNotFound {
 		since := metav1.NewTime(time.Unix(0, rep.Since))
 		msg := fmt.Sprintf("the autoscaler found no capacity for %s in %s since %s and retries; berth tries another domain if none is found within the flavor's capacityNotFoundSeconds: %s",
@@ -190,7 +190,7 @@ func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autos
 // that started on it: revoked, or expired — before or after its pods used
 // it.
 func (r *Reconciler) reportStarted(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
-	rep := Report(wl, pr, r.clock.Now())
+	rep := lifecycle.Report(wl, pr, r.clock.Now())
 	switch rep.Answer {
 	case admission.AnswerRevoked:
 	case admission.AnswerExpired:

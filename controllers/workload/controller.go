@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	wl := &berthv1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sched.DeleteWorkload(scheduler.KeyOf(&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}))
+			r.sched.DeleteWorkload(lifecycle.KeyOf(&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}))
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", req, err)
@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, err
 			}
 		} else {
-			r.sched.DeleteWorkload(scheduler.KeyOf(wl))
+			r.sched.DeleteWorkload(lifecycle.KeyOf(wl))
 		}
 		return r.release(ctx, wl)
 	}

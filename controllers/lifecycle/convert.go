@@ -1,4 +1,4 @@
-package scheduler
+package lifecycle
 
 import (
 	"maps"
@@ -87,10 +87,31 @@ func milli(q resource.Quantity) int64 {
 	}
 }
 
+// QueueRef is where a workload is queued: the engine reads it beside the
+// Workload, which names only its LocalQueue.
+type QueueRef struct {
+	// ClusterQueue the workload is queued in (for an admitted one, the one
+	// of its admission).
+	ClusterQueue string
+	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
+	// milli-units (0 for an admitted workload, which is not queued).
+	LocalQueueWeight int64
+}
+
+// QueueOf is where a LocalQueue queues its pending workloads: its
+// ClusterQueue, with the LocalQueue's fair-sharing weight.
+func QueueOf(lq *berthv1.LocalQueue) QueueRef {
+	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
+		q.LocalQueueWeight = fs.Weight.MilliValue()
+	}
+	return q
+}
+
 // WorkloadToEngine translates a Workload, queued in q, into the engine's
 // form. An admitted workload carries its admission, so that the engine counts
 // its usage and never admits it again.
-func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
+func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 	out := admission.Workload{
 		Key:              KeyOf(wl),
 		UID:              string(wl.UID),
@@ -222,6 +243,19 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 		out.Provisioning = ap
 	}
 	return out
+}
+
+// Quantity turns an engine amount (milli-units) back into a Quantity in the
+// resource's usual notation: binary for bytes, whole units where exact.
+func Quantity(name admission.ResourceName, milli int64) resource.Quantity {
+	format := resource.DecimalSI
+	if name == admission.ResourceName(corev1.ResourceMemory) || name == admission.ResourceName(corev1.ResourceEphemeralStorage) {
+		format = resource.BinarySI
+	}
+	if milli%1000 == 0 {
+		return *resource.NewQuantity(milli/1000, format)
+	}
+	return *resource.NewMilliQuantity(milli, format)
 }
 
 // KeyOf is the engine key of a workload.
