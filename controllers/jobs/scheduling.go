@@ -66,7 +66,7 @@ func bookingAnnotations(wl *berthv1.Workload) map[string]string {
 	}
 	return map[string]string{
 		autoscalingv1.ProvisioningRequestPodAnnotationKey: p.RequestName,
-		autoscalingv1.ProvisioningClassPodAnnotationKey:   p.ClassName,
+		autoscalingv1.ProvisioningClassPodAnnotationKey:   string(p.ClassName),
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -205,7 +204,7 @@ func AdmissionToEngine(a *berthv1.Admission, p *berthv1.ProvisioningStatus) *adm
 		out.Topology = &d
 	}
 	if ap := a.Provisioning; ap != nil {
-		plan := &admission.ProvisioningPlan{ScaleUp: ap.ClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, NewNodes: map[string]int32{}}
+		plan := &admission.ProvisioningPlan{Class: ClassToEngine(ap.ClassName), NewNodes: map[string]int32{}}
 		for _, n := range ap.NewNodes {
 			plan.NewNodes[n.Pool] = n.Nodes
 		}
@@ -233,10 +232,7 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 		out.Topology = &d
 	}
 	if p := a.Provisioning; p != nil {
-		ap := &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassCheckCapacity}
-		if p.ScaleUp {
-			ap.ClassName = autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
-		}
+		ap := &berthv1.AdmissionProvisioning{ClassName: ClassToAPI(p.Class)}
 		for _, pool := range slices.Sorted(maps.Keys(p.NewNodes)) {
 			ap.NewNodes = append(ap.NewNodes, berthv1.PoolNodes{Pool: pool, Nodes: p.NewNodes[pool]})
 		}

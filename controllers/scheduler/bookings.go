@@ -34,7 +34,7 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 		p := fresh.Status.Provisioning
 		return p != nil && p.Attempt == d.Attempt && p.State == berthv1.ProvisioningState(d.State)
 	}
-	class := ""
+	var class berthv1.ProvisioningClass
 	if p := wl.Status.Provisioning; p != nil {
 		class = p.ClassName
 	}
@@ -44,8 +44,8 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 
 // booked records what a written booking decision did: its event, and the
 // outcome's metrics.
-func (s *Scheduler) booked(d admission.BookingDecision, wl *berthv1.Workload, class string) {
-	s.opts.Metrics.ProvisioningOutcome(class, string(d.State))
+func (s *Scheduler) booked(d admission.BookingDecision, wl *berthv1.Workload, class berthv1.ProvisioningClass) {
+	s.opts.Metrics.ProvisioningOutcome(string(class), string(d.State))
 	msg := ""
 	if p := wl.Status.Provisioning; p != nil {
 		msg = p.Message

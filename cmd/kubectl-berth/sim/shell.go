@@ -204,7 +204,7 @@ func (s *engineShell) admit(a admission.Admitted, now time.Duration) {
 		return
 	}
 	p := sj.wl.Status.Provisioning
-	r := &request{job: j, attempt: p.Attempt, scaleUp: a.Admission.Provisioning.ScaleUp, pods: j.spec.Pods,
+	r := &request{job: j, attempt: p.Attempt, scaleUp: a.Admission.Provisioning.Class == admission.ClassAtomicScaleUp, pods: j.spec.Pods,
 		requests: j.requests, selector: s.selectorOf(j)}
 	r.obj.Name = p.RequestName
 	r.obj.CreationTimestamp = metav1.NewTime(epoch.Add(now))
