@@ -14,7 +14,7 @@ func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
 	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisioningPolicy{Mode: admission.ProvisionNever}}
 	if p := rf.Spec.Provisioning; p != nil {
 		f.Provisioning = admission.ProvisioningPolicy{
-			Mode: admission.ProvisioningMode(p.Mode), MaxAttempts: p.MaxAttempts,
+			Mode: provisioningModes.engine(p.Mode), MaxAttempts: p.MaxAttempts,
 			Backoff:                 seconds(p.BackoffSeconds),
 			CapacityNotFoundTimeout: seconds(p.CapacityNotFoundSeconds),
 			AnswerTimeout:           seconds(p.AnswerTimeoutSeconds),

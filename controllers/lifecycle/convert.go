@@ -21,13 +21,13 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 	out := admission.ClusterQueue{
 		Name:             cq.Name,
 		Cohort:           cq.Spec.Cohort,
-		QueueingStrategy: admission.QueueingStrategy(cq.Spec.QueueingStrategy),
+		QueueingStrategy: queueingStrategies.engine(cq.Spec.QueueingStrategy),
 		Preemption: admission.PreemptionPolicy{
-			WithinClusterQueue:  admission.PreemptionMode(cq.Spec.Preemption.WithinClusterQueue),
-			ReclaimWithinCohort: admission.PreemptionMode(cq.Spec.Preemption.ReclaimWithinCohort),
+			WithinClusterQueue:  preemptionModes.engine(cq.Spec.Preemption.WithinClusterQueue),
+			ReclaimWithinCohort: preemptionModes.engine(cq.Spec.Preemption.ReclaimWithinCohort),
 		},
 		FairShareWeight: defaultWeight,
-		Stopped:         cq.Spec.StopPolicy == berthv1.StopPolicyHold || cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain,
+		Stopped:         Stopped(cq.Spec.StopPolicy),
 	}
 	if out.QueueingStrategy == "" {
 		out.QueueingStrategy = admission.BestEffortFIFO
@@ -124,7 +124,7 @@ func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 		Booking:          BookingToEngine(wl),
 	}
 	if t := wl.Spec.Topology; t != nil {
-		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
+		out.Topology = &admission.TopologyRequest{Mode: topologyModes.engine(t.Mode), Level: t.Level}
 	}
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests),
@@ -146,7 +146,7 @@ func BookingToEngine(wl *berthv1.Workload) *admission.Booking {
 		return nil
 	}
 	b := &admission.Booking{
-		Attempt: p.Attempt, Failures: p.Failures, State: admission.BookingState(p.State), Flavor: p.Flavor,
+		Attempt: p.Attempt, Failures: p.Failures, State: bookingStates.engine(p.State), Flavor: p.Flavor,
 		CapacityNotFoundSince: unixNano(p.CapacityNotFoundSince), RetryAfter: unixNano(p.RetryAfter), GaveUp: p.GaveUp,
 		PodsReady: meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionPodsReady),
 	}

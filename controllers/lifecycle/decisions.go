@@ -32,7 +32,7 @@ func BookingTransition(d admission.BookingDecision) Transition {
 	if d.Action == admission.BookingStart {
 		return Provision{Attempt: d.Attempt, Failures: d.Failures, Detail: d.Detail}
 	}
-	f := BookingFailure{Attempt: d.Attempt, State: berthv1.ProvisioningState(d.State), Failures: d.Failures,
+	f := BookingFailure{Attempt: d.Attempt, State: BookingStateToAPI(d.State), Failures: d.Failures,
 		MaxAttempts: d.MaxAttempts, GaveUp: d.GaveUp, Detail: d.Detail}
 	for _, fd := range d.FailedDomains {
 		f.FailedDomains = append(f.FailedDomains, AssignmentToAPI(fd))

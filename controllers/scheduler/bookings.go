@@ -32,7 +32,7 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 	}
 	done := func(fresh *berthv1.Workload) bool {
 		p := fresh.Status.Provisioning
-		return p != nil && p.Attempt == d.Attempt && p.State == berthv1.ProvisioningState(d.State)
+		return p != nil && p.Attempt == d.Attempt && p.State == lifecycle.BookingStateToAPI(d.State)
 	}
 	var class berthv1.ProvisioningClass
 	if p := wl.Status.Provisioning; p != nil {
