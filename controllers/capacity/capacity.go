@@ -294,14 +294,7 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	if err := r.devices.add(ctx, node, allocatable, free); err != nil {
 		return admission.Node{}, false, err
 	}
-	n.Free = make(admission.Resources, len(free))
-	for name, q := range free {
-		n.Free[admission.ResourceName(name)] = max(0, q.MilliValue())
-	}
-	n.Allocatable = make(admission.Resources, len(allocatable))
-	for name, q := range allocatable {
-		n.Allocatable[admission.ResourceName(name)] = max(0, q.MilliValue())
-	}
+	n.Free, n.Allocatable = lifecycle.CapacityToEngine(free), lifecycle.CapacityToEngine(allocatable)
 	return n, true, nil
 }
 

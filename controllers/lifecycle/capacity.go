@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
@@ -37,10 +39,18 @@ func PoolToEngine(p *berthv1.CapacityPool, nodes int32) admission.Pool {
 	out := admission.Pool{
 		Name: p.Name, Flavor: p.Spec.Flavor, Labels: p.Spec.NodeTemplate.Labels,
 		Available:    max(0, p.Spec.MaxNodes-nodes),
-		NodeCapacity: make(admission.Resources, len(p.Spec.NodeTemplate.Allocatable)),
+		NodeCapacity: CapacityToEngine(p.Spec.NodeTemplate.Allocatable),
 	}
-	for name, q := range p.Spec.NodeTemplate.Allocatable {
-		out.NodeCapacity[admission.ResourceName(name)] = max(0, q.MilliValue())
+	return out
+}
+
+// CapacityToEngine is the engine's form of a node's (or a node template's)
+// capacity, in milli-units. A negative amount (more requested than a node
+// has, as the kubelet may report) counts as none.
+func CapacityToEngine(rl corev1.ResourceList) admission.Resources {
+	out := make(admission.Resources, len(rl))
+	for name, q := range rl {
+		out[admission.ResourceName(name)] = max(0, q.MilliValue())
 	}
 	return out
 }
