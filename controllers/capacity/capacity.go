@@ -30,6 +30,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
@@ -168,13 +169,13 @@ func (r *Reconciler) every(ctx context.Context, list client.ObjectList, what str
 }
 
 func (r *Reconciler) reconcileFlavor(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, req.NamespacedName, rf); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.sink.DeleteFlavor(req.Name)
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, req.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !ok {
+		r.sink.DeleteFlavor(req.Name)
+		return reconcile.Result{}, nil
 	}
 	// The API validates the levels; an error here is a bug, not bad input.
 	return reconcile.Result{}, r.sink.UpsertFlavor(lifecycle.FlavorToEngine(rf))
@@ -240,11 +241,11 @@ func (r *Reconciler) reconcileNode(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("reading node %s: %w", req.Name, err)
 	}
-	flavors := &berthv1.ResourceFlavorList{}
-	if err := r.client.List(ctx, flavors); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing ResourceFlavors: %w", err)
+	rfs, err := flavors.New(r.client).List(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	n, ok, err := r.capacity(ctx, node, flavors.Items)
+	n, ok, err := r.capacity(ctx, node, rfs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -339,12 +340,12 @@ func (r *Reconciler) Load(ctx context.Context) error {
 	if !r.pods.WaitForCacheSync(ctx) || !r.devices.synced(ctx) {
 		return errors.New("the bound-pod or ResourceClaim cache did not sync")
 	}
-	flavors := &berthv1.ResourceFlavorList{}
-	if err := r.client.List(ctx, flavors); err != nil {
-		return fmt.Errorf("listing ResourceFlavors: %w", err)
+	rfs, err := flavors.New(r.client).List(ctx)
+	if err != nil {
+		return err
 	}
-	for i := range flavors.Items {
-		if err := r.sink.UpsertFlavor(lifecycle.FlavorToEngine(&flavors.Items[i])); err != nil {
+	for i := range rfs {
+		if err := r.sink.UpsertFlavor(lifecycle.FlavorToEngine(&rfs[i])); err != nil {
 			return err
 		}
 	}
@@ -370,7 +371,7 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		n, ok, err := r.capacity(ctx, &nodes.Items[i], flavors.Items)
+		n, ok, err := r.capacity(ctx, &nodes.Items[i], rfs)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 )
 
 // CRDName is the CustomResourceDefinition of ProvisioningRequests.
@@ -180,9 +181,9 @@ func (r *flavorReconciler) register(mgr ctrl.Manager) error {
 
 // Reconcile sets or removes one flavor's ProvisioningAvailable condition.
 func (r *flavorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, req.NamespacedName, rf); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, req.Name)
+	if err != nil || !ok {
+		return reconcile.Result{}, err
 	}
 	base := rf.DeepCopy()
 	var changed bool

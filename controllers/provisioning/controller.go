@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
@@ -118,13 +119,13 @@ func (c *Controllers) Register(ctx context.Context, mgr ctrl.Manager) error {
 // and the workloads that book capacity.
 func affected(ctx context.Context, c client.Client) []client.Object {
 	var out []client.Object
-	rfs := &berthv1.ResourceFlavorList{}
-	if err := c.List(ctx, rfs); err != nil {
+	rfs, err := flavors.New(c).List(ctx)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ResourceFlavors")
 	}
-	for i := range rfs.Items {
-		if rfs.Items[i].Spec.Provisioning != nil {
-			out = append(out, &rfs.Items[i])
+	for i := range rfs {
+		if rfs[i].Spec.Provisioning != nil {
+			out = append(out, &rfs[i])
 		}
 	}
 	wls := &berthv1.WorkloadList{}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
@@ -216,15 +217,11 @@ func (r *Reconciler) note(ctx context.Context, wl *berthv1.Workload, notFoundSin
 // when it does not exist.
 func (r *Reconciler) flavor(ctx context.Context, wl *berthv1.Workload) (*berthv1.ResourceFlavor, error) {
 	name := wl.Status.Provisioning.Flavor
-	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, rf); err != nil {
-		if apierrors.IsNotFound(err) {
-			ctrl.LoggerFrom(ctx).Info("ResourceFlavor of the booking not found", "workload", wl.Name, "flavor", name)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ResourceFlavor %s: %w", name, err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, name)
+	if err == nil && !ok {
+		ctrl.LoggerFrom(ctx).Info("ResourceFlavor of the booking not found", "workload", wl.Name, "flavor", name)
 	}
-	return rf, nil
+	return rf, err
 }
 
 // create makes the attempt's PodTemplates, then its ProvisioningRequest:

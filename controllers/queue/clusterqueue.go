@@ -9,7 +9,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
@@ -169,24 +169,13 @@ func evictAdmitted(ctx context.Context, w persist.Writer, queues *metrics.Queues
 
 // missingFlavors lists the flavors the queue names that do not exist.
 func (r *ClusterQueueReconciler) missingFlavors(ctx context.Context, cq *berthv1.ClusterQueue) ([]string, error) {
-	seen := map[string]bool{}
-	var missing []string
+	var names []string
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
-			if seen[f.Name] {
-				continue
-			}
-			seen[f.Name] = true
-			err := r.client.Get(ctx, client.ObjectKey{Name: f.Name}, &berthv1.ResourceFlavor{})
-			if apierrors.IsNotFound(err) {
-				missing = append(missing, f.Name)
-			} else if err != nil {
-				return nil, fmt.Errorf("reading ResourceFlavor %s: %w", f.Name, err)
-			}
+			names = append(names, f.Name)
 		}
 	}
-	sort.Strings(missing)
-	return missing, nil
+	return flavors.New(r.client).Missing(ctx, names)
 }
 
 func (r *ClusterQueueReconciler) allClusterQueues(ctx context.Context, _ client.Object) []reconcile.Request {
