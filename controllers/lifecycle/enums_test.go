@@ -4,9 +4,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -133,32 +135,27 @@ func TestEnumsComplete(t *testing.T) {
 // string type with typed constants, the sorted values of those constants.
 func declaredEnums(t *testing.T, dir string) map[string][]string {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, nil, 0)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", dir, err)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("listing %s: %d files, %v", dir, len(paths), err)
 	}
+	fset := token.NewFileSet()
 	out := map[string][]string{}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.CONST {
-					continue
-				}
-				for _, s := range g.Specs {
-					vs := s.(*ast.ValueSpec)
-					id, ok := vs.Type.(*ast.Ident)
-					if !ok || len(vs.Values) != len(vs.Names) {
-						continue
-					}
-					for _, v := range vs.Values {
-						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							s, _ := strconv.Unquote(lit.Value)
-							out[id.Name] = append(out[id.Name], s)
-						}
-					}
-				}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatalf("parsing %s: %v", path, err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				addTypedStrings(out, s.(*ast.ValueSpec))
 			}
 		}
 	}
@@ -166,4 +163,19 @@ func declaredEnums(t *testing.T, dir string) map[string][]string {
 		sort.Strings(out[typ])
 	}
 	return out
+}
+
+// addTypedStrings adds the values of a constant spec of a named type with
+// string literal values to out, under the type's name.
+func addTypedStrings(out map[string][]string, vs *ast.ValueSpec) {
+	id, ok := vs.Type.(*ast.Ident)
+	if !ok || len(vs.Values) != len(vs.Names) {
+		return
+	}
+	for _, v := range vs.Values {
+		if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			s, _ := strconv.Unquote(lit.Value)
+			out[id.Name] = append(out[id.Name], s)
+		}
+	}
 }
