@@ -37,11 +37,29 @@ const (
 	ProvisionAlways ProvisioningMode = "Always"
 )
 
+// ProvisioningClass is how a booking asks for capacity.
+type ProvisioningClass string
+
+const (
+	// ClassCheckCapacity books capacity that exists.
+	ClassCheckCapacity ProvisioningClass = "CheckCapacity"
+	// ClassAtomicScaleUp creates the nodes a gang needs, all or none.
+	ClassAtomicScaleUp ProvisioningClass = "AtomicScaleUp"
+)
+
+// classOf is the class of a booking that must create nodes (scaleUp) or not.
+func classOf(scaleUp bool) ProvisioningClass {
+	if scaleUp {
+		return ClassAtomicScaleUp
+	}
+	return ClassCheckCapacity
+}
+
 // ProvisioningPlan is the capacity an admission books before its gang may start.
 type ProvisioningPlan struct {
-	// ScaleUp means nodes must be created (best-effort atomic scale-up); otherwise
-	// existing capacity is booked (check-capacity).
-	ScaleUp bool
+	// Class says how the capacity is booked: ClassAtomicScaleUp when nodes
+	// must be created, ClassCheckCapacity when existing capacity is booked.
+	Class ProvisioningClass
 	// NewNodes are the nodes to create per pool (empty for an unpinned scale-up on a
 	// flavor without pools: the autoscaler chooses).
 	NewNodes map[string]int32
@@ -206,7 +224,7 @@ func planOf(p *placement) *ProvisioningPlan {
 	if p == nil || !p.provision {
 		return nil
 	}
-	plan := &ProvisioningPlan{ScaleUp: p.scaleUp, NewNodes: map[string]int32{}, Flavor: p.flavor}
+	plan := &ProvisioningPlan{Class: classOf(p.scaleUp), NewNodes: map[string]int32{}, Flavor: p.flavor}
 	for k, v := range p.newNodes {
 		plan.NewNodes[k] = v
 	}
@@ -220,7 +238,7 @@ func samePlan(a, b *ProvisioningPlan) bool {
 	if a == nil {
 		return true
 	}
-	if a.ScaleUp != b.ScaleUp || a.Flavor != b.Flavor || a.Attempt != b.Attempt || len(a.NewNodes) != len(b.NewNodes) {
+	if a.Class != b.Class || a.Flavor != b.Flavor || a.Attempt != b.Attempt || len(a.NewNodes) != len(b.NewNodes) {
 		return false
 	}
 	for k, v := range a.NewNodes {

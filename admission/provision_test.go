@@ -72,22 +72,22 @@ func TestProvisioningPlacement(t *testing.T) {
 		{
 			name: "the rack needing the fewest new nodes, its free capacity used first", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
 			w: gang("g", 2, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 1},
+			wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "a rack whose booking failed is avoided", mode: ProvisionIfNeeded, nodes: oneNode, pools: pools,
 			w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: []string{"a", "r1"}, wantDomain: []string{"a", "r2"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r2": 2}, Flavor: "h200", Attempt: 2},
+			wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{"pool-r2": 2}, Flavor: "h200", Attempt: 2},
 		},
 		{
 			name: "a failed rack is tried again when no other rack can take the gang", mode: ProvisionIfNeeded, nodes: oneNode,
 			pools: []Pool{rackPool("pool-r1", "r1")}, w: gang("g", 2, 8, TopologyRequired, rackKey), avoid: []string{"a", "r1"},
-			wantDomain: []string{"a", "r1"}, wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 2},
+			wantDomain: []string{"a", "r1"}, wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{"pool-r1": 1}, Flavor: "h200", Attempt: 2},
 		},
 		{
 			name: "Always books existing capacity with a check", mode: ProvisionAlways, nodes: oneNode, pools: pools,
 			w: gang("g", 1, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
+			wantPlan: &ProvisioningPlan{Class: ClassCheckCapacity, NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "a gang no rack can ever hold says so", mode: ProvisionIfNeeded, nodes: sizedNode, pools: pools,
@@ -100,14 +100,14 @@ func TestProvisioningPlacement(t *testing.T) {
 			name: "a scale-up is planned in one pool: the one that alone holds the rest", mode: ProvisionIfNeeded, nodes: oneNode,
 			pools: []Pool{withAvail(rackPool("pool-r1a", "r1"), 1), rackPool("pool-r1b", "r1")},
 			w:     gang("g", 3, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1b": 2}, Flavor: "h200", Attempt: 1},
+			wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{"pool-r1b": 2}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "of two pools that each hold the rest, the one needing the fewest nodes", mode: ProvisionIfNeeded, nodes: oneNode,
 			pools: []Pool{rackPool("pool-r1a", "r1"), {Name: "pool-r1b", Flavor: "h200", Available: 4, NodeCapacity: Resources{gpu: 16000},
 				Labels: map[string]string{zoneKey: "a", rackKey: "r1"}}},
 			w: gang("g", 3, 8, TopologyRequired, rackKey), wantDomain: []string{"a", "r1"},
-			wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{"pool-r1b": 1}, Flavor: "h200", Attempt: 1},
+			wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{"pool-r1b": 1}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "two pools that only together hold the gang never do", mode: ProvisionIfNeeded, nodes: sizedNode,
@@ -121,7 +121,7 @@ func TestProvisioningPlacement(t *testing.T) {
 		},
 		{
 			name: "without pools, a gang without topology is booked unpinned", mode: ProvisionIfNeeded, nodes: oneNode,
-			w: job("g", "a", 0, 1, 2, 8), wantPlan: &ProvisioningPlan{ScaleUp: true, NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
+			w: job("g", "a", 0, 1, 2, 8), wantPlan: &ProvisioningPlan{Class: ClassAtomicScaleUp, NewNodes: map[string]int32{}, Flavor: "h200", Attempt: 1},
 		},
 		{
 			name: "without pools, a rack-bound gang waits and the message says why", mode: ProvisionIfNeeded, nodes: oneNode,

@@ -168,6 +168,20 @@ type Admission struct {
 	Provisioning *AdmissionProvisioning `json:"provisioning,omitempty"`
 }
 
+// ProvisioningClass is the class of the ProvisioningRequest a booking asks
+// cluster-autoscaler for. The values are cluster-autoscaler's own class
+// names, so a class is written onto a ProvisioningRequest as it is.
+type ProvisioningClass string
+
+const (
+	// ProvisioningClassCheckCapacity books capacity that exists: the
+	// autoscaler checks that current nodes can hold the gang.
+	ProvisioningClassCheckCapacity ProvisioningClass = "check-capacity.autoscaling.x-k8s.io"
+	// ProvisioningClassAtomicScaleUp creates the nodes the gang needs, all
+	// or none.
+	ProvisioningClassAtomicScaleUp ProvisioningClass = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+)
+
 // AdmissionProvisioning is the capacity an admission books.
 type AdmissionProvisioning struct {
 	// className is the ProvisioningRequest class:
@@ -176,7 +190,7 @@ type AdmissionProvisioning struct {
 	// created.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
-	ClassName string `json:"className"`
+	ClassName ProvisioningClass `json:"className"`
 	// newNodes are the nodes to create, per CapacityPool.
 	// +optional
 	// +listType=map
@@ -291,7 +305,7 @@ type ProvisioningStatus struct {
 	// className is the ProvisioningRequest class asked for.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	ClassName string `json:"className,omitempty"`
+	ClassName ProvisioningClass `json:"className,omitempty"`
 	// flavor is the ResourceFlavor whose capacity is booked and whose
 	// provisioning policy applies.
 	// +optional

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +30,9 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // nodeNameIndex indexes the bound-pod cache by spec.nodeName.
@@ -180,54 +181,16 @@ func (r *Reconciler) every(ctx context.Context, list client.ObjectList, what str
 }
 
 func (r *Reconciler) reconcileFlavor(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, req.NamespacedName, rf); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.sink.DeleteFlavor(req.Name)
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, req.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !ok {
+		r.sink.DeleteFlavor(req.Name)
+		return reconcile.Result{}, nil
 	}
 	// The API validates the levels; an error here is a bug, not bad input.
-	return reconcile.Result{}, r.sink.UpsertFlavor(FlavorToEngine(rf))
-}
-
-// FlavorToEngine is the engine's view of a ResourceFlavor: its levels and
-// its provisioning policy, zero fields meaning the engine's defaults (the
-// API's own defaults apply to objects written since they exist).
-func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
-	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisioningPolicy{Mode: admission.ProvisionNever}}
-	if p := rf.Spec.Provisioning; p != nil {
-		f.Provisioning = admission.ProvisioningPolicy{
-			Mode: admission.ProvisioningMode(p.Mode), MaxAttempts: p.MaxAttempts,
-			Backoff:                 seconds(p.BackoffSeconds),
-			CapacityNotFoundTimeout: seconds(p.CapacityNotFoundSeconds),
-			AnswerTimeout:           seconds(p.AnswerTimeoutSeconds),
-			ChecksPodsReady:         p.PodsReadySeconds > 0,
-		}
-		if p.Mode == "" {
-			f.Provisioning.Mode = admission.ProvisionIfNeeded
-		}
-	}
-	return f
-}
-
-func seconds(s int32) time.Duration { return time.Duration(max(s, 0)) * time.Second }
-
-// PoolToEngine is the engine's view of a CapacityPool with nodes nodes: the
-// nodes it can still create are its maximum less the nodes it has. berth
-// counts the nodes itself and keeps the nodes it booked reserved until they
-// exist; no autoscaler writes what berth needs into the pool's status.
-func PoolToEngine(p *berthv1.CapacityPool, nodes int32) admission.Pool {
-	out := admission.Pool{
-		Name: p.Name, Flavor: p.Spec.Flavor, Labels: p.Spec.NodeTemplate.Labels,
-		Available:    max(0, p.Spec.MaxNodes-nodes),
-		NodeCapacity: make(admission.Resources, len(p.Spec.NodeTemplate.Allocatable)),
-	}
-	for name, q := range p.Spec.NodeTemplate.Allocatable {
-		out.NodeCapacity[admission.ResourceName(name)] = max(0, q.MilliValue())
-	}
-	return out
+	return reconcile.Result{}, r.sink.UpsertFlavor(lifecycle.FlavorToEngine(rf))
 }
 
 func (r *Reconciler) reconcilePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -290,11 +253,11 @@ func (r *Reconciler) reconcileNode(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("reading node %s: %w", req.Name, err)
 	}
-	flavors := &berthv1.ResourceFlavorList{}
-	if err := r.client.List(ctx, flavors); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing ResourceFlavors: %w", err)
+	rfs, err := flavors.New(r.client).List(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	n, ok, err := r.capacity(ctx, node, flavors.Items)
+	n, ok, err := r.capacity(ctx, node, rfs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -344,14 +307,7 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	if err := r.devices.add(ctx, node, allocatable, free); err != nil {
 		return admission.Node{}, false, err
 	}
-	n.Free = make(admission.Resources, len(free))
-	for name, q := range free {
-		n.Free[admission.ResourceName(name)] = max(0, q.MilliValue())
-	}
-	n.Allocatable = make(admission.Resources, len(allocatable))
-	for name, q := range allocatable {
-		n.Allocatable[admission.ResourceName(name)] = max(0, q.MilliValue())
-	}
+	n.Free, n.Allocatable = lifecycle.CapacityToEngine(free), lifecycle.CapacityToEngine(allocatable)
 	return n, true, nil
 }
 
@@ -396,12 +352,12 @@ func (r *Reconciler) Load(ctx context.Context) error {
 	if !r.podCache.WaitForCacheSync(ctx) || !r.devices.synced(ctx) {
 		return errors.New("the bound-pod or ResourceClaim cache did not sync")
 	}
-	flavors := &berthv1.ResourceFlavorList{}
-	if err := r.client.List(ctx, flavors); err != nil {
-		return fmt.Errorf("listing ResourceFlavors: %w", err)
+	rfs, err := flavors.New(r.client).List(ctx)
+	if err != nil {
+		return err
 	}
-	for i := range flavors.Items {
-		if err := r.sink.UpsertFlavor(FlavorToEngine(&flavors.Items[i])); err != nil {
+	for i := range rfs {
+		if err := r.sink.UpsertFlavor(lifecycle.FlavorToEngine(&rfs[i])); err != nil {
 			return err
 		}
 	}
@@ -427,7 +383,7 @@ func (r *Reconciler) Load(ctx context.Context) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		n, ok, err := r.capacity(ctx, &nodes.Items[i], flavors.Items)
+		n, ok, err := r.capacity(ctx, &nodes.Items[i], rfs)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 func TestMatches(t *testing.T) {
@@ -58,7 +59,7 @@ func TestToEngine(t *testing.T) {
 		{"never negative", 9, 0},
 	}
 	for _, tc := range tests {
-		got := PoolToEngine(pool, tc.nodes)
+		got := lifecycle.PoolToEngine(pool, tc.nodes)
 		if got.Available != tc.want || got.NodeCapacity["nvidia.com/gpu"] != 8000 || got.Flavor != "h200" {
 			t.Errorf("%s: %+v, want %d available", tc.name, got, tc.want)
 		}
@@ -75,7 +76,7 @@ func TestToEngine(t *testing.T) {
 	}
 	for _, tc := range flavors {
 		rf := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"}, Spec: berthv1.ResourceFlavorSpec{Provisioning: tc.policy}}
-		if got := FlavorToEngine(rf).Provisioning; got != tc.want {
+		if got := lifecycle.FlavorToEngine(rf).Provisioning; got != tc.want {
 			t.Errorf("policy %+v: %+v, want %+v", tc.policy, got, tc.want)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // Indexes of the DRA objects the device count reads.
@@ -406,7 +407,7 @@ func TemplateDevices(t *berthv1.NodeTemplate) []DriverDevice {
 // resource the template's allocatable names is left as it says), so that
 // the engine plans new nodes for gangs that claim devices.
 func (r *Reconciler) poolToEngine(ctx context.Context, cp *berthv1.CapacityPool, nodes int32) (admission.Pool, error) {
-	p := PoolToEngine(cp, nodes)
+	p := lifecycle.PoolToEngine(cp, nodes)
 	d := r.devices
 	if d == nil || len(cp.Spec.NodeTemplate.Devices) == 0 {
 		return p, nil

@@ -29,6 +29,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // Event reasons recorded on jobs.
@@ -58,7 +59,7 @@ type Reconciler struct {
 	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	kind     Kind
 	opts     Options
 }
@@ -70,7 +71,7 @@ func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder,
 		opts.Clock = clock.RealClock{}
 	}
 	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock}}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}}
 }
 
 // Name of the controller, for logs and metrics.
@@ -455,7 +456,7 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	// A job's status can say it is stopped while its pods still terminate
 	// and hold their GPUs (a JobSet counts a child Job whose pods terminate
 	// as inactive): the pods themselves decide.
-	if n, err := lifecycle.PodsRunning(ctx, r.reader, wl); err != nil || n > 0 {
+	if n, err := persist.PodsRunning(ctx, r.reader, wl); err != nil || n > 0 {
 		return reconcile.Result{RequeueAfter: podsPoll}, err
 	}
 	// A job that grew is queued again at its new size: the pod sets change

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	flavorstore "github.com/berth-dev/berth/controllers/flavors"
 )
 
 // admittedScheduling computes each pod set's node selector and tolerations
@@ -24,7 +24,7 @@ import (
 // capacity. It returns the name of a flavor that does not exist, if any.
 func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl *berthv1.Workload) ([]PodSetScheduling, string, error) {
 	byName := ownScheduling(job)
-	flavors := map[string]*berthv1.ResourceFlavor{}
+	flavors := flavorstore.New(r.client).Memo()
 	out := make([]PodSetScheduling, 0, len(wl.Status.Admission.PodSetAssignments))
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		s := byName[psa.Name]
@@ -32,16 +32,12 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 		s.NodeSelector = maps.Clone(s.NodeSelector)
 		s.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
 		for _, name := range sortedFlavors(psa.Flavors) {
-			rf, ok := flavors[name]
+			rf, ok, err := flavors.Get(ctx, name)
+			if err != nil {
+				return nil, "", err
+			}
 			if !ok {
-				rf = &berthv1.ResourceFlavor{}
-				if err := r.client.Get(ctx, client.ObjectKey{Name: name}, rf); err != nil {
-					if apierrors.IsNotFound(err) {
-						return nil, name, nil
-					}
-					return nil, "", fmt.Errorf("reading ResourceFlavor %s: %w", name, err)
-				}
-				flavors[name] = rf
+				return nil, name, nil
 			}
 			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
 			s.Tolerations = AddTolerations(s.Tolerations, rf.Spec.Tolerations)
@@ -66,7 +62,7 @@ func bookingAnnotations(wl *berthv1.Workload) map[string]string {
 	}
 	return map[string]string{
 		autoscalingv1.ProvisioningRequestPodAnnotationKey: p.RequestName,
-		autoscalingv1.ProvisioningClassPodAnnotationKey:   p.ClassName,
+		autoscalingv1.ProvisioningClassPodAnnotationKey:   string(p.ClassName),
 	}
 }
 

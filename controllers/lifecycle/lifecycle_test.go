@@ -21,7 +21,7 @@ var (
 
 const scaleUpClass = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 
-func admission() *berthv1.Admission {
+func sampleAdmission() *berthv1.Admission {
 	return &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{
 		{Name: "main", Count: 4, Flavors: map[corev1.ResourceName]string{"nvidia.com/gpu": "h200"}},
 	}}
@@ -33,7 +33,7 @@ func rack() *berthv1.TopologyAssignment {
 }
 
 func booked() *berthv1.Admission {
-	a := admission()
+	a := sampleAdmission()
 	a.Topology = rack()
 	a.Provisioning = &berthv1.AdmissionProvisioning{ClassName: scaleUpClass, NewNodes: []berthv1.PoolNodes{{Pool: "r1", Nodes: 2}}}
 	return a
@@ -66,16 +66,16 @@ func inPhase(t *testing.T, p Phase) *berthv1.Workload {
 	case Reserved:
 		return must(t, wl, reserve)
 	case Admitted:
-		return must(t, wl, Admit{Admission: admission(), Generation: 3, Message: "admitted by cq"})
+		return must(t, wl, Admit{Admission: sampleAdmission(), Generation: 3, Message: "admitted by cq"})
 	case Running:
 		must(t, wl, reserve)
 		must(t, wl, Provision{Attempt: 1, Detail: "nodes created"})
 		return must(t, wl, PodsReady{Total: 4})
 	case Evicting:
-		must(t, wl, Admit{Admission: admission(), Generation: 3})
+		must(t, wl, Admit{Admission: sampleAdmission(), Generation: 3})
 		return must(t, wl, Evict{Reason: berthv1.ReasonPreempted, Message: "preempted"})
 	case Finished:
-		must(t, wl, Admit{Admission: admission(), Generation: 3})
+		must(t, wl, Admit{Admission: sampleAdmission(), Generation: 3})
 		return must(t, wl, Finish{Succeeded: true, Message: "done"})
 	}
 	t.Fatalf("no fixture for phase %s", p)
@@ -94,7 +94,7 @@ func TestTransitions(t *testing.T) {
 		want map[Phase]Phase // phase before → phase after; absent: refused
 	}{
 		{Queue{Reason: berthv1.ReasonTopologyUnavailable, Message: "no rack"}, map[Phase]Phase{Pending: Pending}},
-		{Admit{Admission: admission(), Generation: 3, Message: "m"}, map[Phase]Phase{Pending: Admitted}},
+		{Admit{Admission: sampleAdmission(), Generation: 3, Message: "m"}, map[Phase]Phase{Pending: Admitted}},
 		{Reserve{Admission: booked(), Generation: 3, Attempt: 2, Flavor: "h200", MaxAttempts: 3}, map[Phase]Phase{Pending: Reserved}},
 		{NoteBooking{Attempt: 1, CapacityNotFoundSince: &t0, Message: "no capacity"}, map[Phase]Phase{Reserved: Reserved}},
 		{Provision{Attempt: 1}, map[Phase]Phase{Reserved: Admitted}},
@@ -176,7 +176,7 @@ func checkConsistent(t *testing.T, wl *berthv1.Workload) {
 
 func TestAdmissionsDecidedForAnotherSpecAreRefused(t *testing.T) {
 	for _, tr := range []Transition{
-		Admit{Admission: admission(), Generation: 2},
+		Admit{Admission: sampleAdmission(), Generation: 2},
 		Reserve{Admission: booked(), Generation: 4, Attempt: 1},
 	} {
 		wl := inPhase(t, Pending)
@@ -188,7 +188,7 @@ func TestAdmissionsDecidedForAnotherSpecAreRefused(t *testing.T) {
 	}
 	wl := inPhase(t, Pending)
 	wl.DeletionTimestamp = &t1
-	if err := Apply(wl, Admit{Admission: admission(), Generation: 3}, t1); err == nil {
+	if err := Apply(wl, Admit{Admission: sampleAdmission(), Generation: 3}, t1); err == nil {
 		t.Errorf("admitted a workload being deleted")
 	}
 }
@@ -322,7 +322,7 @@ func TestReadmissionAfterEviction(t *testing.T) {
 		ts   []Transition
 		want Phase
 	}{
-		{"admitted", []Transition{Admit{Admission: admission(), Generation: 3, Message: "again"}}, Admitted},
+		{"admitted", []Transition{Admit{Admission: sampleAdmission(), Generation: 3, Message: "again"}}, Admitted},
 		{"reserved", []Transition{Reserve{Admission: booked(), Generation: 3, Attempt: 1, Flavor: "h200", MaxAttempts: 3}}, Reserved},
 		{"provisioned", []Transition{Reserve{Admission: booked(), Generation: 3, Attempt: 1, Flavor: "h200", MaxAttempts: 3}, Provision{Attempt: 1}}, Admitted},
 	} {

@@ -268,3 +268,8 @@ func (t Finish) apply(wl *berthv1.Workload, now metav1.Time) error {
 	set(wl, berthv1.ConditionFinished, metav1.ConditionTrue, reason, t.Message, now)
 	return nil
 }
+
+// Refused reports whether t would be refused on wl as it is.
+func Refused(wl *berthv1.Workload, t Transition) error {
+	return Apply(wl.DeepCopy(), t, metav1.Time{})
+}

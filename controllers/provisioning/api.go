@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 )
 
 // CRDName is the CustomResourceDefinition of ProvisioningRequests.
@@ -161,7 +162,7 @@ func (r *apiReconciler) notify(ctx context.Context) {
 // flavorStore is what the flavor reconciler reads and writes: a
 // ResourceFlavor and its status.
 type flavorStore interface {
-	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	client.Reader
 	Status() client.SubResourceWriter
 }
 
@@ -192,13 +193,9 @@ func (r *flavorReconciler) register(mgr ctrl.Manager) error {
 
 // Reconcile sets or removes one flavor's ProvisioningAvailable condition.
 func (r *flavorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rf := &berthv1.ResourceFlavor{}
-	err := r.client.Get(ctx, req.NamespacedName, rf)
-	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading ResourceFlavor %s: %w", req.Name, err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, req.Name)
+	if err != nil || !ok {
+		return reconcile.Result{}, err
 	}
 	base := rf.DeepCopy()
 	var changed bool

@@ -40,7 +40,7 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 	pr := &autoscalingv1.ProvisioningRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: p.RequestName},
 		Spec: autoscalingv1.ProvisioningRequestSpec{
-			ProvisioningClassName: p.ClassName,
+			ProvisioningClassName: string(p.ClassName),
 			Parameters:            map[string]autoscalingv1.Parameter{},
 		},
 	}

@@ -30,10 +30,10 @@ func bookingWorkload(topology *berthv1.TopologyAssignment) *berthv1.Workload {
 					{Name: "workers", Count: 3, Flavors: map[corev1.ResourceName]string{gpu: "h200"}},
 				},
 				Topology:     topology,
-				Provisioning: &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp},
+				Provisioning: &berthv1.AdmissionProvisioning{ClassName: berthv1.ProvisioningClassAtomicScaleUp},
 			},
 			Provisioning: &berthv1.ProvisioningStatus{
-				Attempt: 2, RequestName: "job-train-abcde-2", ClassName: autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
+				Attempt: 2, RequestName: "job-train-abcde-2", ClassName: berthv1.ProvisioningClassAtomicScaleUp,
 				State: berthv1.ProvisioningPending, Topology: topology,
 			},
 		},

@@ -10,7 +10,7 @@
 //
 //   - creates the attempt's PodTemplates, then its ProvisioningRequest, both
 //     owned by the Workload, and deletes the requests no booking needs;
-//   - reports every answer of the autoscaler to the engine (AnswerOf), and
+//   - reports every answer of the autoscaler to the engine (lifecycle.AnswerOf), and
 //     records on the Workload the first time it found no capacity;
 //   - at a started gang's podsReadySeconds deadline, records that all its
 //     pods were Ready, or reports that they were not;
@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 )
 
 // apiextensionsCRD is the kind of CustomResourceDefinitions.
@@ -116,13 +117,13 @@ func (c *Controllers) Register(ctx context.Context, mgr ctrl.Manager) error {
 // and the workloads that book capacity.
 func affected(ctx context.Context, c client.Client) []client.Object {
 	var out []client.Object
-	rfs := &berthv1.ResourceFlavorList{}
-	if err := c.List(ctx, rfs); err != nil {
+	rfs, err := flavors.New(c).List(ctx)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing ResourceFlavors")
 	}
-	for i := range rfs.Items {
-		if rfs.Items[i].Spec.Provisioning != nil {
-			out = append(out, &rfs.Items[i])
+	for i := range rfs {
+		if rfs[i].Spec.Provisioning != nil {
+			out = append(out, &rfs[i])
 		}
 	}
 	wls := &berthv1.WorkloadList{}

@@ -196,7 +196,7 @@ func answerCases() []wlCase {
 		{
 			name: "no capacity is reported and its first sighting recorded",
 			objs: []client.Object{booking(rack()), h200(), request(name, wl,
-				prCond(autoscalingv1.Provisioned, metav1.ConditionFalse, CapacityIsNotFound, "no room"))},
+				prCond(autoscalingv1.Provisioned, metav1.ConditionFalse, lifecycle.CapacityIsNotFound, "no room"))},
 			wantAnswers: []admission.Answer{admission.AnswerCapacityNotFound},
 			check: func(t *testing.T, c client.Client, r reports) {
 				p := stored(t, c).Status.Provisioning
@@ -209,7 +209,7 @@ func answerCases() []wlCase {
 		{
 			name: "a no-capacity note that fails to be written is an error, not reported",
 			objs: []client.Object{booking(rack()), h200(), request(name, wl,
-				prCond(autoscalingv1.Provisioned, metav1.ConditionFalse, CapacityIsNotFound, "no room"))},
+				prCond(autoscalingv1.Provisioned, metav1.ConditionFalse, lifecycle.CapacityIsNotFound, "no room"))},
 			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload"}},
 			wantErr: "NoteBooking on workload",
 		},

@@ -25,7 +25,9 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // flavorRetry is how long a booking waits for a missing ResourceFlavor.
@@ -42,7 +44,7 @@ type Reconciler struct {
 	client   Store
 	reader   client.Reader
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	clock    clock.PassiveClock
 	state    Availability
 	reporter Reporter
@@ -52,7 +54,7 @@ type Reconciler struct {
 // reader (pods, and Workloads after a write conflict).
 func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, clk clock.PassiveClock, state Availability, reporter Reporter) *Reconciler {
 	return &Reconciler{client: c, reader: reader, recorder: recorder, clock: clk, state: state, reporter: reporter,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: clk}}
 }
 
 // build registers the reconciler: Workloads that book capacity, and the
@@ -184,7 +186,7 @@ func (r *Reconciler) squatted(wl *berthv1.Workload, obj client.Object, kind stri
 // its words.
 func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
 	now := r.clock.Now()
-	rep := Report(wl, pr, now)
+	rep := lifecycle.Report(wl, pr, now)
 	if rep.Answer == admission.AnswerCapacityNotFound {
 		since := metav1.NewTime(time.Unix(0, rep.Since))
 		msg := fmt.Sprintf("the autoscaler found no capacity for %s in %s since %s and retries; berth tries another domain if none is found within the flavor's capacityNotFoundSeconds: %s",
@@ -201,7 +203,7 @@ func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autos
 // that started on it: revoked, or expired — before or after its pods used
 // it.
 func (r *Reconciler) reportStarted(ctx context.Context, wl *berthv1.Workload, pr *autoscalingv1.ProvisioningRequest) error {
-	rep := Report(wl, pr, r.clock.Now())
+	rep := lifecycle.Report(wl, pr, r.clock.Now())
 	switch rep.Answer {
 	case admission.AnswerRevoked:
 	case admission.AnswerExpired:
@@ -227,15 +229,11 @@ func (r *Reconciler) note(ctx context.Context, wl *berthv1.Workload, notFoundSin
 // when it does not exist.
 func (r *Reconciler) flavor(ctx context.Context, wl *berthv1.Workload) (*berthv1.ResourceFlavor, error) {
 	name := wl.Status.Provisioning.Flavor
-	rf := &berthv1.ResourceFlavor{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, rf); err != nil {
-		if apierrors.IsNotFound(err) {
-			ctrl.LoggerFrom(ctx).Info("ResourceFlavor of the booking not found", "workload", wl.Name, "flavor", name)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ResourceFlavor %s: %w", name, err)
+	rf, ok, err := flavors.New(r.client).Get(ctx, name)
+	if err == nil && !ok {
+		ctrl.LoggerFrom(ctx).Info("ResourceFlavor of the booking not found", "workload", wl.Name, "flavor", name)
 	}
-	return rf, nil
+	return rf, err
 }
 
 // create makes the attempt's PodTemplates, then its ProvisioningRequest:

@@ -9,7 +9,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/workload"
 )
 
@@ -32,7 +33,7 @@ import (
 // their status.
 type ClusterQueueReconciler struct {
 	client   Store
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	sched    ClusterQueueEngine
 	throttle *throttle
 	queues   ClusterQueueMetrics
@@ -42,7 +43,7 @@ type ClusterQueueReconciler struct {
 // queue's counts within limits (conditions at once), drains a queue's workloads
 // through writer, and sets the queue's series in queues on every look at
 // it (no writes: the series cost nothing of the API server's).
-func NewClusterQueueReconciler(c Store, writer lifecycle.Writer, sched ClusterQueueEngine, limits StatusLimits, queues ClusterQueueMetrics) *ClusterQueueReconciler {
+func NewClusterQueueReconciler(c Store, writer persist.Writer, sched ClusterQueueEngine, limits StatusLimits, queues ClusterQueueMetrics) *ClusterQueueReconciler {
 	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues}
 }
 
@@ -146,7 +147,7 @@ func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQ
 
 // evictAdmitted evicts those of wls that hold quota, for reason, and
 // counts each eviction written against its ClusterQueue.
-func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues Evictions, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
+func evictAdmitted(ctx context.Context, w persist.Writer, queues Evictions, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
 	for i := range wls {
 		wl := &wls[i]
 		if wl.Status.Admission == nil {
@@ -166,24 +167,13 @@ func evictAdmitted(ctx context.Context, w lifecycle.Writer, queues Evictions, wl
 
 // missingFlavors lists the flavors the queue names that do not exist.
 func (r *ClusterQueueReconciler) missingFlavors(ctx context.Context, cq *berthv1.ClusterQueue) ([]string, error) {
-	seen := map[string]bool{}
-	var missing []string
+	var names []string
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
-			if seen[f.Name] {
-				continue
-			}
-			seen[f.Name] = true
-			err := r.client.Get(ctx, client.ObjectKey{Name: f.Name}, &berthv1.ResourceFlavor{})
-			if apierrors.IsNotFound(err) {
-				missing = append(missing, f.Name)
-			} else if err != nil {
-				return nil, fmt.Errorf("reading ResourceFlavor %s: %w", f.Name, err)
-			}
+			names = append(names, f.Name)
 		}
 	}
-	sort.Strings(missing)
-	return missing, nil
+	return flavors.New(r.client).Missing(ctx, names)
 }
 
 func (r *ClusterQueueReconciler) allClusterQueues(ctx context.Context, _ client.Object) []reconcile.Request {

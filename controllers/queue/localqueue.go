@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
@@ -22,7 +22,7 @@ import (
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   Store
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	sched    LocalQueueCounter
 	throttle *throttle
 	queues   LocalQueueMetrics
@@ -33,7 +33,7 @@ type LocalQueueReconciler struct {
 // queue's counts within limits (conditions at once), drains a queue stopped with
 // HoldAndDrain through writer (counting the evictions in queues) and, with
 // series, sets the queue's own series in queues.
-func NewLocalQueueReconciler(c Store, writer lifecycle.Writer, sched LocalQueueCounter, limits StatusLimits,
+func NewLocalQueueReconciler(c Store, writer persist.Writer, sched LocalQueueCounter, limits StatusLimits,
 	queues LocalQueueMetrics, series bool) *LocalQueueReconciler {
 	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
 }

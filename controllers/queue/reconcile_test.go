@@ -13,7 +13,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -79,8 +79,8 @@ func api(t *testing.T, fail []fakeapi.Failure, objs ...client.Object) (base, c c
 	return base, fakeapi.Failing(base, fail...)
 }
 
-func writer(c client.WithWatch) lifecycle.Writer {
-	return lifecycle.Writer{Client: c, Reader: c, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))}
+func writer(c client.WithWatch) persist.Writer {
+	return persist.Writer{Client: c, Reader: c, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))}
 }
 
 func clusterQueue(opts ...func(*berthv1.ClusterQueue)) *berthv1.ClusterQueue {

@@ -2,9 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,31 +25,12 @@ func (s *Scheduler) applyAdmission(ctx context.Context, a admission.Admitted) {
 		logWriteError(ctx, err, "reading workload to admit", a.Key)
 		return
 	}
-	t, apiAdmission := AdmissionTransition(a.Admission)
+	t, apiAdmission := lifecycle.AdmissionTransition(a.Admission)
 	done := func(fresh *berthv1.Workload) bool {
 		return equality.Semantic.DeepEqual(fresh.Status.Admission, apiAdmission)
 	}
 	s.commit(ctx, wl, decision{key: a.Key, transition: t, done: done, what: "admission",
 		onWritten: func(fresh *berthv1.Workload) { s.admitted(a, fresh) }, undo: func() { s.rollback(a.Key) }})
-}
-
-// AdmissionTransition is the transition that writes an engine admission,
-// and the admission in its API form: Admit, or Reserve when the admission
-// books capacity first.
-func AdmissionTransition(a admission.Admission) (lifecycle.Transition, *berthv1.Admission) {
-	apiAdmission := AdmissionToAPI(a)
-	msg := admissionMessage(a)
-	if p := a.Provisioning; p != nil {
-		return lifecycle.Reserve{Admission: apiAdmission, Generation: a.Generation, Attempt: p.Attempt,
-			Flavor: p.Flavor, MaxAttempts: p.MaxAttempts, Message: msg}, apiAdmission
-	}
-	return lifecycle.Admit{Admission: apiAdmission, Generation: a.Generation, Message: msg}, apiAdmission
-}
-
-// PreemptionTransition is the transition that evicts a preemption's victim.
-func PreemptionTransition(p admission.Preemption) lifecycle.Evict {
-	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)
-	return lifecycle.Evict{Reason: berthv1.ReasonPreempted, Message: msg}
 }
 
 // admitted records that admission a is in the API server, as wl.
@@ -103,7 +81,7 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 		}
 		return
 	}
-	t := PreemptionTransition(p)
+	t := lifecycle.PreemptionTransition(p)
 	msg := t.Message
 	// Read before the write: a victim still booking capacity loses its
 	// admission with the eviction.
@@ -133,7 +111,7 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		}
 		return
 	}
-	written, err := s.writer.Write(ctx, wl, lifecycle.Queue{Reason: ReasonOf(p.Reason), Message: p.Message})
+	written, err := s.writer.Write(ctx, wl, lifecycle.Queue{Reason: lifecycle.ReasonOf(p.Reason), Message: p.Message})
 	if err != nil {
 		logWriteError(ctx, err, "writing pending reason", p.Key)
 		return
@@ -147,27 +125,6 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventInadmissible, "Queue", p.Message)
 		}
 	}
-}
-
-// admissionMessage describes an admission for conditions and events, e.g.
-// "admitted by ClusterQueue team-a: nvidia.com/gpu in h200".
-func admissionMessage(a admission.Admission) string {
-	seen := map[string]bool{}
-	var parts []string
-	for _, ps := range a.PodSets {
-		for r, f := range ps.Flavors {
-			p := fmt.Sprintf("%s in %s", r, f)
-			if !seen[p] {
-				seen[p] = true
-				parts = append(parts, p)
-			}
-		}
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		return fmt.Sprintf("admitted by ClusterQueue %s", a.ClusterQueue)
-	}
-	return fmt.Sprintf("admitted by ClusterQueue %s: %s", a.ClusterQueue, strings.Join(parts, ", "))
 }
 
 // clusterQueueOf is the ClusterQueue that admitted wl ("" if none did).

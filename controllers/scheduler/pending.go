@@ -5,33 +5,8 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
-
-// reasons maps every pending reason of the engine to the API's; a test
-// checks that none is missing.
-var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
-	admission.ClusterQueueNotFound:  berthv1.ReasonClusterQueueNotFound,
-	admission.ClusterQueueStopped:   berthv1.ReasonClusterQueueStopped,
-	admission.FlavorNotFound:        berthv1.ReasonFlavorsNotFound,
-	admission.UnsupportedResource:   berthv1.ReasonUnsupportedResource,
-	admission.ExceedsMaxQuota:       berthv1.ReasonExceedsMaxQuota,
-	admission.InsufficientQuota:     berthv1.ReasonInsufficientQuota,
-	admission.WaitingForPreemption:  berthv1.ReasonWaitingForPreemption,
-	admission.BlockedByHead:         berthv1.ReasonBlockedByHead,
-	admission.ReservedForHead:       berthv1.ReasonReservedForHead,
-	admission.UnknownTopologyLevel:  berthv1.ReasonUnknownTopologyLevel,
-	admission.TopologyUnavailable:   berthv1.ReasonTopologyUnavailable,
-	admission.ExceedsDomainCapacity: berthv1.ReasonExceedsDomainCapacity,
-	admission.ProvisioningBackoff:   berthv1.ReasonProvisioningFailed,
-}
-
-// ReasonOf is the API reason of an engine pending reason.
-func ReasonOf(r admission.PendingReason) berthv1.WorkloadReason {
-	if out, ok := reasons[r]; ok {
-		return out
-	}
-	return berthv1.WorkloadReason(r)
-}
 
 // actionable reports whether a pending reason needs someone to act — the
 // queue setup or the workload is wrong, or no domain could ever hold the
@@ -57,17 +32,6 @@ func outdated(r admission.PendingReason) bool {
 		return true
 	}
 	return actionable(r)
-}
-
-// engineReason maps a reason in a Workload's status back to the engine's,
-// or keeps the API's word for reasons only the controllers write.
-func engineReason(r berthv1.WorkloadReason) admission.PendingReason {
-	for er, ar := range reasons {
-		if ar == r {
-			return er
-		}
-	}
-	return admission.PendingReason(r)
 }
 
 // pendingNotes decide when a pending reason is written to a Workload's
@@ -150,7 +114,7 @@ func (p *pendingNotes) take(now time.Time) []admission.PendingUpdate {
 // of this scheduler's is on record, which is newer than any cached copy.
 func (p *pendingNotes) recorded(key admission.WorkloadKey, r berthv1.WorkloadReason) {
 	if _, ok := p.written[key]; !ok && r != "" {
-		p.written[key] = engineReason(r)
+		p.written[key] = lifecycle.EngineReason(r)
 	}
 }
 

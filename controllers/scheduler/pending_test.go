@@ -104,17 +104,9 @@ func TestPendingNotes(t *testing.T) {
 	}
 }
 
-// TestEveryPendingReasonHasAnAPIReason: a pending reason the engine gives
-// reaches the Workload as one of the API's typed reasons, never raw.
-func TestEveryPendingReasonHasAnAPIReason(t *testing.T) {
-	for _, r := range admission.PendingReasons() {
-		if _, ok := reasons[r]; !ok {
-			t.Errorf("engine reason %s has no API reason", r)
-		}
-	}
-	if got := ReasonOf(admission.ExceedsDomainCapacity); got != berthv1.ReasonExceedsDomainCapacity {
-		t.Errorf("ReasonOf(ExceedsDomainCapacity) = %s", got)
-	}
+// TestTopologyReasonsActionable: a gang no domain can ever hold needs
+// someone to act; one waiting for free capacity does not.
+func TestTopologyReasonsActionable(t *testing.T) {
 	if !actionable(admission.ExceedsDomainCapacity) || actionable(admission.TopologyUnavailable) {
 		t.Errorf("a gang no domain can ever hold needs someone to act; one waiting for free capacity does not")
 	}

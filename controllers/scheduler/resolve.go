@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // Unqueueable says why a workload cannot be queued at all: it is
@@ -23,60 +24,40 @@ type Unqueueable struct {
 	Message string
 }
 
-// Queue is where a workload is queued.
-type Queue struct {
-	// ClusterQueue the workload is queued in (for an admitted one, the one
-	// of its admission).
-	ClusterQueue string
-	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
-	// milli-units (0 for an admitted workload, which is not queued).
-	LocalQueueWeight int64
-}
-
 // ResolveQueue finds the ClusterQueue a pending workload is queued in, and
 // its LocalQueue's weight. An admitted workload is in the ClusterQueue of its
 // admission. It returns a non-nil Unqueueable, not an error, when the
 // workload's queue setup is wrong; errors are reserved for failed reads.
-func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (Queue, *Unqueueable, error) {
+func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (lifecycle.QueueRef, *Unqueueable, error) {
 	if wl.Status.Admission != nil {
-		return Queue{ClusterQueue: wl.Status.Admission.ClusterQueue}, nil, nil
+		return lifecycle.QueueRef{ClusterQueue: wl.Status.Admission.ClusterQueue}, nil, nil
 	}
 	if !wl.IsActive() {
-		return Queue{}, &Unqueueable{Reason: berthv1.ReasonDeactivated, Message: fmt.Sprintf(
+		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonDeactivated, Message: fmt.Sprintf(
 			"the Workload is deactivated (spec.active is false); it waits until activated: kubectl berth activate workload %s -n %s",
 			wl.Name, wl.Namespace)}, nil
 	}
 	lq := &berthv1.LocalQueue{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq)
 	if apierrors.IsNotFound(err) {
-		return Queue{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
+		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
 			"LocalQueue %q does not exist in namespace %q: create it, or set the %s label to an existing LocalQueue",
 			wl.Spec.QueueName, wl.Namespace, berthv1.QueueNameLabel)}, nil
 	}
 	if err != nil {
-		return Queue{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
+		return lifecycle.QueueRef{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
 	}
 	if p := lq.Spec.StopPolicy; p == berthv1.StopPolicyHold || p == berthv1.StopPolicyHoldAndDrain {
-		return Queue{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueStopped, Message: fmt.Sprintf(
+		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueStopped, Message: fmt.Sprintf(
 			"LocalQueue %q is stopped (stopPolicy %s); its workloads wait until it is resumed: kubectl berth resume localqueue %s -n %s",
 			lq.Name, p, lq.Name, lq.Namespace)}, nil
 	}
-	q := QueueOf(lq)
+	q := lifecycle.QueueOf(lq)
 	unq, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
 	if err != nil || unq != nil {
-		return Queue{}, unq, err
+		return lifecycle.QueueRef{}, unq, err
 	}
 	return q, nil, nil
-}
-
-// QueueOf is where a LocalQueue queues its pending workloads: its
-// ClusterQueue, with the LocalQueue's fair-sharing weight.
-func QueueOf(lq *berthv1.LocalQueue) Queue {
-	q := Queue{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
-	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
-		q.LocalQueueWeight = fs.Weight.MilliValue()
-	}
-	return q
 }
 
 // checkClusterQueue says whether a ClusterQueue accepts workloads from a

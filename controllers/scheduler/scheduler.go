@@ -32,6 +32,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -71,7 +72,7 @@ type Scheduler struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	opts     Options
 
 	mu     sync.Mutex
@@ -123,7 +124,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	}
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: opts.Clock},
+		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
 		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
 	}, nil
@@ -138,7 +139,7 @@ func (s *Scheduler) NeedLeaderElection() bool { return true }
 // from admitting until its flavors were checked. An invalid spec is returned
 // as an error and leaves the engine unchanged.
 func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, missingFlavors []string, hold bool) error {
-	ecq := ClusterQueueToEngine(cq)
+	ecq := lifecycle.ClusterQueueToEngine(cq)
 	ecq.Stopped = ecq.Stopped || hold
 	ecq.MissingFlavors = missingFlavors
 	s.mu.Lock()
@@ -161,8 +162,8 @@ func (s *Scheduler) DeleteClusterQueue(name string) {
 // UpsertWorkload gives the engine a workload's current state, queued in q.
 // A cached copy older than this scheduler's own admission of the workload is
 // ignored.
-func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
-	key := KeyOf(wl)
+func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) error {
+	key := lifecycle.KeyOf(wl)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rv, ok := s.assumed[key]; ok {
@@ -184,7 +185,7 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q Queue) error {
 	} else if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		s.pending.recorded(key, berthv1.WorkloadReason(c.Reason))
 	}
-	ew := WorkloadToEngine(wl, q)
+	ew := lifecycle.WorkloadToEngine(wl, q)
 	wasBooking := s.engine.Booking(key)
 	if err := s.engine.UpsertWorkload(ew); err != nil {
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
@@ -353,7 +354,7 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 	phase := lifecycle.PhaseOf(wl)
 	if phase == lifecycle.Finished || phase == lifecycle.GaveUp || (!wl.DeletionTimestamp.IsZero() && !lifecycle.HoldsQuota(phase)) {
 		// Done, not to be queued again, or going: no quota and no queue.
-		s.DeleteWorkload(KeyOf(wl))
+		s.DeleteWorkload(lifecycle.KeyOf(wl))
 		return nil, nil
 	}
 	q, unq, err := ResolveQueue(ctx, s.client, wl)
@@ -361,7 +362,7 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 		return nil, err
 	}
 	if unq != nil {
-		s.DeleteWorkload(KeyOf(wl))
+		s.DeleteWorkload(lifecycle.KeyOf(wl))
 		return unq, nil
 	}
 	if err := s.UpsertWorkload(wl, q); err != nil {

@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // QueueStatus is what a ClusterQueue's status reports about its workloads.
@@ -64,11 +64,11 @@ func (s *Scheduler) ClusterQueueStatus(name string) (QueueStatus, bool) {
 			if out.AdmittedUsage == nil {
 				out.AdmittedUsage = map[FlavorResource]resource.Quantity{}
 			}
-			out.AdmittedUsage[FlavorResource{Flavor: f.Flavor, Resource: corev1.ResourceName(r.Name)}] = Quantity(r.Name, r.Admitted)
+			out.AdmittedUsage[FlavorResource{Flavor: f.Flavor, Resource: corev1.ResourceName(r.Name)}] = lifecycle.Quantity(r.Name, r.Admitted)
 			fu.Resources = append(fu.Resources, berthv1.ResourceUsage{
 				Name:     corev1.ResourceName(r.Name),
-				Total:    Quantity(r.Name, r.Total),
-				Borrowed: Quantity(r.Name, r.Borrowed),
+				Total:    lifecycle.Quantity(r.Name, r.Total),
+				Borrowed: lifecycle.Quantity(r.Name, r.Borrowed),
 			})
 		}
 		out.FlavorsUsage = append(out.FlavorsUsage, fu)
@@ -83,17 +83,4 @@ func WeightedShare(drs int64) float64 {
 		return math.Inf(1)
 	}
 	return float64(drs) / 1e9
-}
-
-// Quantity turns an engine amount (milli-units) back into a Quantity in the
-// resource's usual notation: binary for bytes, whole units where exact.
-func Quantity(name admission.ResourceName, milli int64) resource.Quantity {
-	format := resource.DecimalSI
-	if name == admission.ResourceName(corev1.ResourceMemory) || name == admission.ResourceName(corev1.ResourceEphemeralStorage) {
-		format = resource.BinarySI
-	}
-	if milli%1000 == 0 {
-		return *resource.NewQuantity(milli/1000, format)
-	}
-	return *resource.NewMilliQuantity(milli, format)
 }

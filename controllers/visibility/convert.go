@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
@@ -55,7 +56,7 @@ func pendingItem(it admission.PendingWorkload) visv1.PendingWorkload {
 	}
 	for _, s := range ex.Shortfalls {
 		item.Shortfalls = append(item.Shortfalls, visv1.Shortfall{Flavor: s.Flavor, Resource: string(s.Resource),
-			Requested: scheduler.Quantity(s.Resource, s.Requested), Available: scheduler.Quantity(s.Resource, s.Available)})
+			Requested: lifecycle.Quantity(s.Resource, s.Requested), Available: lifecycle.Quantity(s.Resource, s.Available)})
 	}
 	for _, v := range ex.Preemption.Victims {
 		item.Preemption.Victims = append(item.Preemption.Victims, v.Victim.String())

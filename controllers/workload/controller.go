@@ -27,7 +27,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // Field indexes this package registers.
@@ -51,7 +51,7 @@ type Reconciler struct {
 	reader   client.Reader
 	sched    Engine
 	recorder events.EventRecorder
-	writer   lifecycle.Writer
+	writer   persist.Writer
 	queues   Evictions
 }
 
@@ -60,7 +60,7 @@ type Reconciler struct {
 // with the scheduler's and the queues' own.
 func NewReconciler(c Store, reader client.Reader, sched Engine, recorder events.EventRecorder, clk clock.PassiveClock, queues Evictions) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
-		writer: lifecycle.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
 }
 
 // Name of the controller.
@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	wl := &berthv1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sched.DeleteWorkload(scheduler.KeyOf(&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}))
+			r.sched.DeleteWorkload(lifecycle.KeyOf(&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}))
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", req, err)
@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, err
 			}
 		} else {
-			r.sched.DeleteWorkload(scheduler.KeyOf(wl))
+			r.sched.DeleteWorkload(lifecycle.KeyOf(wl))
 		}
 		return r.release(ctx, wl)
 	}
@@ -190,7 +190,7 @@ func gone(wl *berthv1.Workload) bool {
 // twice. An orphaned Workload is deleted then.
 func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconcile.Result, error) {
 	if lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
-		running, err := lifecycle.PodsRunning(ctx, r.reader, wl)
+		running, err := persist.PodsRunning(ctx, r.reader, wl)
 		if err != nil {
 			return reconcile.Result{}, err
 		}

@@ -41,7 +41,7 @@ import (
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/cmd/kubectl-berth/commands"
 	"github.com/berth-dev/berth/controllers/jobs"
-	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -428,7 +428,7 @@ func state(ctx context.Context, env *framework.Env, j *batchv1.Job) (string, boo
 		if cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); cond != nil {
 			return "held: " + cond.Message, false, nil
 		}
-		if ex, ok := env.Berth().Scheduler.Explain(scheduler.KeyOf(wl)); ok && ex.Message != "" {
+		if ex, ok := env.Berth().Scheduler.Explain(lifecycle.KeyOf(wl)); ok && ex.Message != "" {
 			return "held: " + ex.Message, false, nil
 		}
 		return "held: queued", false, nil

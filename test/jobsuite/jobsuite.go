@@ -23,7 +23,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/scheduler"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -340,7 +340,7 @@ func pendingReason(ctx context.Context, env *framework.Env, obj client.Object) f
 		wls, err := WorkloadsOf(ctx, env.Client, obj)
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		g.Expect(wls).To(gomega.HaveLen(1))
-		ex, ok := env.Berth().Scheduler.Explain(scheduler.KeyOf(&wls[0]))
+		ex, ok := env.Berth().Scheduler.Explain(lifecycle.KeyOf(&wls[0]))
 		g.Expect(ok).To(gomega.BeTrue(), "Workload %s is not pending in the engine", wls[0].Name)
 		return ex.Reason
 	}

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // The one-word statuses list and explain give a Workload. They condense
@@ -85,49 +85,46 @@ func newWorkloadItem(wl *berthv1.Workload, clusterQueue string, pending *visv1.P
 }
 
 // workloadStatus derives a Workload's status, and the reason and message
-// of the condition that decides it.
+// of the condition that decides it. The status is the lifecycle's phase
+// (lifecycle.PhaseOf, the one definition the controllers use) in the
+// words list and explain print, with Deactivated added: a deactivated
+// Workload that has not finished reads as such, whatever its phase.
 func workloadStatus(wl *berthv1.Workload) (status, reason, message string) {
-	conds := wl.Status.Conditions
-	if c := meta.FindStatusCondition(conds, berthv1.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue {
-		return statusFinished, c.Reason, c.Message
-	}
-	qr := meta.FindStatusCondition(conds, berthv1.ConditionQuotaReserved)
-	if !wl.IsActive() {
+	phase := lifecycle.PhaseOf(wl)
+	qr := lifecycle.Condition(wl, berthv1.ConditionQuotaReserved)
+	if phase != lifecycle.Finished && !wl.IsActive() {
 		msg := "spec.active is false"
 		if qr != nil && qr.Reason == string(berthv1.ReasonDeactivated) && qr.Message != "" {
 			msg = qr.Message
 		}
 		return statusDeactivated, string(berthv1.ReasonDeactivated), msg
 	}
-	if c := meta.FindStatusCondition(conds, berthv1.ConditionEvicted); c != nil && c.Status == metav1.ConditionTrue &&
-		c.Reason != string(berthv1.ReasonRequeued) {
-		return statusEvicting, c.Reason, c.Message
-	}
-	adm := meta.FindStatusCondition(conds, berthv1.ConditionAdmitted)
-	if adm != nil && adm.Status == metav1.ConditionTrue {
-		return statusAdmitted, adm.Reason, adm.Message
-	}
-	if wl.Status.Admission != nil || (qr != nil && qr.Status == metav1.ConditionTrue) {
-		// Quota held but not admitted (and not evicting): the capacity is
-		// being booked.
-		if adm != nil {
-			return statusBooking, adm.Reason, adm.Message
-		}
-		return statusBooking, string(berthv1.ReasonWaitingForCapacity), ""
-	}
-	if (qr != nil && qr.Reason == string(berthv1.ReasonProvisioningGaveUp)) || (wl.Status.Provisioning != nil && wl.Status.Provisioning.GaveUp) {
-		if qr != nil {
-			return statusGaveUp, qr.Reason, qr.Message
-		}
-		return statusGaveUp, string(berthv1.ReasonProvisioningGaveUp), ""
+	switch phase {
+	case lifecycle.Finished:
+		return conditionStatus(wl, statusFinished, berthv1.ConditionFinished, "")
+	case lifecycle.Evicting:
+		return conditionStatus(wl, statusEvicting, berthv1.ConditionEvicted, "")
+	case lifecycle.Admitted, lifecycle.Running:
+		return conditionStatus(wl, statusAdmitted, berthv1.ConditionAdmitted, "")
+	case lifecycle.Reserved:
+		return conditionStatus(wl, statusBooking, berthv1.ConditionAdmitted, berthv1.ReasonWaitingForCapacity)
+	case lifecycle.GaveUp:
+		return conditionStatus(wl, statusGaveUp, berthv1.ConditionQuotaReserved, berthv1.ReasonProvisioningGaveUp)
 	}
 	if qr != nil {
 		return statusPending, qr.Reason, qr.Message
 	}
-	if adm != nil {
-		return statusPending, adm.Reason, adm.Message
+	return conditionStatus(wl, statusPending, berthv1.ConditionAdmitted, "")
+}
+
+// conditionStatus is status with the reason and message of the condition
+// of type typ, or with reason alone when the Workload has no such
+// condition.
+func conditionStatus(wl *berthv1.Workload, status, typ string, reason berthv1.WorkloadReason) (string, string, string) {
+	if c := lifecycle.Condition(wl, typ); c != nil {
+		return status, c.Reason, c.Message
 	}
-	return statusPending, "", ""
+	return status, string(reason), ""
 }
 
 // jobOf names the object a Workload stands for: its controller owner, or

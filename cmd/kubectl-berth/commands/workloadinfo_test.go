@@ -26,40 +26,44 @@ func TestWorkloadStatus(t *testing.T) {
 		no  = metav1.ConditionFalse
 	)
 	admission := &berthv1.Admission{ClusterQueue: "gpus"}
+	reserved := &berthv1.Admission{ClusterQueue: "gpus", Provisioning: &berthv1.AdmissionProvisioning{ClassName: berthv1.ProvisioningClassAtomicScaleUp}}
+	booking := &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningPending}
+	gaveUp := &berthv1.ProvisioningStatus{Attempt: 3, State: berthv1.ProvisioningFailed, GaveUp: true}
+	withdrawn := &berthv1.ProvisioningStatus{Attempt: 1, State: berthv1.ProvisioningCancelled}
 	cases := []struct {
 		name       string
 		conds      []metav1.Condition
 		admission  *berthv1.Admission
 		active     *bool
-		gaveUp     bool
+		prov       *berthv1.ProvisioningStatus
 		wantStatus string
 		wantReason string
 	}{
-		{"new, no conditions", nil, nil, nil, false, statusPending, ""},
+		{"new, no conditions", nil, nil, nil, nil, statusPending, ""},
 		{"waits for quota", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonInsufficientQuota, "m"),
-			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonPending, "")}, nil, nil, false, statusPending, "InsufficientQuota"},
+			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonPending, "")}, nil, nil, nil, statusPending, "InsufficientQuota"},
 		{"admitted", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, yes, berthv1.ReasonQuotaReserved, ""),
-			cond(berthv1.ConditionAdmitted, yes, berthv1.ReasonAdmitted, "")}, admission, nil, false, statusAdmitted, "Admitted"},
+			cond(berthv1.ConditionAdmitted, yes, berthv1.ReasonAdmitted, "")}, admission, nil, nil, statusAdmitted, "Admitted"},
 		{"booking capacity", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, yes, berthv1.ReasonQuotaReserved, ""),
-			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonWaitingForCapacity, "")}, admission, nil, false, statusBooking, "WaitingForCapacity"},
+			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonWaitingForCapacity, "")}, reserved, nil, booking, statusBooking, "WaitingForCapacity"},
 		{"being preempted", []metav1.Condition{cond(berthv1.ConditionEvicted, yes, berthv1.ReasonPreempted, "by x"),
-			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonEvicted, "")}, admission, nil, false, statusEvicting, "Preempted"},
+			cond(berthv1.ConditionAdmitted, no, berthv1.ReasonEvicted, "")}, admission, nil, nil, statusEvicting, "Preempted"},
 		{"requeued after eviction waits again", []metav1.Condition{cond(berthv1.ConditionEvicted, yes, berthv1.ReasonRequeued, ""),
-			cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonPending, "")}, nil, nil, false, statusPending, "Pending"},
+			cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonPending, "")}, nil, nil, nil, statusPending, "Pending"},
+		{"eviction withdrew its booking: queued again", []metav1.Condition{cond(berthv1.ConditionEvicted, yes, berthv1.ReasonPreempted, "by x"),
+			cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonPending, "by x")}, nil, nil, withdrawn, statusPending, "Pending"},
 		{"finished beats everything", []metav1.Condition{cond(berthv1.ConditionFinished, yes, berthv1.ReasonSucceeded, "done"),
-			cond(berthv1.ConditionAdmitted, yes, berthv1.ReasonAdmitted, "")}, admission, ptr.To(false), false, statusFinished, "Succeeded"},
-		{"deactivated", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonDeactivated, "")}, nil, ptr.To(false), false,
+			cond(berthv1.ConditionAdmitted, yes, berthv1.ReasonAdmitted, "")}, admission, ptr.To(false), nil, statusFinished, "Succeeded"},
+		{"deactivated", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonDeactivated, "")}, nil, ptr.To(false), nil,
 			statusDeactivated, "Deactivated"},
-		{"gave up booking", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonProvisioningGaveUp, "3 attempts")}, nil, nil, true,
+		{"gave up booking", []metav1.Condition{cond(berthv1.ConditionQuotaReserved, no, berthv1.ReasonProvisioningGaveUp, "3 attempts")}, nil, nil, gaveUp,
 			statusGaveUp, "ProvisioningGaveUp"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			wl := &berthv1.Workload{Spec: berthv1.WorkloadSpec{Active: tc.active},
 				Status: berthv1.WorkloadStatus{Conditions: tc.conds, Admission: tc.admission}}
-			if tc.gaveUp {
-				wl.Status.Provisioning = &berthv1.ProvisioningStatus{Attempt: 3, State: berthv1.ProvisioningFailed, GaveUp: true}
-			}
+			wl.Status.Provisioning = tc.prov
 			status, reason, _ := workloadStatus(wl)
 			if status != tc.wantStatus || reason != tc.wantReason {
 				t.Errorf("status %s (%s), want %s (%s)", status, reason, tc.wantStatus, tc.wantReason)

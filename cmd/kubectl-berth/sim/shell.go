@@ -11,10 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/capacity"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/provisioning"
-	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
 // engineShell runs jobs through berth's admission engine, as the
@@ -36,7 +33,7 @@ type engineShell struct {
 	eng       *admission.Engine
 	quotaOnly bool
 	flavors   map[string]*berthv1.ResourceFlavor
-	queues    map[types.NamespacedName]scheduler.Queue
+	queues    map[types.NamespacedName]lifecycle.QueueRef
 	pools     map[string]*berthv1.CapacityPool
 	byKey     map[admission.WorkloadKey]*job
 	// engineNodes are the nodes the engine was told of, with the free
@@ -63,7 +60,7 @@ func newEngineShell(r *run, quotaOnly bool) (*engineShell, error) {
 		return nil, fmt.Errorf("creating the engine: %w", err)
 	}
 	s := &engineShell{r: r, eng: eng, quotaOnly: quotaOnly, flavors: map[string]*berthv1.ResourceFlavor{},
-		queues: map[types.NamespacedName]scheduler.Queue{}, pools: map[string]*berthv1.CapacityPool{},
+		queues: map[types.NamespacedName]lifecycle.QueueRef{}, pools: map[string]*berthv1.CapacityPool{},
 		byKey: map[admission.WorkloadKey]*job{}, engineNodes: map[*node]*amounts{}, nodeFlavors: map[*node][]string{}, wakeAt: -1}
 	r.as.answered = s.answered
 	if err := s.load(); err != nil {
@@ -78,7 +75,7 @@ func (s *engineShell) load() error {
 	for i := range sc.Flavors {
 		rf := &sc.Flavors[i]
 		s.flavors[rf.Name] = rf
-		f := capacity.FlavorToEngine(rf)
+		f := lifecycle.FlavorToEngine(rf)
 		if s.quotaOnly {
 			f.Levels = nil
 			if f.Provisioning.Mode == admission.ProvisionIfNeeded {
@@ -91,13 +88,13 @@ func (s *engineShell) load() error {
 	}
 	for i := range sc.ClusterQueues {
 		cq := &sc.ClusterQueues[i]
-		if err := s.eng.UpsertClusterQueue(scheduler.ClusterQueueToEngine(cq)); err != nil {
+		if err := s.eng.UpsertClusterQueue(lifecycle.ClusterQueueToEngine(cq)); err != nil {
 			return fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 	}
 	for i := range sc.LocalQueues {
 		lq := &sc.LocalQueues[i]
-		s.queues[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = scheduler.QueueOf(lq)
+		s.queues[types.NamespacedName{Namespace: lq.Namespace, Name: lq.Name}] = lifecycle.QueueOf(lq)
 	}
 	for i := range sc.Pools {
 		p := &sc.Pools[i]
@@ -125,7 +122,7 @@ func (s *engineShell) updatePool(name string) error {
 			existing++
 		}
 	}
-	if err := s.eng.UpsertPool(capacity.PoolToEngine(s.pools[name], existing)); err != nil {
+	if err := s.eng.UpsertPool(lifecycle.PoolToEngine(s.pools[name], existing)); err != nil {
 		return fmt.Errorf("CapacityPool %s: %w", name, err)
 	}
 	return nil
@@ -138,7 +135,7 @@ func (s *engineShell) submit(j *job, now time.Duration) {
 		wl.Spec.Topology = nil
 	}
 	j.shell = &shellJob{wl: wl}
-	s.byKey[scheduler.KeyOf(wl)] = j
+	s.byKey[lifecycle.KeyOf(wl)] = j
 	s.upsert(j)
 }
 
@@ -148,11 +145,11 @@ func (s *engineShell) upsert(j *job) {
 	wl := j.shell.(*shellJob).wl
 	phase := lifecycle.PhaseOf(wl)
 	if phase == lifecycle.Finished || phase == lifecycle.GaveUp {
-		s.eng.DeleteWorkload(scheduler.KeyOf(wl))
+		s.eng.DeleteWorkload(lifecycle.KeyOf(wl))
 		return
 	}
 	q := s.queues[types.NamespacedName{Namespace: wl.Namespace, Name: wl.Spec.QueueName}]
-	if err := s.eng.UpsertWorkload(scheduler.WorkloadToEngine(wl, q)); err != nil && s.err == nil {
+	if err := s.eng.UpsertWorkload(lifecycle.WorkloadToEngine(wl, q)); err != nil && s.err == nil {
 		s.err = fmt.Errorf("job %s: %w", j.spec.ID, err)
 	}
 }
@@ -193,7 +190,7 @@ func (s *engineShell) settle(now time.Duration) bool {
 
 func (s *engineShell) admit(a admission.Admitted, now time.Duration) {
 	j := s.byKey[a.Key]
-	t, _ := scheduler.AdmissionTransition(a.Admission)
+	t, _ := lifecycle.AdmissionTransition(a.Admission)
 	if !s.apply(j, t, now) {
 		s.eng.Rollback(a.Key)
 		return
@@ -207,7 +204,7 @@ func (s *engineShell) admit(a admission.Admitted, now time.Duration) {
 		return
 	}
 	p := sj.wl.Status.Provisioning
-	r := &request{job: j, attempt: p.Attempt, scaleUp: a.Admission.Provisioning.ScaleUp, pods: j.spec.Pods,
+	r := &request{job: j, attempt: p.Attempt, scaleUp: a.Admission.Provisioning.Class == admission.ClassAtomicScaleUp, pods: j.spec.Pods,
 		requests: j.requests, selector: s.selectorOf(j)}
 	r.obj.Name = p.RequestName
 	r.obj.CreationTimestamp = metav1.NewTime(epoch.Add(now))
@@ -220,11 +217,11 @@ func (s *engineShell) preempt(p admission.Preemption, now time.Duration) {
 	j := s.byKey[p.Victim]
 	sj := j.shell.(*shellJob)
 	waiting := lifecycle.PhaseOf(sj.wl) == lifecycle.Reserved
-	if !s.apply(j, scheduler.PreemptionTransition(p), now) {
+	if !s.apply(j, lifecycle.PreemptionTransition(p), now) {
 		s.eng.Rollback(p.Victim)
 		return
 	}
-	s.r.logf(now, "%s: %s", j.spec.ID, scheduler.PreemptionTransition(p).Message)
+	s.r.logf(now, "%s: %s", j.spec.ID, lifecycle.PreemptionTransition(p).Message)
 	s.r.as.cancel(sj.req)
 	sj.req = nil
 	if !waiting {
@@ -239,7 +236,7 @@ func (s *engineShell) preempt(p admission.Preemption, now time.Duration) {
 func (s *engineShell) decideBooking(d admission.BookingDecision, now time.Duration) {
 	j := s.byKey[d.Key]
 	sj := j.shell.(*shellJob)
-	if !s.apply(j, scheduler.BookingTransition(d), now) {
+	if !s.apply(j, lifecycle.BookingTransition(d), now) {
 		s.eng.Rollback(d.Key)
 		return
 	}
@@ -297,7 +294,7 @@ func (s *engineShell) checkPodsReady(j *job, attempt int32, now time.Duration) {
 		s.upsert(j)
 		return
 	}
-	s.eng.ReportBooking(scheduler.KeyOf(sj.wl), admission.BookingReport{Attempt: attempt, Answer: admission.AnswerPodsNotReady,
+	s.eng.ReportBooking(lifecycle.KeyOf(sj.wl), admission.BookingReport{Attempt: attempt, Answer: admission.AnswerPodsNotReady,
 		Message: fmt.Sprintf("%d of %d pods were Ready in time", j.bound, j.spec.Pods)})
 }
 
@@ -337,7 +334,7 @@ func (s *engineShell) answered(r *request, now time.Duration) {
 	if sj.req != r {
 		return
 	}
-	rep := provisioning.Report(sj.wl, &r.obj, epoch.Add(now))
+	rep := lifecycle.Report(sj.wl, &r.obj, epoch.Add(now))
 	phase := lifecycle.PhaseOf(sj.wl)
 	if phase != lifecycle.Reserved {
 		if rep.Answer != admission.AnswerExpired && rep.Answer != admission.AnswerRevoked {
@@ -350,7 +347,7 @@ func (s *engineShell) answered(r *request, now time.Duration) {
 		s.apply(j, lifecycle.NoteBooking{Attempt: r.attempt, CapacityNotFoundSince: &since, Message: rep.Message}, now)
 		s.upsert(j)
 	}
-	s.eng.ReportBooking(scheduler.KeyOf(sj.wl), rep)
+	s.eng.ReportBooking(lifecycle.KeyOf(sj.wl), rep)
 }
 
 // started implements policy.
@@ -399,7 +396,7 @@ func (s *engineShell) explainWaiting(now time.Duration) {
 			continue
 		}
 		wl := j.shell.(*shellJob).wl
-		if x, ok := s.eng.Explain(scheduler.KeyOf(wl)); ok {
+		if x, ok := s.eng.Explain(lifecycle.KeyOf(wl)); ok {
 			s.r.logf(now, "%s: still waiting, position %d: %s: %s", j.spec.ID, x.Position, x.Reason, x.Message)
 			continue
 		}

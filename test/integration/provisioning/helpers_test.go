@@ -133,7 +133,7 @@ func (tc *testCase) reserve(ctx context.Context, wl *berthv1.Workload, topology 
 // reserveClass is reserve with a ProvisioningRequest class.
 func (tc *testCase) reserveClass(ctx context.Context, wl *berthv1.Workload, topology *berthv1.TopologyAssignment, class string) *berthv1.ProvisioningStatus {
 	updateStatus(ctx, wl, func(w *berthv1.Workload) {
-		a := &berthv1.Admission{ClusterQueue: tc.cq, Topology: topology.DeepCopy(), Provisioning: &berthv1.AdmissionProvisioning{ClassName: class}}
+		a := &berthv1.Admission{ClusterQueue: tc.cq, Topology: topology.DeepCopy(), Provisioning: &berthv1.AdmissionProvisioning{ClassName: berthv1.ProvisioningClass(class)}}
 		for _, ps := range w.Spec.PodSets {
 			a.PodSetAssignments = append(a.PodSetAssignments, berthv1.PodSetAssignment{Name: ps.Name, Count: ps.Count, Flavors: map[corev1.ResourceName]string{gpu: tc.flavor.Name}})
 		}

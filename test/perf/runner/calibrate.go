@@ -15,6 +15,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 )
 
 // Calibration is the API server's write throughput on this machine, with
@@ -87,7 +88,7 @@ func writeOne(ctx context.Context, cl *cluster, ns string, i int) error {
 	adm := &berthv1.Admission{ClusterQueue: ns, PodSetAssignments: []berthv1.PodSetAssignment{{
 		Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "default"},
 	}}}
-	w := lifecycle.Writer{Client: cl.client, Reader: cl.client, Clock: clock.RealClock{}}
+	w := persist.Writer{Client: cl.client, Reader: cl.client, Clock: clock.RealClock{}}
 	if _, err := w.Write(ctx, wl, lifecycle.Admit{Admission: adm, Generation: wl.Generation, Message: "admitted by ClusterQueue calibration: cpu in default"}); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/test/perf/scenario"
 )
 
@@ -190,7 +191,7 @@ func (t *tracker) do(ctx context.Context, c client.Client, reader client.Reader,
 	if err := reader.Get(ctx, key, wl); err != nil {
 		return fmt.Errorf("reading workload %s: %w", key, err)
 	}
-	writer := lifecycle.Writer{Client: c, Reader: c, Clock: clock.RealClock{}}
+	writer := persist.Writer{Client: c, Reader: c, Clock: clock.RealClock{}}
 	if a.kind == actionRequeue {
 		_, err := writer.Write(ctx, wl, lifecycle.Requeue{Message: "stopped by the perf runner after eviction"})
 		return err

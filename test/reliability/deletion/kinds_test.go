@@ -20,7 +20,6 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -184,7 +183,7 @@ func (s *space) waiting(ctx context.Context, gg gang) *berthv1.Workload {
 		wl = s.workload(ctx, g, gg)
 		// Waiting its turn is the engine's to serve, not written to the
 		// Workload's status.
-		_, pending := env.Berth().Scheduler.Explain(scheduler.KeyOf(wl))
+		_, pending := env.Berth().Scheduler.Explain(lifecycle.KeyOf(wl))
 		g.Expect(pending).To(BeTrue(), "Workload %s is pending in the engine", wl.Name)
 		g.Expect(lifecycle.Condition(wl, berthv1.ConditionQuotaReserved)).To(Or(BeNil(), HaveField("Status", Not(Equal(metav1.ConditionTrue)))))
 		g.Expect(wl.Finalizers).To(ContainElement(berthv1.WorkloadFinalizer))

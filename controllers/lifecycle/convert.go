@@ -1,4 +1,4 @@
-package scheduler
+package lifecycle
 
 import (
 	"maps"
@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -22,13 +21,13 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 	out := admission.ClusterQueue{
 		Name:             cq.Name,
 		Cohort:           cq.Spec.Cohort,
-		QueueingStrategy: admission.QueueingStrategy(cq.Spec.QueueingStrategy),
+		QueueingStrategy: queueingStrategies.engine(cq.Spec.QueueingStrategy),
 		Preemption: admission.PreemptionPolicy{
-			WithinClusterQueue:  admission.PreemptionMode(cq.Spec.Preemption.WithinClusterQueue),
-			ReclaimWithinCohort: admission.PreemptionMode(cq.Spec.Preemption.ReclaimWithinCohort),
+			WithinClusterQueue:  preemptionModes.engine(cq.Spec.Preemption.WithinClusterQueue),
+			ReclaimWithinCohort: preemptionModes.engine(cq.Spec.Preemption.ReclaimWithinCohort),
 		},
 		FairShareWeight: defaultWeight,
-		Stopped:         cq.Spec.StopPolicy == berthv1.StopPolicyHold || cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain,
+		Stopped:         Stopped(cq.Spec.StopPolicy),
 	}
 	if out.QueueingStrategy == "" {
 		out.QueueingStrategy = admission.BestEffortFIFO
@@ -87,10 +86,31 @@ func milli(q resource.Quantity) int64 {
 	}
 }
 
+// QueueRef is where a workload is queued: the engine reads it beside the
+// Workload, which names only its LocalQueue.
+type QueueRef struct {
+	// ClusterQueue the workload is queued in (for an admitted one, the one
+	// of its admission).
+	ClusterQueue string
+	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
+	// milli-units (0 for an admitted workload, which is not queued).
+	LocalQueueWeight int64
+}
+
+// QueueOf is where a LocalQueue queues its pending workloads: its
+// ClusterQueue, with the LocalQueue's fair-sharing weight.
+func QueueOf(lq *berthv1.LocalQueue) QueueRef {
+	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
+		q.LocalQueueWeight = fs.Weight.MilliValue()
+	}
+	return q
+}
+
 // WorkloadToEngine translates a Workload, queued in q, into the engine's
 // form. An admitted workload carries its admission, so that the engine counts
 // its usage and never admits it again.
-func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
+func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 	out := admission.Workload{
 		Key:              KeyOf(wl),
 		UID:              string(wl.UID),
@@ -104,7 +124,7 @@ func WorkloadToEngine(wl *berthv1.Workload, q Queue) admission.Workload {
 		Booking:          BookingToEngine(wl),
 	}
 	if t := wl.Spec.Topology; t != nil {
-		out.Topology = &admission.TopologyRequest{Mode: admission.TopologyMode(t.Mode), Level: t.Level}
+		out.Topology = &admission.TopologyRequest{Mode: topologyModes.engine(t.Mode), Level: t.Level}
 	}
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests),
@@ -126,7 +146,7 @@ func BookingToEngine(wl *berthv1.Workload) *admission.Booking {
 		return nil
 	}
 	b := &admission.Booking{
-		Attempt: p.Attempt, Failures: p.Failures, State: admission.BookingState(p.State), Flavor: p.Flavor,
+		Attempt: p.Attempt, Failures: p.Failures, State: bookingStates.engine(p.State), Flavor: p.Flavor,
 		CapacityNotFoundSince: unixNano(p.CapacityNotFoundSince), RetryAfter: unixNano(p.RetryAfter), GaveUp: p.GaveUp,
 		PodsReady: meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionPodsReady),
 	}
@@ -184,7 +204,7 @@ func AdmissionToEngine(a *berthv1.Admission, p *berthv1.ProvisioningStatus) *adm
 		out.Topology = &d
 	}
 	if ap := a.Provisioning; ap != nil {
-		plan := &admission.ProvisioningPlan{ScaleUp: ap.ClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, NewNodes: map[string]int32{}}
+		plan := &admission.ProvisioningPlan{Class: ClassToEngine(ap.ClassName), NewNodes: map[string]int32{}}
 		for _, n := range ap.NewNodes {
 			plan.NewNodes[n.Pool] = n.Nodes
 		}
@@ -212,16 +232,26 @@ func AdmissionToAPI(a admission.Admission) *berthv1.Admission {
 		out.Topology = &d
 	}
 	if p := a.Provisioning; p != nil {
-		ap := &berthv1.AdmissionProvisioning{ClassName: autoscalingv1.ProvisioningClassCheckCapacity}
-		if p.ScaleUp {
-			ap.ClassName = autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
-		}
+		ap := &berthv1.AdmissionProvisioning{ClassName: ClassToAPI(p.Class)}
 		for _, pool := range slices.Sorted(maps.Keys(p.NewNodes)) {
 			ap.NewNodes = append(ap.NewNodes, berthv1.PoolNodes{Pool: pool, Nodes: p.NewNodes[pool]})
 		}
 		out.Provisioning = ap
 	}
 	return out
+}
+
+// Quantity turns an engine amount (milli-units) back into a Quantity in the
+// resource's usual notation: binary for bytes, whole units where exact.
+func Quantity(name admission.ResourceName, milli int64) resource.Quantity {
+	format := resource.DecimalSI
+	if name == admission.ResourceName(corev1.ResourceMemory) || name == admission.ResourceName(corev1.ResourceEphemeralStorage) {
+		format = resource.BinarySI
+	}
+	if milli%1000 == 0 {
+		return *resource.NewQuantity(milli/1000, format)
+	}
+	return *resource.NewMilliQuantity(milli, format)
 }
 
 // KeyOf is the engine key of a workload.

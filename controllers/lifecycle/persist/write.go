@@ -1,4 +1,9 @@
-package lifecycle
+// Package persist writes what package lifecycle decides: it applies a
+// lifecycle transition to a Workload and writes the status through a
+// client, and counts the pods that still run on a Workload's quota. It is
+// the only part of the lifecycle that talks to the API server, so that
+// lifecycle itself stays pure and testable without one.
+package persist
 
 import (
 	"context"
@@ -13,9 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// Writer writes transitions to the API server. Several controllers write
+// Writer writes lifecycle transitions to the API server. Several controllers write
 // the same status, so each write is a merge patch guarded by the
 // resourceVersion it was computed from; on a conflict the workload is read
 // again with Reader (pass an uncached reader, so the retry sees the latest
@@ -39,11 +45,11 @@ type StatusClient interface {
 // whether a write happened; wl holds the latest object it saw (the written
 // one after a write). A refused transition is no error: it returns false
 // and, through Refused, why.
-func (w Writer) Write(ctx context.Context, wl *berthv1.Workload, t Transition) (bool, error) {
+func (w Writer) Write(ctx context.Context, wl *berthv1.Workload, t lifecycle.Transition) (bool, error) {
 	written := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		base := wl.DeepCopy()
-		if err := Apply(wl, t, metav1.NewTime(w.Clock.Now())); err != nil {
+		if err := lifecycle.Apply(wl, t, metav1.NewTime(w.Clock.Now())); err != nil {
 			return err
 		}
 		if equality.Semantic.DeepEqual(base.Status, wl.Status) {
@@ -65,7 +71,7 @@ func (w Writer) Write(ctx context.Context, wl *berthv1.Workload, t Transition) (
 		written = true
 		return nil
 	})
-	var refused *RefusedError
+	var refused *lifecycle.RefusedError
 	if errors.As(err, &refused) {
 		return false, nil
 	}
@@ -73,9 +79,4 @@ func (w Writer) Write(ctx context.Context, wl *berthv1.Workload, t Transition) (
 		return false, fmt.Errorf("%s on workload %s/%s: %w", t.Name(), wl.Namespace, wl.Name, err)
 	}
 	return written, nil
-}
-
-// Refused reports whether t would be refused on wl as it is.
-func Refused(wl *berthv1.Workload, t Transition) error {
-	return Apply(wl.DeepCopy(), t, metav1.Time{})
 }

@@ -1,4 +1,4 @@
-package scheduler
+package lifecycle
 
 import (
 	"testing"
@@ -61,7 +61,7 @@ func TestAdmissionRoundTrip(t *testing.T) {
 		}},
 		Status: berthv1.WorkloadStatus{Admission: api},
 	}
-	ew := WorkloadToEngine(wl, Queue{ClusterQueue: "ignored-for-admitted"})
+	ew := WorkloadToEngine(wl, QueueRef{ClusterQueue: "ignored-for-admitted"})
 	if ew.ClusterQueue != "team-a" || ew.Admission == nil || ew.PodSets[0].Requests["nvidia.com/gpu"] != 4000 {
 		t.Errorf("workload = %+v: an admitted workload stays in its admission's queue", ew)
 	}

@@ -1,0 +1,43 @@
+package lifecycle
+
+import (
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// reasons maps every pending reason of the engine to the API's; a test
+// checks that none is missing.
+var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
+	admission.ClusterQueueNotFound:  berthv1.ReasonClusterQueueNotFound,
+	admission.ClusterQueueStopped:   berthv1.ReasonClusterQueueStopped,
+	admission.FlavorNotFound:        berthv1.ReasonFlavorsNotFound,
+	admission.UnsupportedResource:   berthv1.ReasonUnsupportedResource,
+	admission.ExceedsMaxQuota:       berthv1.ReasonExceedsMaxQuota,
+	admission.InsufficientQuota:     berthv1.ReasonInsufficientQuota,
+	admission.WaitingForPreemption:  berthv1.ReasonWaitingForPreemption,
+	admission.BlockedByHead:         berthv1.ReasonBlockedByHead,
+	admission.ReservedForHead:       berthv1.ReasonReservedForHead,
+	admission.UnknownTopologyLevel:  berthv1.ReasonUnknownTopologyLevel,
+	admission.TopologyUnavailable:   berthv1.ReasonTopologyUnavailable,
+	admission.ExceedsDomainCapacity: berthv1.ReasonExceedsDomainCapacity,
+	admission.ProvisioningBackoff:   berthv1.ReasonProvisioningFailed,
+}
+
+// ReasonOf is the API reason of an engine pending reason.
+func ReasonOf(r admission.PendingReason) berthv1.WorkloadReason {
+	if out, ok := reasons[r]; ok {
+		return out
+	}
+	return berthv1.WorkloadReason(r)
+}
+
+// EngineReason maps a reason in a Workload's status back to the engine's,
+// or keeps the API's word for reasons only the controllers write.
+func EngineReason(r berthv1.WorkloadReason) admission.PendingReason {
+	for er, ar := range reasons {
+		if ar == r {
+			return er
+		}
+	}
+	return admission.PendingReason(r)
+}
