@@ -109,13 +109,18 @@ func (e *Engine) serveReady(res *Result) {
 	for _, w := range ws {
 		c := e.queues.cqs[w.cqName]
 		head, _ := c.pending.min()
-		if c.spec == nil || c.spec.held() || (c.strict() && w != head) {
+		if c.spec == nil || c.spec.held() {
 			continue
 		}
-		// No head reservation applies: the quota was freed (and held) for this
-		// workload by its own preemptions. Without this exemption a reservation that
-		// began after the preemption would hand the quota to another queue and the
-		// preemptor would preempt again (found by FuzzConvergence).
+		// Neither StrictFIFO's head nor a head reservation applies: the quota
+		// was freed (and held) for this workload by its own preemptions, made
+		// while it was the head. Its victims, queued again, may now come first
+		// in LocalQueue fair order; served as head, a victim would take the
+		// quota back and the preemptor preempt again, round after round (found
+		// by the decisions check, corpus entry preemption-ping-pong). Likewise a
+		// head reservation that began after the preemption would hand the quota
+		// to another queue and the preemptor would preempt again (found by
+		// FuzzConvergence).
 		if out := e.evaluate(c, w, nil); out.reason == "" {
 			c.fresh.remove(w)
 			unpark(c, w)

@@ -156,21 +156,6 @@ func (topo *topology) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bo
 	return ok
 }
 
-// placeableEver reports whether w could be placed on the nodes of each flavor
-// the plan chose if they were all empty. Flavors without levels place
-// nothing, so they always could.
-func (topo *topology) placeableEver(c *cqState, w *wl, flavors []int) bool {
-	for gi, fi := range flavors {
-		if fi < 0 {
-			continue
-		}
-		if tf, ok := topo.flavorTopo[c.groups[gi].flavors[fi].name]; ok && !topo.fitsEver(tf, w, nil, false) {
-			return false
-		}
-	}
-	return true
-}
-
 // search tries every domain of level l (-1: all the flavor's capacity as one,
 // unpinned) and returns the best placement: one on existing free capacity if any
 // domain has it, else, withPools, the one needing the fewest new nodes. Among

@@ -91,13 +91,6 @@ func (pre *preemption) preempt(c *cqState, w *wl, res *Result) bool {
 		// plan frees quota, not capacity (found by FuzzConvergence).
 		return false
 	}
-	if !pre.topo.placeableEver(c, w, flavors) {
-		// No node of the flavor could hold the workload even empty (its node
-		// selector matches none, or its pods are larger than any): the freed
-		// quota would go to the next workload, and the preemptor would preempt
-		// again (found by the decisions check).
-		return false
-	}
 	pre.claim(c, w, vs, flavors)
 	w.victims = w.victims[:0]
 	for _, v := range vs {

@@ -228,37 +228,3 @@ func TestPreemptorClaimsFreeQuota(t *testing.T) {
 		t.Fatalf("victims %v admitted %v, want [v] and [h]", victims, admittedAll)
 	}
 }
-
-// TestNoPreemptionForWhatNoNodeHolds: a workload that no node of its flavor
-// could hold even empty — its node selector matches none, or its pod is larger
-// than any node — does not preempt. The freed quota would go to the next
-// workload and the preemptor would preempt again, round after round (found by
-// the decisions check); one it could be placed after the preemption does.
-func TestNoPreemptionForWhatNoNodeHolds(t *testing.T) {
-	tests := []struct {
-		name        string
-		p           Workload
-		wantVictims []string
-	}{
-		{name: "its node selector matches a node", p: constrained(job("p", "a", 5, 9, 1, 4), labelFilter{key: productKey, want: "H200"}), wantVictims: []string{"v"}},
-		{name: "its node selector matches no node", p: constrained(job("p", "a", 5, 9, 1, 4), labelFilter{key: productKey, want: "B200"})},
-		{name: "its pod is larger than any node", p: job("p", "a", 5, 9, 1, 16)},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := topoEngine(t, sized(product(rackNode("n1", "a", "r1", 8), "H200"), 8), sized(product(rackNode("n2", "a", "r1", 8), "H200"), 8))
-			mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{16}, preempt(PreemptionPolicy{WithinClusterQueue: PreemptLowerPriority})))
-			v := running(job("v", "a", 0, 1, 2, 8), "a", 10)
-			mustWL(t, e, v, tc.p)
-			res := cycle(t, e)
-			if got := victimNames(res); !eqStrings(got, tc.wantVictims) {
-				t.Fatalf("victims %v, want %v", got, tc.wantVictims)
-			}
-			if len(tc.wantVictims) == 0 {
-				if p, _ := pendingReason(res, "p"); p.Reason != InsufficientQuota {
-					t.Fatalf("preemptor reason %q, want %q", p.Reason, InsufficientQuota)
-				}
-			}
-		})
-	}
-}
