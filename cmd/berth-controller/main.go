@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,7 +94,8 @@ func run(ctx context.Context, c config) error {
 	if c.webhookPort > 0 {
 		// Created now, started only when the first webhook is registered:
 		// after the certificate is in place.
-		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: c.webhookPort, CertDir: c.certs.CertDir})
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: c.webhookPort, CertDir: c.certs.CertDir,
+			TLSOpts: []func(*tls.Config){setup.HTTP1Only}})
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

@@ -7,6 +7,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -182,6 +183,7 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+			TLSOpts: []func(*tls.Config){setup.HTTP1Only},
 		}),
 	})
 	if err != nil {
