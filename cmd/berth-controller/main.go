@@ -146,7 +146,8 @@ const leaseName = "berth-controller.berth.dev"
 // fenceToLease makes the manager elect its leader with a lease that
 // records its renewals, and fences the manager's writes to it: a leader
 // that was paused past its renew deadline writes nothing before it learns
-// that it lost the lease and stops (see controllers/leader).
+// that it lost the lease and stops (see controllers/leader). The lease's
+// own client is built from cfg before the fence wraps it.
 func fenceToLease(cfg *rest.Config, c config, opts *ctrl.Options) error {
 	lease, err := leader.NewLease(cfg, c.namespace, leaseName, c.renewDue)
 	if err != nil {
@@ -154,7 +155,10 @@ func fenceToLease(cfg *rest.Config, c config, opts *ctrl.Options) error {
 	}
 	ctrl.Log.Info("leader election", "identity", lease.Identity(), "lease", lease.Describe())
 	opts.LeaderElectionResourceLockInterface = lease
-	opts.NewClient = leader.NewClientFunc(lease.Fence)
+	// Fenced in the transport, after the client-side rate limiter: every
+	// client built from cfg is fenced, and a write held back by the rate
+	// limiter is checked when it leaves, not when it was asked for.
+	cfg.Wrap(leader.FenceTransport(lease.Fence))
 	return nil
 }
 

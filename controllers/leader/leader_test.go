@@ -3,16 +3,13 @@ package leader
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // lock is a resourcelock.Interface that accepts or refuses writes.
@@ -81,32 +78,63 @@ func TestFence(t *testing.T) {
 	}
 }
 
-func TestFencedClient(t *testing.T) {
+func TestFenceTransport(t *testing.T) {
 	fenced := errors.New("fenced")
-	webhooks := &unstructured.Unstructured{}
-	webhooks.SetAPIVersion("admissionregistration.k8s.io/v1")
-	webhooks.SetKind("ValidatingWebhookConfiguration")
-	webhooks.SetName("berth")
 	cases := []struct {
-		name    string
-		obj     client.Object
-		allowed bool
+		name, method, path string
+		allowed            bool
 	}{
-		{name: "a Job is fenced", obj: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j"}}},
-		{name: "a Pod is fenced", obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}},
-		{name: "the certificate Secret is not", obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}, allowed: true},
-		{name: "unstructured webhook configurations are not", obj: webhooks, allowed: true},
+		{name: "a Job create is fenced", method: http.MethodPost, path: "/apis/batch/v1/namespaces/ns/jobs"},
+		{name: "a Pod patch is fenced", method: http.MethodPatch, path: "/api/v1/namespaces/ns/pods/p"},
+		{name: "a Workload status write is fenced", method: http.MethodPut, path: "/apis/berth.dev/v1alpha1/namespaces/ns/workloads/w/status"},
+		{name: "a pod eviction is fenced", method: http.MethodPost, path: "/api/v1/namespaces/ns/pods/p/eviction"},
+		{name: "a cluster-scoped delete is fenced", method: http.MethodDelete, path: "/apis/berth.dev/v1alpha1/clusterqueues/q"},
+		{name: "a namespace named secrets is still fenced", method: http.MethodPost, path: "/api/v1/namespaces/secrets/pods"},
+		{name: "reads are not", method: http.MethodGet, path: "/api/v1/namespaces/ns/pods", allowed: true},
+		{name: "the certificate Secret is not", method: http.MethodPut, path: "/api/v1/namespaces/ns/secrets/s", allowed: true},
+		{name: "events are not", method: http.MethodPost, path: "/apis/events.k8s.io/v1/namespaces/ns/events", allowed: true},
+		{name: "core events are not", method: http.MethodPatch, path: "/api/v1/namespaces/ns/events/e", allowed: true},
+		{name: "leases are not", method: http.MethodPut, path: "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", allowed: true},
+		{name: "webhook configurations are not", method: http.MethodPatch,
+			path: "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/berth", allowed: true},
+		{name: "the APIService is not", method: http.MethodPut, path: "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.visibility.berth.dev", allowed: true},
+		{name: "a malformed path is fenced", method: http.MethodPost, path: "/apis", allowed: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Fenced(fake.NewClientBuilder().Build(), func() error { return fenced })
-			err := c.Create(context.Background(), tc.obj)
-			if got := !errors.Is(err, fenced); got != tc.allowed {
-				t.Fatalf("Create() = %v, want allowed %v", err, tc.allowed)
+			sent := false
+			next := roundTripFunc(func(*http.Request) (*http.Response, error) {
+				sent = true
+				return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+			})
+			rt := FenceTransport(func() error { return fenced })(next)
+			req := httptest.NewRequest(tc.method, "https://apiserver"+tc.path, strings.NewReader("{}"))
+			resp, err := rt.RoundTrip(req)
+			if resp != nil {
+				_ = resp.Body.Close()
 			}
-			if err := c.Delete(context.Background(), tc.obj); errors.Is(err, fenced) == tc.allowed {
-				t.Fatalf("Delete() = %v, want allowed %v", err, tc.allowed)
+			if sent != tc.allowed || errors.Is(err, fenced) == tc.allowed {
+				t.Fatalf("RoundTrip(%s %s): sent %v, error %v; want allowed %v", tc.method, tc.path, sent, err, tc.allowed)
 			}
 		})
 	}
+	t.Run("a renewed lease lets writes through", func(t *testing.T) {
+		sent := false
+		next := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent = true
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+		})
+		rt := FenceTransport(func() error { return nil })(next)
+		req := httptest.NewRequest(http.MethodPost, "https://apiserver/apis/batch/v1/namespaces/ns/jobs", http.NoBody)
+		resp, err := rt.RoundTrip(req)
+		if err != nil || !sent {
+			t.Fatalf("RoundTrip() = %v, sent %v; want sent", err, sent)
+		}
+		_ = resp.Body.Close()
+	})
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
