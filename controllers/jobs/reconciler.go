@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +61,9 @@ type Reconciler struct {
 	writer   persist.Writer
 	kind     Kind
 	opts     Options
+	// memo skips reading a gang again on events that changed neither the
+	// job nor its Workload.
+	memo *specMemo
 }
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
@@ -71,7 +73,7 @@ func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder,
 		opts.Clock = clock.RealClock{}
 	}
 	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
-		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}, memo: newSpecMemo(kind)}
 }
 
 // Name of the controller, for logs and metrics.
@@ -377,19 +379,25 @@ func (r *Reconciler) hold(ctx context.Context, job GenericJob, wl *berthv1.Workl
 // dequeues the workload of a job that cannot be queued as it is now, and
 // reports whether it did that.
 func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	if r.memo.unchanged(job, wl) {
+		return false, nil
+	}
 	spec, err := r.spec(ctx, job)
 	if err != nil {
+		r.memo.forget(wl.Namespace, wl.Name)
 		return true, r.dequeue(ctx, job, wl, err)
 	}
-	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) && spec.priority == wl.Spec.Priority &&
-		spec.priorityClassName == wl.Spec.PriorityClassName && equality.Semantic.DeepEqual(spec.topology, wl.Spec.Topology) {
+	if spec.equals(&wl.Spec) {
+		r.memo.inStepNow(job, wl)
 		return false, nil
 	}
 	wl.Spec.PodSets, wl.Spec.Priority, wl.Spec.PriorityClassName = spec.podSets, spec.priority, spec.priorityClassName
 	wl.Spec.Topology = spec.topology
 	if err := r.client.Update(ctx, wl); err != nil {
+		r.memo.forget(wl.Namespace, wl.Name)
 		return false, fmt.Errorf("updating pod sets of workload %s: %w", wl.Name, err)
 	}
+	r.memo.inStepNow(job, wl) // the update set wl's new generation
 	return false, nil
 }
 
@@ -487,6 +495,7 @@ func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string
 		if keep[wls.Items[i].Name] {
 			continue
 		}
+		r.memo.forget(namespace, wls.Items[i].Name)
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}

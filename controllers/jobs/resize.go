@@ -25,6 +25,10 @@ const EventResized = "Resized"
 // must be admitted together, so its workload is evicted (the job is stopped
 // and queued again at its new size), never run half on the old admission.
 func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	if r.memo.unchanged(job, wl) {
+		return false, nil
+	}
+	r.memo.forget(wl.Namespace, wl.Name)
 	spec, err := r.spec(ctx, job)
 	if err != nil {
 		if !gangBroken(job, err) {
@@ -60,6 +64,7 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	case shrank:
 		return false, r.shrink(ctx, job, wl, spec.podSets)
 	}
+	r.memo.inStepIf(spec, job, wl)
 	return false, nil
 }
 
@@ -184,11 +189,16 @@ func (r *Reconciler) evictInvalid(ctx context.Context, job GenericJob, wl *berth
 // did. A job that cannot be read as it is now is never started: its
 // Workload is dequeued.
 func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	if r.memo.unchanged(job, wl) {
+		return false, nil
+	}
+	r.memo.forget(wl.Namespace, wl.Name)
 	spec, err := r.spec(ctx, job)
 	if err != nil {
 		return true, r.dequeue(ctx, job, wl, err)
 	}
 	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) {
+		r.memo.inStepIf(spec, job, wl)
 		return false, nil
 	}
 	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,

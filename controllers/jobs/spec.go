@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
@@ -42,6 +43,12 @@ type gangSpec struct {
 	priority          int32
 	priorityClassName string
 	topology          *berthv1.TopologyRequest
+}
+
+// equals reports whether a Workload spec holds exactly this gang.
+func (g gangSpec) equals(s *berthv1.WorkloadSpec) bool {
+	return equality.Semantic.DeepEqual(g.podSets, s.PodSets) && g.priority == s.Priority &&
+		g.priorityClassName == s.PriorityClassName && equality.Semantic.DeepEqual(g.topology, s.Topology)
 }
 
 // spec computes the Workload spec of a job: its pod sets with what their
