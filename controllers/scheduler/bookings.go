@@ -16,6 +16,7 @@ import (
 func (s *Scheduler) ReportBooking(key admission.WorkloadKey, r admission.BookingReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.fed, key)
 	s.engine.ReportBooking(key, r)
 	s.poke()
 }

@@ -54,6 +54,7 @@ func (s *Scheduler) admitted(a admission.Admitted, wl *berthv1.Workload) {
 func (s *Scheduler) rollback(key admission.WorkloadKey) {
 	s.mu.Lock()
 	delete(s.assumed, key)
+	delete(s.fed, key)
 	s.engine.Rollback(key)
 	s.mu.Unlock()
 	s.opts.Metrics.Admission(metrics.ResultRolledBack)
@@ -64,6 +65,7 @@ func (s *Scheduler) rollback(key admission.WorkloadKey) {
 // decided again.
 func (s *Scheduler) undo(key admission.WorkloadKey) {
 	s.mu.Lock()
+	delete(s.fed, key)
 	s.engine.Rollback(key)
 	s.mu.Unlock()
 	s.retryLater()

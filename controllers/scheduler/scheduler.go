@@ -90,6 +90,9 @@ type Scheduler struct {
 	// explained caches the visibility API's explanations until the next
 	// cycle.
 	explained explanations
+	// fed is what the engine was last given per workload: an event that
+	// changed none of it is not converted again.
+	fed fedInputs
 
 	// serving is true while Start runs with the cluster loaded: the engine
 	// then answers for the whole cluster.
@@ -125,7 +128,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
-		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
+		engine: engine, assumed: map[admission.WorkloadKey]string{}, fed: fedInputs{}, wake: make(chan struct{}, 1),
 		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
 	}, nil
 }
@@ -185,16 +188,22 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 	} else if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		s.pending.recorded(key, berthv1.WorkloadReason(c.Reason))
 	}
+	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
+	in := inputOf(wl, q)
+	if s.fed.unchanged(key, in) {
+		return nil // the engine holds this workload as it is: no cycle either
+	}
 	ew := lifecycle.WorkloadToEngine(wl, q)
 	wasBooking := s.engine.Booking(key)
 	if err := s.engine.UpsertWorkload(ew); err != nil {
+		delete(s.fed, key)
 		return fmt.Errorf("workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
+	s.fed[key] = in
 	if wasBooking && ew.Admission != nil && !s.engine.Booking(key) {
 		// The booking is provisioned: the gang may start now.
 		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.now().Sub(wl.CreationTimestamp.Time))
 	}
-	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	s.poke()
 	return nil
 }
@@ -204,6 +213,7 @@ func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.assumed, key)
+	delete(s.fed, key)
 	s.pending.forget(key)
 	s.queues.remove(key)
 	s.engine.DeleteWorkload(key)
@@ -378,6 +388,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	s.mu.Lock()
 	start := time.Now()
 	res := s.engine.Cycle(s.now())
+	s.fed.forgetDecided(res)
 	s.explained.reset()
 	s.opts.Metrics.ObserveCycle(time.Since(start))
 	s.armWake()
