@@ -216,7 +216,8 @@ func addWebhooks(mgr ctrl.Manager, c config, certsReady <-chan struct{}) (health
 	}
 	var started atomic.Pointer[healthz.Checker]
 	err := mgr.Add(&afterCerts{certsReady: certsReady, run: func(context.Context) error {
-		if err := setup.RegisterWebhooks(mgr); err != nil {
+		// Every kind's webhooks, as Setup runs every part.
+		if err := setup.RegisterWebhooks(mgr, nil); err != nil {
 			return err
 		}
 		check := mgr.GetWebhookServer().StartedChecker()

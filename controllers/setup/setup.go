@@ -1,6 +1,8 @@
 // Package setup wires berth's controllers, admission loop and webhooks into a
 // controller-runtime manager. The controller binary, the integration suites
-// and the demo all start berth through it, so what is tested is what runs.
+// and the demo all start berth through it, so what is tested is what runs:
+// the binary and the full-plane suites all of it, each integration suite
+// the core and the parts it tests (Options.Parts, parts.go).
 package setup
 
 import (
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,7 +35,6 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
-	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
@@ -89,8 +91,14 @@ type Options struct {
 	// clock when nil; tests inject a fake one.
 	Clock clock.PassiveClock
 	// Notifications configures the failure reports of admitted gangs
-	// (off unless Enabled).
+	// (off unless Enabled; enabling them requires the Notify part).
 	Notifications notify.Options
+	// Parts selects what runs besides the core (see Part); nil or empty
+	// runs every part, which is what berth-controller runs. Suites list
+	// the parts they test, so that a suite's plane runs no controller it
+	// does not look at. An invalid selection (an unknown part, a part
+	// without one it requires) fails Setup.
+	Parts []Part
 }
 
 // Berth is a running berth: its scheduler, for callers that want to inspect
@@ -108,19 +116,14 @@ type Reconciler interface {
 	Register(ctx context.Context, mgr ctrl.Manager) error
 }
 
-// Setup registers everything berth runs with mgr.
+// Setup registers the core and the parts o.Parts selects with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
+	p, err := newPlan(o.Parts, o.Notifications.Enabled)
+	if err != nil {
+		return nil, err
+	}
 	if o.StatusInterval <= 0 {
 		o.StatusInterval = 2 * time.Second
-	}
-	recorder := mgr.GetEventRecorder(ControllerName)
-	m := metrics.New()
-	reg := o.MetricsRegistry
-	if reg == nil {
-		reg = ctrlmetrics.Registry
-	}
-	if err := m.Register(reg); err != nil {
-		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -128,31 +131,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if o.Provisioning.Clock == nil {
 		o.Provisioning.Clock = o.Clock
 	}
-	writer := persist.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
-	var capacityRec *capacity.Reconciler
-	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
-		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock,
-		LoadCapacity: func(ctx context.Context) error { return capacityRec.Load(ctx) },
-	})
+	m := metrics.New()
+	reg := cmp.Or[prometheus.Registerer](o.MetricsRegistry, ctrlmetrics.Registry)
+	if err := m.Register(reg); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	recorder := mgr.GetEventRecorder(ControllerName)
+	sched, reconcilers, err := core(ctx, mgr, o, p, m, recorder)
 	if err != nil {
 		return nil, err
 	}
-	if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses); err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(sched); err != nil {
-		return nil, fmt.Errorf("adding scheduler: %w", err)
-	}
-	limits := queue.StatusLimits{Interval: o.StatusInterval, Rate: o.StatusRate}
-	reconcilers := []Reconciler{
-		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues, o.LocalQueueMetrics),
-		capacityRec,
-		provisioning.New(recorder, sched, o.Provisioning),
+	if p.provisioning {
+		reconcilers = append(reconcilers, provisioning.New(recorder, sched, o.Provisioning))
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers)}
-	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
+	kinds, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,44 +157,94 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 			return nil, fmt.Errorf("registering %s controller: %w", r.Name(), err)
 		}
 	}
-	if err := notify.Add(ctx, mgr, m, recorder, o.Notifications); err != nil {
-		return nil, fmt.Errorf("setting up notifications: %w", err)
+	if p.notify {
+		if err := notify.Add(ctx, mgr, m, recorder, o.Notifications); err != nil {
+			return nil, fmt.Errorf("setting up notifications: %w", err)
+		}
 	}
 	if o.Webhooks {
-		if err := RegisterWebhooks(mgr); err != nil {
+		if err := registerWebhooks(mgr, p); err != nil {
 			return nil, err
 		}
 	}
 	return &Berth{Scheduler: sched, Metrics: m}, nil
 }
 
-// RegisterWebhooks registers berth's admission webhooks with mgr's webhook
-// server, which starts it. Setup does it when Options.Webhooks is set; a
-// binary that must first wait for its certificate calls it later.
-func RegisterWebhooks(mgr ctrl.Manager) error {
+// core creates the scheduler and adds it to mgr, and returns it with the
+// core's reconcilers (Workloads, ClusterQueues, LocalQueues) and, when the
+// plan has it, the capacity reconciler, which the scheduler waits for
+// before its first cycle.
+func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.Metrics, recorder events.EventRecorder) (*scheduler.Scheduler, []Reconciler, error) {
+	writer := persist.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
+	var capacityRec *capacity.Reconciler
+	so := scheduler.Options{Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock}
+	if p.capacity {
+		so.LoadCapacity = func(ctx context.Context) error { return capacityRec.Load(ctx) }
+	}
+	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, so)
+	if err != nil {
+		return nil, nil, err
+	}
+	limits := queue.StatusLimits{Interval: o.StatusInterval, Rate: o.StatusRate}
+	reconcilers := []Reconciler{
+		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues, o.LocalQueueMetrics),
+	}
+	if p.capacity {
+		if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses); err != nil {
+			return nil, nil, err
+		}
+		reconcilers = append(reconcilers, capacityRec)
+	}
+	if err := mgr.Add(sched); err != nil {
+		return nil, nil, fmt.Errorf("adding scheduler: %w", err)
+	}
+	return sched, reconcilers, nil
+}
+
+// RegisterWebhooks registers the admission webhooks of the core and of
+// the job kinds parts selects (nil: every part, as Options.Parts) with
+// mgr's webhook server, which starts it. Setup does it when
+// Options.Webhooks is set; a binary that must first wait for its
+// certificate calls it later, with the same parts.
+func RegisterWebhooks(mgr ctrl.Manager, parts []Part) error {
+	// Notifications play no part in which webhooks run.
+	p, err := newPlan(parts, false)
+	if err != nil {
+		return err
+	}
+	return registerWebhooks(mgr, p)
+}
+
+// registerWebhooks registers the webhooks of plan.webhooks.
+func registerWebhooks(mgr ctrl.Manager, p plan) error {
 	wls := jobs.Workloads{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
 	parents := []jobs.Kind{jobset.Kind{}}
-	if err := ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
-		WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete(); err != nil {
-		return fmt.Errorf("registering Job webhook: %w", err)
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).
-		WithValidator(jobset.Validator{Workloads: wls}).Complete(); err != nil {
-		return fmt.Errorf("registering JobSet webhook: %w", err)
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).
-		WithValidator(lws.Validator{Workloads: wls}).Complete(); err != nil {
-		return fmt.Errorf("registering LeaderWorkerSet webhook: %w", err)
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).
-		WithValidator(pods.Validator{Workloads: wls, Parents: parents}).Complete(); err != nil {
-		return fmt.Errorf("registering Pod webhook: %w", err)
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ResourceFlavor{}).WithValidator(queue.ResourceFlavorValidator{}).Complete(); err != nil {
-		return fmt.Errorf("registering ResourceFlavor webhook: %w", err)
-	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete(); err != nil {
-		return fmt.Errorf("registering ClusterQueue webhook: %w", err)
+	for _, name := range p.webhooks() {
+		var err error
+		switch name {
+		case webhookResourceFlavor:
+			err = ctrl.NewWebhookManagedBy(mgr, &berthv1.ResourceFlavor{}).WithValidator(queue.ResourceFlavorValidator{}).Complete()
+		case webhookClusterQueue:
+			err = ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete()
+		case webhookJob:
+			err = ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
+				WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete()
+		case webhookJobSet:
+			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).
+				WithValidator(jobset.Validator{Workloads: wls}).Complete()
+		case webhookLWS:
+			err = ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).
+				WithValidator(lws.Validator{Workloads: wls}).Complete()
+		case webhookPodDefaulter:
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
+		case webhookPodValidator:
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents}).Complete()
+		}
+		if err != nil {
+			return fmt.Errorf("registering %s webhook: %w", name, err)
+		}
 	}
 	return nil
 }

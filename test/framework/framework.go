@@ -1,8 +1,10 @@
 // Package framework starts berth against a real control plane for the
 // integration and e2e suites: a plane from test/controlplane with berth's
 // CRDs and webhook installed, a client, and berth's manager running
-// in-process exactly as cmd/berth-controller wires it. Each suite starts
-// what it needs; StopBerth and StartBerth simulate a controller restart.
+// in-process, wired by setup.Setup as cmd/berth-controller wires it. Each
+// suite starts what it needs — of berth, the parts it tests
+// (setup.Options.Parts), the installed webhooks narrowed to match; StopBerth
+// and StartBerth simulate a controller restart.
 package framework
 
 import (
@@ -152,6 +154,9 @@ func LeaderWorkerSetCRD() (string, error) {
 type BerthOptions struct {
 	// Setup is passed to setup.Setup. Webhooks are always on; a zero
 	// Engine means admission.DefaultOptions, as berth-controller runs.
+	// Setup.Parts selects what berth runs (nil: all of it); the plane's
+	// webhook configurations are narrowed to the webhooks it registers
+	// (see followWebhooks).
 	Setup setup.Options
 	// NewClient, when set, builds the manager's client (e.g. to inject
 	// faults with interceptor.NewClient).
@@ -160,7 +165,8 @@ type BerthOptions struct {
 
 // StartBerth runs berth's manager in-process against the plane until
 // StopBerth. Metrics and probes are off; the webhook server listens where
-// the installed webhook configuration points.
+// the installed webhook configuration points, and the configuration keeps
+// only the webhooks of the parts o selects.
 func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -199,6 +205,9 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 		o.Setup.Engine = admission.DefaultOptions()
 	}
 	b, err := setup.Setup(ctx, mgr, o.Setup)
+	if err == nil {
+		err = e.followWebhooks(ctx, mgr.GetWebhookServer().WebhookMux())
+	}
 	if err != nil {
 		cancel()
 		return nil, err

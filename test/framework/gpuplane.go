@@ -31,7 +31,9 @@ type GPUPlane struct {
 	Operators []Operator
 	// CRDPaths are more CRDs to install (e.g. JobSetCRD()).
 	CRDPaths []string
-	// Berth configures berth's manager.
+	// Berth configures berth's manager. The full-plane suites leave
+	// Berth.Setup.Parts nil: they show the whole product, every part of
+	// it at once.
 	Berth BerthOptions
 }
 

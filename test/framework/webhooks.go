@@ -3,11 +3,15 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -82,4 +86,77 @@ func createWebhooks(ctx context.Context, c client.Client, file, base string, ca 
 		}
 	}
 	return nil
+}
+
+// followWebhooks makes the webhook configurations the plane installed
+// (config/webhook/manifests.yaml, every kind's webhook) call only the
+// paths mux serves. A suite's berth registers the webhooks of the job
+// kinds it runs (setup.Options.Parts); the API server calls every
+// installed webhook, and a path without a handler answers 404, which
+// failurePolicy Fail turns into a refused create. Each start filters the
+// configurations as installed, so a restart with more parts gets their
+// webhooks back.
+func (e *Env) followWebhooks(ctx context.Context, mux *http.ServeMux) error {
+	served := servedBy(mux)
+	wh := e.Plane.Env.WebhookInstallOptions
+	for _, installed := range wh.MutatingWebhooks {
+		live := &admissionv1.MutatingWebhookConfiguration{}
+		hooks := slices.DeleteFunc(slices.Clone(installed.Webhooks), func(w admissionv1.MutatingWebhook) bool { return !served(w.ClientConfig) })
+		if err := e.setWebhooks(ctx, installed.Name, live, func() bool {
+			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.MutatingWebhook) bool { return a.Name == b.Name })
+			live.Webhooks = hooks
+			return same
+		}); err != nil {
+			return err
+		}
+	}
+	for _, installed := range wh.ValidatingWebhooks {
+		live := &admissionv1.ValidatingWebhookConfiguration{}
+		hooks := slices.DeleteFunc(slices.Clone(installed.Webhooks), func(w admissionv1.ValidatingWebhook) bool { return !served(w.ClientConfig) })
+		if err := e.setWebhooks(ctx, installed.Name, live, func() bool {
+			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.ValidatingWebhook) bool { return a.Name == b.Name })
+			live.Webhooks = hooks
+			return same
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// servedBy reports whether mux has a handler for the path a webhook's
+// client configuration calls. A configuration without a URL (one that
+// names a Service, which the plane's never do) is kept as it is.
+func servedBy(mux *http.ServeMux) func(admissionv1.WebhookClientConfig) bool {
+	return func(cc admissionv1.WebhookClientConfig) bool {
+		if cc.URL == nil {
+			return true
+		}
+		u, err := url.Parse(*cc.URL)
+		if err != nil || mux == nil {
+			return false
+		}
+		// As controller-runtime's webhook builder asks whether a path is
+		// served.
+		_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: u.Path}})
+		return pattern == u.Path
+	}
+}
+
+// setWebhooks reads the configuration name into live, lets set replace
+// its webhooks (set reports whether they were already those), and writes
+// it back when they changed.
+func (e *Env) setWebhooks(ctx context.Context, name string, live client.Object, set func() (same bool)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+			return fmt.Errorf("reading webhook configuration %s: %w", name, err)
+		}
+		if set() {
+			return nil
+		}
+		if err := e.Client.Update(ctx, live); err != nil {
+			return fmt.Errorf("updating webhook configuration %s: %w", name, err)
+		}
+		return nil
+	})
 }

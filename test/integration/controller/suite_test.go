@@ -40,6 +40,13 @@ func berthOptions() framework.BerthOptions {
 		PendingStatusDelay: time.Millisecond,
 		// DRA devices of draClass count as GPUs (dra_test.go).
 		DeviceClasses: jobs.DeviceClassMapping{draClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+		// The specs queue batch Jobs, and place gangs on nodes, pools and
+		// topology levels (topology_test.go, dra_test.go), which reach
+		// the engine through the capacity controllers. The capacity
+		// booking spec reads the engine's decisions only: the
+		// ProvisioningRequest API is not installed here, and carrying
+		// bookings out is the provisioning suite's.
+		Parts: []setup.Part{setup.Capacity, setup.BatchJob},
 	}}
 }
 

@@ -52,6 +52,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{jobSetCRD, lwsCRD}}, framework.BerthOptions{Setup: setup.Options{
 		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+		// Every kind the suite describes, and capacity: the shared spec
+		// that asks for a topology level its flavor lacks reads the
+		// flavor's levels, which reach the engine through the capacity
+		// controllers.
+		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup},
 	}})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))

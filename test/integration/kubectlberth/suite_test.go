@@ -44,7 +44,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{
 		CRDPaths: []string{filepath.Join(kueue, "config", "components", "crd", "bases")},
-	}, framework.BerthOptions{Setup: setup.Options{MetricsRegistry: registry}})
+	}, framework.BerthOptions{Setup: setup.Options{MetricsRegistry: registry,
+		// The commands act on queues and on the Workloads of batch Jobs.
+		Parts: []setup.Part{setup.BatchJob}}})
 	Expect(err).NotTo(HaveOccurred())
 	stopVisibility, err = env.ServeVisibility(ctx)
 	Expect(err).NotTo(HaveOccurred())

@@ -51,6 +51,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
+		// The gangs whose failures are reported are batch Jobs.
+		Parts: []setup.Part{setup.Notify, setup.BatchJob},
 		Notifications: notify.Options{Enabled: true, Namespace: berthNamespace, HTTPClient: sinks.Client(), Egress: sinks.Egress(),
 			// Fast retries, so a failing sink's give-up is seen in a spec.
 			Dispatch: notify.DispatchOptions{QueueSize: 16, Attempts: 3, Backoff: 100 * time.Millisecond,

@@ -67,6 +67,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Clock: berthClock,
 		// The specs' held queues never write their reason.
 		PendingStatusDelay: time.Hour,
+		// Bookings of batch Jobs on pools and topology domains: the
+		// capacity controllers give the engine the flavors' provisioning
+		// policies, pools and nodes, the provisioning controllers carry
+		// the bookings out.
+		Parts: []setup.Part{setup.Capacity, setup.Provisioning, setup.BatchJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))

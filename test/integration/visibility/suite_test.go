@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/framework"
 )
 
@@ -33,7 +34,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	SetDefaultEventuallyTimeout(time.Minute)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	var err error
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{})
+	// The pending workloads the API lists are batch Jobs'.
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, framework.BerthOptions{Setup: setup.Options{
+		Parts: []setup.Part{setup.BatchJob},
+	}})
 	Expect(err).NotTo(HaveOccurred())
 	stopServer, err = env.ServeVisibility(ctx)
 	Expect(err).NotTo(HaveOccurred())
