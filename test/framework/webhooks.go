@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,10 +137,12 @@ func servedBy(mux *http.ServeMux) func(admissionv1.WebhookClientConfig) bool {
 		if err != nil || mux == nil {
 			return false
 		}
-		// As controller-runtime's webhook builder asks whether a path is
-		// served.
-		_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: u.Path}})
-		return pattern == u.Path
+		// envtest writes the URL as host + "/" + the Service path, which
+		// starts with a slash itself: "//validate--v1-pod". The handler
+		// is registered under the clean path.
+		p := path.Clean(u.Path)
+		_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: p}})
+		return pattern == p
 	}
 }
 

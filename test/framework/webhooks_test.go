@@ -22,6 +22,7 @@ func TestServedBy(t *testing.T) {
 		want bool
 	}{
 		{"registered path", mux, admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate--v1-pod")}, true},
+		{"as envtest writes it, with a double slash", mux, admissionv1.WebhookClientConfig{URL: ptr.To(base + "//validate--v1-pod")}, true},
 		{"another registered path", mux, admissionv1.WebhookClientConfig{URL: ptr.To(base + "/mutate-batch-v1-job")}, true},
 		{"path of a kind not started", mux, admissionv1.WebhookClientConfig{URL: ptr.To(base + "/mutate--v1-pod")}, false},
 		{"prefix of a registered path", mux, admissionv1.WebhookClientConfig{URL: ptr.To(base + "/validate")}, false},
