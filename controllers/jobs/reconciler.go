@@ -344,6 +344,9 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 		}
 		return fmt.Errorf("creating workload for %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
+	// Created from the gang just read: the Workload's first event needs
+	// no second read.
+	r.memo.inStepNow(job, wl)
 	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "Queue", "queued as workload %s", wl.Name)
 	return nil
 }
