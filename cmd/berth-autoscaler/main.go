@@ -52,6 +52,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.DurationVar(&c.opts.BookingTTL, "booking-ttl", c.opts.BookingTTL, "how long after Provisioned a request books its capacity before BookingExpired, consumed or not (cluster-autoscaler: 10m)")
 	fs.DurationVar(&c.opts.ProvisioningLatency, "provisioning-latency", c.opts.ProvisioningLatency, "how long after a scale-up its nodes join; a CapacityPool's "+autoscaler.LatencyAnnotation+" annotation overrides it")
 	fs.DurationVar(&c.opts.ScanInterval, "scan-interval", c.opts.ScanInterval, "the loop: at most one request is answered or tried again per interval (cluster-autoscaler: one ProvisioningRequest per --scan-interval, 10s); 0 answers all at once")
+	fs.DurationVar(&c.opts.NodeGroupBackoff, "node-group-backoff", c.opts.NodeGroupBackoff, "how long a CapacityPool whose scale-up failed (out of stock) is left out of scale-ups (cluster-autoscaler's --initial-node-group-backoff-duration: 5m); 0 never leaves it out")
 	fs.BoolVar(&c.opts.AllowRevocation, "allow-revocation", false, "let the "+autoscaler.RevokeAnnotation+" annotation revoke a booking: a fault cluster-autoscaler never produces, for tests")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	zapOpts.BindFlags(fs)

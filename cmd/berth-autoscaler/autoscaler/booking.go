@@ -276,6 +276,11 @@ func setCondition(pr *autoscalingv1.ProvisioningRequest, typ string, status meta
 	})
 }
 
+// setCond sets c as setCondition does.
+func setCond(pr *autoscalingv1.ProvisioningRequest, c metav1.Condition) {
+	setCondition(pr, c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.Time)
+}
+
 // boundPods returns, per request (namespace/name), the nodes its consuming
 // pods are bound to: pods annotated with the consume annotation and
 // scheduled, whatever their phase.

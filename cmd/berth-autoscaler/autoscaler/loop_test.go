@@ -30,3 +30,30 @@ func TestNextLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeGroupBackoff: a pool whose scale-up failed is left out for
+// NodeGroupBackoff, as cluster-autoscaler backs off a node group; 0 never
+// leaves it out.
+func TestNodeGroupBackoff(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		at      time.Duration
+		want    bool
+	}{
+		{"backed off right after the failure", 5 * time.Minute, 0, true},
+		{"still within the backoff", 5 * time.Minute, 4 * time.Minute, true},
+		{"an option again once it ended", 5 * time.Minute, 5 * time.Minute, false},
+		{"never backed off without a backoff", 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &RequestReconciler{Options: Options{NodeGroupBackoff: tc.backoff}}
+			r.backOff("a", t0)
+			pools := r.backedOff([]*Pool{{Name: "a"}, {Name: "b"}}, t0.Add(tc.at))
+			if pools[0].BackedOff != tc.want || pools[1].BackedOff {
+				t.Errorf("backed off: a %v, b %v; want a %v, b false", pools[0].BackedOff, pools[1].BackedOff, tc.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
 // Pod is one pod a ProvisioningRequest asks for.
@@ -25,7 +27,7 @@ type Pod struct {
 	Labels map[string]string
 }
 
-// Bin is an existing node pods can be placed on.
+// Bin is an existing node pods can be placed on, or a new one.
 type Bin struct {
 	// Name is the node's name.
 	Name string
@@ -39,6 +41,10 @@ type Bin struct {
 	// marks those booked or placed. Place consumes them.
 	Devices []NodeDevice
 	Used    []bool
+	// fresh: a node the scale-up would create. It has no name yet for a
+	// pod's matchFields, as cluster-autoscaler's template node has none of
+	// the node to come.
+	fresh bool
 	// placed are the request's pods Place put on the bin.
 	placed []*Pod
 }
@@ -50,6 +56,25 @@ func (b *Bin) devicesFor(pod *Pod) ([]int, bool) {
 		return nil, true
 	}
 	return allocate(pod.Devices, b.Devices, b.Used)
+}
+
+// take places the pod on the bin if the bin admits it and has room for
+// its requests, a pod slot and its claims' devices, and is not ruled out
+// by anti-affinity with the request's pods already there.
+func (b *Bin) take(pod *Pod) bool {
+	name := b.Name
+	if b.fresh {
+		name = ""
+	}
+	if !Admits(pod.Spec, name, b.Labels, b.Taints) || !fits(pod.Requests, b.Free) || b.apartFrom(pod) {
+		return false
+	}
+	devices, ok := b.devicesFor(pod)
+	if !ok {
+		return false
+	}
+	b.put(pod, devices)
+	return true
 }
 
 // put places the pod on the bin: its requests and pod slot leave Free,
@@ -88,8 +113,21 @@ type Pool struct {
 	Names []string
 	// Max is the pool's maxNodes, for messages.
 	Max int32
-	// OutOfStock: the pool's cloud has no capacity (it offers no name).
+	// OutOfStock: the pool's cloud has no capacity. The autoscaler only
+	// learns it by trying: the pool is an option like any other, and a
+	// scale-up the expander gives it fails.
 	OutOfStock bool
+	// BackedOff: the pool failed to grow lately and is no option until its
+	// node group backoff ends.
+	BackedOff bool
+}
+
+// open is the pool's i-th new node, false when it has no room for it.
+func (p *Pool) open(i int) (*Bin, bool) {
+	if i >= len(p.Names) {
+		return nil, false
+	}
+	return &Bin{Name: p.Names[i], Labels: p.Labels, Taints: p.Taints, Free: p.Allocatable.DeepCopy(), Devices: p.Devices, fresh: true}, true
 }
 
 // NewNode is a node Place decided to create.
@@ -109,97 +147,88 @@ type Plan struct {
 	NewNodes []NewNode
 	// Unplaced are the indexes of the pods that fit nowhere, ascending.
 	Unplaced []int
+	// Chosen is the expander's choice of pool for the pods no existing
+	// node holds; nil when they all fit or no pool can hold all of them.
+	// When its pool is out of stock the plan opens nothing.
+	Chosen *autoscale.Option
 }
 
 // Complete reports whether every pod was placed.
 func (p Plan) Complete() bool { return len(p.Unplaced) == 0 }
 
-// Place puts pods first fit decreasing: the largest pod first, each on the
-// first existing bin (in the order given) that admits it and has room. The
-// pods left go to new nodes of one pool, as cluster-autoscaler's
-// best-effort-atomic class grows one node group per request: each on the
-// first node already opened, else on a new node of that pool. The pool is
-// the one that holds all of them with the fewest new nodes (then the first
-// given); if none can, no node is opened and they are Unplaced. With no
-// pools it answers from existing capacity only. It consumes the bins' Free
-// and the chosen pool's Names; it never fails.
+// Place puts pods largest first, each on the first existing bin (in the
+// order given) that takes it. The pods left go to new nodes of one pool,
+// as cluster-autoscaler's best-effort-atomic class grows one node group
+// per request, all or nothing: of the pools not backed off that can hold
+// all of them (each pod on the first node already opened, else on a new
+// one), the least-waste expander chooses. If none can, or the chosen
+// pool is out of stock, no node is opened and they are Unplaced. With no
+// pools it answers from existing capacity only. It consumes the bins'
+// Free and the chosen pool's Names; it never fails.
 func Place(pods []Pod, bins []*Bin, pools []*Pool) Plan {
 	plan := Plan{Assigned: make([]string, len(pods))}
+	order := largestFirst(pods)
+	ordered := make([]*Pod, len(order))
+	for k, i := range order {
+		ordered[k] = &pods[i]
+	}
 	var left []int
-	for _, i := range largestFirst(pods) {
-		if b, devices := firstFit(&pods[i], bins); b != nil {
-			b.put(&pods[i], devices)
-			plan.Assigned[i] = b.Name
+	var rest []*Pod
+	for k, at := range autoscale.FirstFit(ordered, bins, (*Bin).take) {
+		if at < 0 {
+			left, rest = append(left, order[k]), append(rest, ordered[k])
 			continue
 		}
-		left = append(left, i)
+		plan.Assigned[order[k]] = bins[at].Name
 	}
 	if len(left) == 0 {
 		return plan
 	}
-	var best *Pool
-	var bestNodes []NewNode
-	var bestAssigned map[int]string
+	var options []autoscale.Option
+	var chosen []*Pool
+	var opened [][]*Bin
+	var placed [][]int
 	for _, pool := range pools {
-		assigned, nodes, ok := scaleIn(pods, left, pool)
-		if ok && (best == nil || len(nodes) < len(bestNodes)) {
-			best, bestNodes, bestAssigned = pool, nodes, assigned
+		if pool.BackedOff {
+			continue
 		}
+		nodes, at, ok := autoscale.Estimate(rest, pool.open, (*Bin).take, true)
+		if !ok {
+			continue
+		}
+		options = append(options, optionOf(pool, rest, len(nodes)))
+		chosen, opened, placed = append(chosen, pool), append(opened, nodes), append(placed, at)
 	}
-	if best == nil {
+	best := autoscale.Best(options)
+	if best >= 0 {
+		plan.Chosen = &options[best]
+	}
+	if best < 0 || chosen[best].OutOfStock {
 		plan.Unplaced = left
 		slices.Sort(plan.Unplaced)
 		return plan
 	}
-	best.Names = best.Names[len(bestNodes):]
-	plan.NewNodes = bestNodes
-	for i, name := range bestAssigned {
-		plan.Assigned[i] = name
+	pool := chosen[best]
+	pool.Names = pool.Names[len(opened[best]):]
+	for _, b := range opened[best] {
+		plan.NewNodes = append(plan.NewNodes, NewNode{Name: b.Name, Pool: pool.Name})
+	}
+	for k, at := range placed[best] {
+		plan.Assigned[left[k]] = opened[best][at].Name
 	}
 	return plan
 }
 
-// scaleIn places the pods (indexes, in order) on new nodes of pool alone,
-// each on the first node it opened that has room, else on a new one; it
-// reports false if one does not fit or the pool runs out of names (an
-// out-of-stock pool has none). The pool is not changed.
-func scaleIn(pods []Pod, idx []int, pool *Pool) (map[int]string, []NewNode, bool) {
-	assigned := make(map[int]string, len(idx))
-	var opened []*Bin
-	var nodes []NewNode
-	for _, i := range idx {
-		pod := &pods[i]
-		b, devices := firstFit(pod, opened)
-		if b == nil {
-			if len(nodes) == len(pool.Names) || !Admits(pod.Spec, "", pool.Labels, pool.Taints) || !fits(pod.Requests, pool.Allocatable) {
-				return nil, nil, false
-			}
-			b = &Bin{Name: pool.Names[len(nodes)], Labels: pool.Labels, Taints: pool.Taints, Free: pool.Allocatable.DeepCopy(), Devices: pool.Devices}
-			var ok bool
-			if devices, ok = b.devicesFor(pod); !ok {
-				return nil, nil, false
-			}
-			opened = append(opened, b)
-			nodes = append(nodes, NewNode{Name: b.Name, Pool: pool.Name})
-		}
-		b.put(pod, devices)
-		assigned[i] = b.Name
+// optionOf is the expander's view of a scale-up of pool by nodes new
+// nodes for pods.
+func optionOf(pool *Pool, pods []*Pod, nodes int) autoscale.Option {
+	o := autoscale.Option{Group: pool.Name, Nodes: nodes, Pods: len(pods), OutOfStock: pool.OutOfStock,
+		NodeCPU: pool.Allocatable.Cpu().MilliValue(), NodeMemory: pool.Allocatable.Memory().Value()}
+	for _, p := range pods {
+		o.CPU += p.Requests.Cpu().MilliValue()
+		o.Memory += p.Requests.Memory().Value()
 	}
-	return assigned, nodes, true
-}
-
-// firstFit is the first bin that admits the pod and has room for it, with
-// the devices picked there for its claims.
-func firstFit(pod *Pod, bins []*Bin) (*Bin, []int) {
-	for _, b := range bins {
-		if !Admits(pod.Spec, b.Name, b.Labels, b.Taints) || !fits(pod.Requests, b.Free) || b.apartFrom(pod) {
-			continue
-		}
-		if devices, ok := b.devicesFor(pod); ok {
-			return b, devices
-		}
-	}
-	return nil, nil
+	return o
 }
 
 // largestFirst orders pod indexes by decreasing requests: extended
@@ -270,6 +299,8 @@ func Shortfall(pods []Pod, plan Plan, pools []*Pool) string {
 			switch {
 			case p.OutOfStock:
 				why = append(why, fmt.Sprintf("pool %s: out of stock", p.Name))
+			case p.BackedOff:
+				why = append(why, fmt.Sprintf("pool %s: backed off after it failed to grow", p.Name))
 			case !fits(spec[s].Requests, p.Allocatable):
 				why = append(why, fmt.Sprintf("pool %s: one node is too small for one pod", p.Name))
 			case !fitsDevices(spec[s], p.Devices):

@@ -36,6 +36,8 @@ func TestPlace(t *testing.T) {
 		assigned []string
 		newNodes []NewNode
 		unplaced []int
+		// chosen is the pool the expander chose ("" for none).
+		chosen string
 	}{
 		{
 			name:     "fits existing nodes first fit",
@@ -68,6 +70,7 @@ func TestPlace(t *testing.T) {
 			pools:    []*Pool{pool("a", rackA, "a-0", "a-1"), pool("b", rackB, "b-0", "b-1")},
 			assigned: []string{"b-0", "b-0", "b-1", "b-1"},
 			newNodes: []NewNode{{Name: "b-0", Pool: "b"}, {Name: "b-1", Pool: "b"}},
+			chosen:   "b",
 		},
 		{
 			name:     "existing capacity before new nodes",
@@ -76,6 +79,7 @@ func TestPlace(t *testing.T) {
 			pools:    []*Pool{pool("a", nil, "a-0")},
 			assigned: []string{"n1", "a-0"},
 			newNodes: []NewNode{{Name: "a-0", Pool: "a"}},
+			chosen:   "a",
 		},
 		{
 			name:     "maxNodes: a pool that cannot hold all of the rest opens nothing",
@@ -100,6 +104,36 @@ func TestPlace(t *testing.T) {
 				{Name: "b", Allocatable: rl("nvidia.com/gpu", "16", "cpu", "64"), Names: []string{"b-0", "b-1"}, Max: 2}},
 			assigned: []string{"b-0", "b-0"},
 			newNodes: []NewNode{{Name: "b-0", Pool: "b"}},
+			chosen:   "b",
+		},
+		{
+			// 2 pods of 16 cpu: pool a's one node would leave 32 of 64
+			// cpu unused, pool b's two nodes 8 of 40.
+			name: "least waste: the pool whose nodes the pods fill best, though it needs more nodes",
+			pods: []Pod{{Spec: &corev1.PodSpec{}, Requests: rl("cpu", "16")}, {Spec: &corev1.PodSpec{}, Requests: rl("cpu", "16")}},
+			pools: []*Pool{{Name: "a", Allocatable: rl("cpu", "64"), Names: []string{"a-0", "a-1"}, Max: 2},
+				{Name: "b", Allocatable: rl("cpu", "20"), Names: []string{"b-0", "b-1"}, Max: 2}},
+			assigned: []string{"b-0", "b-1"},
+			newNodes: []NewNode{{Name: "b-0", Pool: "b"}, {Name: "b-1", Pool: "b"}},
+			chosen:   "b",
+		},
+		{
+			// The autoscaler learns of a stockout only when the cloud
+			// fails to grow the group it chose.
+			name:     "out of stock: the chosen pool opens nothing, though another could hold the pods",
+			pods:     gpuPods(0, 1, "8", nil),
+			pools:    []*Pool{{Name: "a", Allocatable: rl("nvidia.com/gpu", "8", "cpu", "64"), Names: []string{"a-0"}, Max: 1, OutOfStock: true}, pool("b", nil, "b-0")},
+			assigned: []string{""},
+			unplaced: []int{0},
+			chosen:   "a",
+		},
+		{
+			name:     "a backed-off pool is no option",
+			pods:     gpuPods(0, 1, "8", nil),
+			pools:    []*Pool{{Name: "a", Allocatable: rl("nvidia.com/gpu", "8", "cpu", "64"), Names: []string{"a-0"}, Max: 1, BackedOff: true}, pool("b", nil, "b-0")},
+			assigned: []string{"b-0"},
+			newNodes: []NewNode{{Name: "b-0", Pool: "b"}},
+			chosen:   "b",
 		},
 		{
 			name:     "a pod larger than a pool's node",
@@ -126,6 +160,13 @@ func TestPlace(t *testing.T) {
 			}
 			if !reflect.DeepEqual(plan.Unplaced, tc.unplaced) {
 				t.Errorf("unplaced %v, want %v", plan.Unplaced, tc.unplaced)
+			}
+			chosen := ""
+			if plan.Chosen != nil {
+				chosen = plan.Chosen.Group
+			}
+			if chosen != tc.chosen {
+				t.Errorf("chosen %q, want %q", chosen, tc.chosen)
 			}
 			if plan.Complete() != (len(tc.unplaced) == 0) {
 				t.Errorf("Complete() = %v", plan.Complete())

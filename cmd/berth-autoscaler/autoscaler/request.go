@@ -21,27 +21,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 	"github.com/berth-dev/berth/controllers/capacity"
 )
 
-// Condition reasons the autoscaler writes: cluster-autoscaler's own, and
-// CapacityRevoked for the revocation fault it never produces.
+// Condition reasons the autoscaler writes: cluster-autoscaler's own (the
+// shared model's), and CapacityRevoked for the revocation fault it never
+// produces.
 const (
-	ReasonAccepted          = "Accepted"
-	ReasonCapacityFound     = "CapacityIsFound"
-	ReasonCapacityNotFound  = "CapacityIsNotFound"
-	ReasonProvisioned       = "CapacityIsProvisioned"
-	ReasonFailedToCreatePod = "FailedToCreatePods"
-	ReasonBookingExpired    = "CapacityReservationTimeExpired"
+	ReasonAccepted          = autoscale.ReasonAccepted
+	ReasonCapacityFound     = autoscale.ReasonCapacityFound
+	ReasonCapacityNotFound  = autoscale.ReasonCapacityNotFound
+	ReasonProvisioned       = autoscale.ReasonProvisioned
+	ReasonFailedToCreatePod = autoscale.ReasonFailedToCreatePods
+	ReasonBookingExpired    = autoscale.ReasonBookingExpired
 	ReasonRevoked           = "CapacityRevoked"
-)
-
-// Messages cluster-autoscaler writes with those reasons.
-const (
-	msgAccepted         = "ProvisioningRequest is accepted by ClusterAutoscaler"
-	msgCapacityFound    = "Capacity is found in the cluster"
-	msgCapacityNotFound = "Capacity is not found, CA will try to find it later."
-	msgBookingExpired   = "Capacity reservation time is expired"
 )
 
 // RequestReconciler answers ProvisioningRequests of the supported classes.
@@ -63,6 +57,13 @@ type RequestReconciler struct {
 	loop struct {
 		sync.Mutex
 		last time.Time
+	}
+	// backoff holds, per pool that failed to grow, until when it is no
+	// option: cluster-autoscaler keeps its node group backoffs in memory
+	// too, and forgets them on a restart.
+	backoff struct {
+		sync.Mutex
+		until map[string]time.Time
 	}
 }
 
@@ -99,7 +100,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.Reader.Get(ctx, req.NamespacedName, pr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !supported(pr.Spec.ProvisioningClassName) {
+	if !autoscale.Supported(pr.Spec.ProvisioningClassName) {
 		return reconcile.Result{}, nil
 	}
 	now := r.Options.Clock.Now()
@@ -131,7 +132,7 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// Accepted when a loop picks the request, as cluster-autoscaler marks it.
 	if !apimeta.IsStatusConditionTrue(pr.Status.Conditions, autoscalingv1.Accepted) {
 		if err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Accepted, metav1.ConditionTrue, ReasonAccepted, msgAccepted, now)
+			setCond(p, autoscale.Accepted(now))
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -193,22 +194,54 @@ func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.Provis
 	withDevices(pods, devs)
 	withLabels(pods, labels)
 	var pools []*Pool
-	if pr.Spec.ProvisioningClassName == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp {
-		pools = v.ScalablePools(self)
+	if autoscale.ScalesUp(pr.Spec.ProvisioningClassName) {
+		pools = r.backedOff(v.ScalablePools(self), now)
 	}
 	plan := Place(pods, v.Bins(self), pools)
 	placement := PlacementOf(pods, plan)
-	switch {
-	case plan.Complete() && len(plan.NewNodes) == 0:
-		return r.provisioned(ctx, pr, placement, ReasonCapacityFound, msgCapacityFound, now)
-	case plan.Complete():
+	outcome := autoscale.Decide(autoscale.Look{
+		Class: pr.Spec.ProvisioningClassName, NoRetry: pr.Spec.Parameters["noRetry"] == "true",
+		FitsFree: plan.Complete() && len(plan.NewNodes) == 0, Chosen: plan.Chosen,
+	})
+	switch outcome {
+	case autoscale.Found:
+		return r.provisioned(ctx, pr, placement, outcome, now)
+	case autoscale.Provisioned:
 		return r.scaleUp(ctx, pr, placement, plan, now)
-	case pools == nil && pr.Spec.Parameters["noRetry"] == "true":
+	case autoscale.Failed:
 		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.Failed, metav1.ConditionTrue, ReasonCapacityNotFound, "capacity is not found: "+Shortfall(pods, plan, nil), now)
+			setCond(p, outcome.Condition(Shortfall(pods, plan, nil), now))
 		})
+	case autoscale.StockedOut:
+		r.backOff(plan.Chosen.Group, now)
+		return r.notFound(ctx, pr, "the scale-up of pool "+plan.Chosen.Group+" failed: "+Shortfall(pods, plan, pools), now)
 	}
 	return r.notFound(ctx, pr, Shortfall(pods, plan, pools), now)
+}
+
+// backedOff marks the pools whose node group backoff has not ended at now.
+func (r *RequestReconciler) backedOff(pools []*Pool, now time.Time) []*Pool {
+	r.backoff.Lock()
+	defer r.backoff.Unlock()
+	for _, p := range pools {
+		p.BackedOff = now.Before(r.backoff.until[p.Name])
+	}
+	return pools
+}
+
+// backOff leaves pool alone for Options.NodeGroupBackoff after it failed
+// to grow, as cluster-autoscaler backs off a node group
+// (--initial-node-group-backoff-duration).
+func (r *RequestReconciler) backOff(pool string, now time.Time) {
+	if r.Options.NodeGroupBackoff <= 0 {
+		return
+	}
+	r.backoff.Lock()
+	defer r.backoff.Unlock()
+	if r.backoff.until == nil {
+		r.backoff.until = map[string]time.Time{}
+	}
+	r.backoff.until[pool] = now.Add(r.Options.NodeGroupBackoff)
 }
 
 // notFound answers that no capacity is found, and tries again after the
@@ -219,7 +252,7 @@ func (r *RequestReconciler) notFound(ctx context.Context, pr *autoscalingv1.Prov
 	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 		setDetail(p, DetailRetries, strconv.Itoa(retries+1))
 		setDetail(p, DetailRetryAt, now.Add(backoff).UTC().Format(time.RFC3339Nano))
-		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonCapacityNotFound, msgCapacityNotFound+" ("+why+")", now)
+		setCond(p, autoscale.NotFound.Condition(why, now))
 	})
 	return reconcile.Result{RequeueAfter: r.wait(backoff)}, err
 }
@@ -234,7 +267,7 @@ func (r *RequestReconciler) scaleUp(ctx context.Context, pr *autoscalingv1.Provi
 		setDetail(p, DetailNewNodes, encodeNewNodes(plan.NewNodes))
 		setDetail(p, DetailPools, strings.Join(poolsOf(plan.NewNodes), ","))
 		setDetail(p, DetailScaleUpStarted, now.UTC().Format(time.RFC3339Nano))
-		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionTrue, ReasonProvisioned, msgCapacityFound, now)
+		setCond(p, autoscale.Provisioned.Condition("", now))
 	})
 	if err != nil {
 		return reconcile.Result{}, err
@@ -243,11 +276,11 @@ func (r *RequestReconciler) scaleUp(ctx context.Context, pr *autoscalingv1.Provi
 }
 
 // provisioned books placement on existing nodes and sets Provisioned=True.
-func (r *RequestReconciler) provisioned(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, placement Placement, reason, msg string, now time.Time) (reconcile.Result, error) {
+func (r *RequestReconciler) provisioned(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, placement Placement, outcome autoscale.Outcome, now time.Time) (reconcile.Result, error) {
 	err := r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
 		setDetail(p, DetailPlacement, placement.String())
 		setDetail(p, DetailNodes, strings.Join(placement.Nodes(), ","))
-		setCondition(p, autoscalingv1.Provisioned, metav1.ConditionTrue, reason, msg, now)
+		setCond(p, outcome.Condition("", now))
 	})
 	if err != nil {
 		return reconcile.Result{}, err
@@ -283,7 +316,7 @@ func (r *RequestReconciler) keepBooking(ctx context.Context, pr *autoscalingv1.P
 	left := ExpiresAt(pr, r.Options.BookingTTL).Sub(now)
 	if left <= 0 {
 		return reconcile.Result{}, r.write(ctx, pr, func(p *autoscalingv1.ProvisioningRequest) {
-			setCondition(p, autoscalingv1.BookingExpired, metav1.ConditionTrue, ReasonBookingExpired, msgBookingExpired, now)
+			setCond(p, autoscale.BookingExpired(now))
 		})
 	}
 	return reconcile.Result{RequeueAfter: r.wait(left)}, nil

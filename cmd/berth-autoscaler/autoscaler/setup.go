@@ -11,7 +11,10 @@
 // exist — so that what works against it works against the real one.
 //
 // Decisions are pure functions (Place, Shortfall, Booked, View) of a
-// snapshot; the reconcilers read the snapshot and write the outcome. Every
+// snapshot, built on berth's shared model of cluster-autoscaler
+// (cmd/internal/autoscale: answers, fit, estimator, expander, backoffs),
+// which the coordination simulator runs too; the reconcilers read the
+// snapshot and write the outcome. Every
 // decision is recorded in the request's status, so a restarted autoscaler
 // carries on where it stopped. docs/autoscaler.md describes the behaviour
 // and how it differs from cluster-autoscaler's.
@@ -28,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 	"github.com/berth-dev/berth/controllers/capacity"
 )
 
@@ -88,6 +92,11 @@ type Options struct {
 	// queue. 0 answers every request as soon as it is seen (tests on a fake
 	// clock).
 	ScanInterval time.Duration
+	// NodeGroupBackoff is how long a pool whose scale-up failed (its cloud
+	// out of stock) is no option for a scale-up, as cluster-autoscaler
+	// backs off a node group (--initial-node-group-backoff-duration, 5
+	// minutes). 0 never backs a pool off: each try may choose it again.
+	NodeGroupBackoff time.Duration
 	// AllowRevocation lets RevokeAnnotation revoke a booking: a fault the
 	// OSS cluster-autoscaler never produces.
 	AllowRevocation bool
@@ -99,11 +108,12 @@ func DefaultOptions() Options {
 	return Options{
 		Clock:               clock.RealClock{},
 		RetryInterval:       10 * time.Second,
-		RetryBackoff:        time.Minute,
-		MaxRetryBackoff:     10 * time.Minute,
-		BookingTTL:          10 * time.Minute,
+		RetryBackoff:        autoscale.InitialBackoff,
+		MaxRetryBackoff:     autoscale.MaxBackoff,
+		BookingTTL:          autoscale.BookingTTL,
 		ProvisioningLatency: 2 * time.Second,
-		ScanInterval:        10 * time.Second,
+		ScanInterval:        autoscale.ScanInterval,
+		NodeGroupBackoff:    autoscale.NodeGroupBackoff,
 	}
 }
 
@@ -113,8 +123,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.RetryBackoff <= 0 || o.MaxRetryBackoff < o.RetryBackoff || o.ProvisioningLatency < 0 || o.ScanInterval < 0 {
-		return errors.New("autoscaler: RetryInterval, RetryBackoff and BookingTTL must be positive, MaxRetryBackoff at least RetryBackoff, ProvisioningLatency and ScanInterval not negative")
+	if o.RetryInterval <= 0 || o.BookingTTL <= 0 || o.RetryBackoff <= 0 || o.MaxRetryBackoff < o.RetryBackoff || o.ProvisioningLatency < 0 || o.ScanInterval < 0 || o.NodeGroupBackoff < 0 {
+		return errors.New("autoscaler: RetryInterval, RetryBackoff and BookingTTL must be positive, MaxRetryBackoff at least RetryBackoff, ProvisioningLatency, ScanInterval and NodeGroupBackoff not negative")
 	}
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, consumerIndex, func(o client.Object) []string {
 		if name := o.GetAnnotations()[autoscalingv1.ProvisioningRequestPodAnnotationKey]; name != "" {
@@ -131,17 +141,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	return r.Register(mgr)
 }
 
-// supported reports whether the autoscaler handles a provisioning class.
-func supported(class string) bool {
-	return class == autoscalingv1.ProvisioningClassCheckCapacity || class == autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
-}
-
 // Backoff is the wait after the retries+1-th answer CapacityIsNotFound:
 // RetryBackoff doubled for each earlier one, up to MaxRetryBackoff.
 func (o Options) Backoff(retries int) time.Duration {
-	d := o.RetryBackoff
-	for i := 0; i < retries && d < o.MaxRetryBackoff; i++ {
-		d *= 2
-	}
-	return min(d, o.MaxRetryBackoff)
+	return autoscale.Backoff(o.RetryBackoff, o.MaxRetryBackoff, retries)
 }

@@ -12,6 +12,7 @@ import (
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
 // View is the cluster one decision is taken against: plain objects, so the
@@ -67,7 +68,7 @@ func (v *View) booked(self string) map[string]corev1.ResourceList {
 	for i := range v.Requests {
 		pr := &v.Requests[i]
 		k := key(pr)
-		if k == self || !supported(pr.Spec.ProvisioningClassName) {
+		if k == self || !autoscale.Supported(pr.Spec.ProvisioningClassName) {
 			continue
 		}
 		specs := v.Specs[k]
@@ -142,7 +143,7 @@ func (v *View) bookDevices(self string, bins []*Bin) {
 	for i := range v.Requests {
 		pr := &v.Requests[i]
 		k := key(pr)
-		if k == self || !supported(pr.Spec.ProvisioningClassName) || len(v.Devices[k]) == 0 {
+		if k == self || !autoscale.Supported(pr.Spec.ProvisioningClassName) || len(v.Devices[k]) == 0 {
 			continue
 		}
 		for node, sets := range Booked(pr, bound[k], v.Now, v.BookingTTL) {
@@ -168,7 +169,8 @@ func (v *View) bookDevices(self string, bins []*Bin) {
 // ScalablePools are the pools new nodes may come from, sorted by name, each
 // with the names still free under its maxNodes: existing nodes of the pool
 // and nodes other requests are creating in it count against it. A pool
-// whose cloud is out of stock (StockoutAnnotation) offers none.
+// whose cloud is out of stock (StockoutAnnotation) is marked so: it is
+// still an option, whose scale-up fails.
 func (v *View) ScalablePools(self string) []*Pool {
 	names := map[string]bool{}
 	existing := map[string]int32{}
@@ -200,9 +202,6 @@ func (v *View) ScalablePools(self string) []*Pool {
 			Allocatable: cp.Spec.NodeTemplate.Allocatable, Max: cp.Spec.MaxNodes,
 			Devices:    TemplateDevices(cp, ""),
 			OutOfStock: cp.Annotations[StockoutAnnotation] == "true",
-		}
-		if p.OutOfStock {
-			room = 0
 		}
 		for n := 0; int32(len(p.Names)) < room; n++ {
 			name := fmt.Sprintf("%s-%d", cp.Name, n)

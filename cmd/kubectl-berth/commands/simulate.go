@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim"
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/internal/sim"
+	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 )
 
 // simulateOptions are `simulate`'s flags.

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim"
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/internal/sim"
+	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 )
 
 const (
-	twoRacks         = "../sim/testdata/two-racks.yaml"
+	twoRacks         = "../../internal/sim/testdata/two-racks.yaml"
 	mixedTrainingDir = "../../../test/simulation/mixed-training/"
 	traceHeader      = "id,submit,namespace,localQueue,kind,class,priority,pods,requests,nodeSelector,topologyMode,topologyLevel,runTime,slo\n"
 	// gangRequests fill most of a two-racks node, so each pod takes a node.

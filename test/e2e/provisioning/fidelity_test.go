@@ -1,9 +1,14 @@
 package provisioning_test
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,15 +21,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim"
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/kubectl-berth/commands"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
@@ -46,12 +55,9 @@ const tolerance = 5 * time.Second
 var _ = Describe("The coordination simulator", func() {
 	It("admits the fidelity scenario's jobs in the order the plane does and starts them within the tolerance", func(ctx SpecContext) {
 		dir := filepath.Join(framework.RepoRoot(), "test", "simulation", "fidelity")
-		sc := readFidelityScenario(filepath.Join(dir, "scenario.yaml"))
-		tr, err := trace.Read(filepath.Join(dir, "trace.csv"))
-		Expect(err).NotTo(HaveOccurred())
-		rep, err := sim.Simulate(sc, tr, sim.Options{Policies: []string{sim.Berth}, Timeline: true})
-		Expect(err).NotTo(HaveOccurred())
-		want := rep.Results[0].Timeline
+		scenarioFile := filepath.Join(dir, "scenario.yaml")
+		sc := readFidelityScenario(scenarioFile)
+		want, tr := simulate(scenarioFile, filepath.Join(dir, "trace.csv"))
 
 		namespaces := applyScenario(ctx, sc)
 		rec := startTimeline(ctx, namespaces, tr)
@@ -59,8 +65,8 @@ var _ = Describe("The coordination simulator", func() {
 		for _, j := range tr.Jobs {
 			// The trace is replayed in real time: each job is submitted at
 			// its offset from the first.
-			time.Sleep(time.Until(t0.Add(j.Submit)))
-			Expect(env.Client.Create(ctx, traceJob(j))).To(Succeed())
+			time.Sleep(time.Until(t0.Add(j.Submit.Duration)))
+			Expect(env.Client.Create(ctx, batchJobOf(j))).To(Succeed())
 		}
 		Eventually(func(g Gomega) {
 			for _, j := range tr.Jobs {
@@ -78,13 +84,118 @@ var _ = Describe("The coordination simulator", func() {
 	})
 })
 
-// readFidelityScenario reads the scenario file.
-func readFidelityScenario(path string) sim.Scenario {
+// simulatedJob is a job of the trace the simulator replayed, as
+// simulate's --write-trace writes it in YAML.
+type simulatedJob struct {
+	ID           string              `json:"id"`
+	Submit       metav1.Duration     `json:"submit"`
+	Namespace    string              `json:"namespace"`
+	LocalQueue   string              `json:"localQueue"`
+	Pods         int32               `json:"pods"`
+	Requests     corev1.ResourceList `json:"requests"`
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Topology     struct {
+		Mode  string `json:"mode,omitempty"`
+		Level string `json:"level,omitempty"`
+	} `json:"topology,omitzero"`
+	RunTime metav1.Duration `json:"runTime"`
+}
+
+// simulatedTrace is the trace simulate replayed.
+type simulatedTrace struct {
+	Jobs []simulatedJob `json:"jobs"`
+}
+
+// jobTimes is one job's entry of a policy's timeline in simulate's JSON
+// report: when it was first admitted and first ran whole, from the start
+// of the trace (absent: never).
+type jobTimes struct {
+	ID       string           `json:"id"`
+	Admitted *metav1.Duration `json:"admitted,omitempty"`
+	Started  *metav1.Duration `json:"started,omitempty"`
+}
+
+// simulate runs `kubectl berth simulate` on the scenario and trace files
+// under berth's policy, as a user does, and returns the jobs' simulated
+// times and the trace it replayed.
+func simulate(scenarioFile, traceFile string) ([]jobTimes, simulatedTrace) {
+	GinkgoHelper()
+	written := filepath.Join(GinkgoT().TempDir(), "trace.yaml")
+	var out, errOut bytes.Buffer
+	cmd := commands.NewRoot(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"simulate", "-f", scenarioFile, "--trace", traceFile, "--policies", "berth",
+		"-o", "json", "--timeline", "--write-trace", written})
+	Expect(cmd.Execute()).To(Succeed(), "stderr: %s", errOut.String())
+	var rep struct {
+		Results []struct {
+			Policy   string     `json:"policy"`
+			Timeline []jobTimes `json:"timeline"`
+		} `json:"results"`
+	}
+	Expect(json.Unmarshal(out.Bytes(), &rep)).To(Succeed())
+	Expect(rep.Results).To(HaveLen(1))
+	data, err := os.ReadFile(written)
+	Expect(err).NotTo(HaveOccurred())
+	var tr simulatedTrace
+	Expect(yaml.Unmarshal(data, &tr)).To(Succeed())
+	return rep.Results[0].Timeline, tr
+}
+
+// fidelityScenario is what the spec applies of the scenario file: its
+// berth objects, in an order the webhooks accept, its CapacityPools, and
+// how many nodes of each pool its Model says exist at the start.
+type fidelityScenario struct {
+	objects  []*unstructured.Unstructured
+	pools    []berthv1.CapacityPool
+	existing map[string]int32
+}
+
+// creationOrder is the order kinds are created in: a ClusterQueue's
+// flavors first, a LocalQueue's ClusterQueue before it.
+var creationOrder = []string{"ResourceFlavor", "ClusterQueue", "LocalQueue", "CapacityPool"}
+
+// readFidelityScenario reads the scenario file's documents: the berth
+// objects as they are written (the API server defaults them), and of the
+// Model document only the nodes each group has at the start.
+func readFidelityScenario(path string) fidelityScenario {
+	GinkgoHelper()
 	f, err := os.Open(path)
 	Expect(err).NotTo(HaveOccurred())
 	defer f.Close()
-	sc, err := sim.ReadScenario(f, path)
-	Expect(err).NotTo(HaveOccurred())
+	sc := fidelityScenario{existing: map[string]int32{}}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		Expect(err).NotTo(HaveOccurred())
+		switch {
+		case len(u.Object) == 0:
+			continue
+		case u.GetAPIVersion() != berthv1.GroupVersion.String():
+			var model struct {
+				Groups map[string]struct {
+					Existing *int32 `json:"existing"`
+				} `json:"groups"`
+			}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &model)).To(Succeed())
+			for name, g := range model.Groups {
+				sc.existing[name] = ptr.Deref(g.Existing, 0)
+			}
+			continue
+		case u.GetKind() == "CapacityPool":
+			var p berthv1.CapacityPool
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p)).To(Succeed())
+			sc.pools = append(sc.pools, p)
+		}
+		Expect(creationOrder).To(ContainElement(u.GetKind()), "a berth object of the scenario")
+		sc.objects = append(sc.objects, u)
+	}
+	slices.SortStableFunc(sc.objects, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(slices.Index(creationOrder, a.GetKind()), slices.Index(creationOrder, b.GetKind()))
+	})
 	return sc
 }
 
@@ -92,11 +203,11 @@ func readFidelityScenario(path string) sim.Scenario {
 // namespaces, flavors, ClusterQueues, LocalQueues, CapacityPools — and
 // the nodes its Model says exist at the start, as members of their pools;
 // all of it is deleted after the spec. It returns the namespaces.
-func applyScenario(ctx context.Context, sc sim.Scenario) []string {
+func applyScenario(ctx context.Context, sc fidelityScenario) []string {
 	var namespaces []string
-	for _, lq := range sc.LocalQueues {
-		if !slices.Contains(namespaces, lq.Namespace) {
-			namespaces = append(namespaces, lq.Namespace)
+	for _, o := range sc.objects {
+		if ns := o.GetNamespace(); o.GetKind() == "LocalQueue" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
 		}
 	}
 	for _, ns := range namespaces {
@@ -106,28 +217,14 @@ func applyScenario(ctx context.Context, sc sim.Scenario) []string {
 			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		}, NodeTimeout(2*timeout))
 	}
-	var objects []client.Object
-	for i := range sc.Flavors {
-		objects = append(objects, &sc.Flavors[i])
-	}
-	for i := range sc.ClusterQueues {
-		objects = append(objects, &sc.ClusterQueues[i])
-	}
-	for i := range sc.LocalQueues {
-		objects = append(objects, &sc.LocalQueues[i])
-	}
-	for i := range sc.Pools {
-		objects = append(objects, &sc.Pools[i])
-	}
-	for _, o := range objects {
-		o := o.DeepCopyObject().(client.Object)
-		Expect(env.Client.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+	for _, o := range sc.objects {
+		o := o.DeepCopy()
+		Expect(env.Client.Create(ctx, o)).To(Succeed(), "creating %s %s", o.GetKind(), o.GetName())
 		DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, o)) })
 	}
-	for _, p := range sc.Pools {
+	for _, p := range sc.pools {
 		DeferCleanup(deleteNodesOf, p.Name)
-		existing := sc.Model.Groups[p.Name].Existing
-		for i := range ptr.Deref(existing, 0) {
+		for i := range sc.existing[p.Name] {
 			addPoolNode(ctx, p, fmt.Sprintf("%s-n%d", p.Name, i))
 		}
 	}
@@ -149,16 +246,17 @@ func addPoolNode(ctx context.Context, p berthv1.CapacityPool, name string) {
 	Expect(controlplane.WaitForNodeReady(ctx, env.Client, name)).To(Succeed())
 }
 
-// traceJob is the batch Job of a trace job: its pods, requests (as limits
-// too, as extended resources need), topology, LocalQueue and run time.
-func traceJob(j trace.Job) *batchv1.Job {
-	job := gangJob(j.Namespace, j.ID, j.Pods, j.RunTime)
+// batchJobOf is the batch Job of a trace job: its pods, requests (as
+// limits too, as extended resources need), topology, LocalQueue and run
+// time.
+func batchJobOf(j simulatedJob) *batchv1.Job {
+	job := gangJob(j.Namespace, j.ID, j.Pods, j.RunTime.Duration)
 	job.Labels[berthv1.QueueNameLabel] = j.LocalQueue
 	delete(job.Annotations, berthv1.TopologyRequiredAnnotation)
 	switch j.Topology.Mode {
-	case trace.Required:
+	case "Required":
 		job.Annotations[berthv1.TopologyRequiredAnnotation] = j.Topology.Level
-	case trace.Preferred:
+	case "Preferred":
 		job.Annotations[berthv1.TopologyPreferredAnnotation] = j.Topology.Level
 	}
 	c := &job.Spec.Template.Spec.Containers[0]
@@ -188,7 +286,7 @@ type timeline struct {
 
 // startTimeline watches the Workloads and pods of namespaces until the
 // spec ends.
-func startTimeline(ctx context.Context, namespaces []string, tr trace.Trace) *timeline {
+func startTimeline(ctx context.Context, namespaces []string, tr simulatedTrace) *timeline {
 	t := &timeline{pods: map[string]int32{}, bound: map[string]map[types.UID]bool{}, jobs: map[string]*seen{}}
 	for _, j := range tr.Jobs {
 		t.pods[j.ID] = j.Pods
@@ -271,12 +369,12 @@ func (t *timeline) times(t0 time.Time) map[string]observed {
 // jobs with the simulator's. Jobs the simulator admits at one instant (in
 // one cycle) may be admitted in any order among themselves, since the
 // controller writes one cycle's admissions side by side.
-func admissionOrderGaps(want []sim.JobTimes, got map[string]observed) []string {
+func admissionOrderGaps(want []jobTimes, got map[string]observed) []string {
 	simulated := map[string]time.Duration{}
 	var simOrder, planeOrder []string
 	for _, w := range want {
 		if w.Admitted != nil {
-			simulated[w.ID] = time.Duration(*w.Admitted)
+			simulated[w.ID] = w.Admitted.Duration
 			simOrder = append(simOrder, w.ID)
 		}
 	}
@@ -301,21 +399,21 @@ func admissionOrderGaps(want []sim.JobTimes, got map[string]observed) []string {
 
 // timeGaps lists the jobs whose admission or start on the plane is more
 // than tolerance from the simulator's, or happened in only one of them.
-func timeGaps(want []sim.JobTimes, got map[string]observed, tolerance time.Duration) []string {
+func timeGaps(want []jobTimes, got map[string]observed, tolerance time.Duration) []string {
 	var gaps []string
 	for _, w := range want {
 		o := got[w.ID]
 		for _, e := range []struct {
 			what  string
-			sim   *sim.Duration
+			sim   *metav1.Duration
 			plane time.Duration
 		}{{"admitted", w.Admitted, o.admitted}, {"started", w.Started, o.started}} {
 			switch {
 			case e.sim == nil && e.plane < 0:
 			case e.sim == nil || e.plane < 0:
 				gaps = append(gaps, fmt.Sprintf("%s %s: in the simulator at %v, on the plane at %v (-1: never)", w.ID, e.what, e.sim, e.plane))
-			case (e.plane - time.Duration(*e.sim)).Abs() > tolerance:
-				gaps = append(gaps, fmt.Sprintf("%s %s: in the simulator at %s, on the plane at %s", w.ID, e.what, *e.sim, e.plane))
+			case (e.plane - e.sim.Duration).Abs() > tolerance:
+				gaps = append(gaps, fmt.Sprintf("%s %s: in the simulator at %s, on the plane at %s", w.ID, e.what, e.sim.Duration, e.plane))
 			}
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 )
 
 // The policies a simulation compares.

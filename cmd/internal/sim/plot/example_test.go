@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
+	"github.com/berth-dev/berth/cmd/internal/sim/plot"
 )
 
 // ExampleUtilization draws one policy's GPU use, sampled every 30 minutes,

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
+	"github.com/berth-dev/berth/cmd/internal/sim/plot"
 )
 
 // meter integrates a run's measures over simulated time. Every quantity is

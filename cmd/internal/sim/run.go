@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 )
 
 // epoch is the wall-clock time simulated time 0 stands for; the engine and

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/trace"
+	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 )
 
 // benchInputs reads the benchmark's cluster (500 nodes) and generates its

@@ -3,7 +3,7 @@ package sim
 import (
 	"time"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
+	"github.com/berth-dev/berth/cmd/internal/sim/plot"
 )
 
 // PolicyResult is what one policy did with the trace.

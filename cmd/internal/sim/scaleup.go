@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"math"
 	"time"
+
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
 // matchesLabels says whether n's labels satisfy p's node selector.
@@ -43,8 +44,9 @@ func (p *pod) matchesTemplate(g *group) bool {
 // scaleUpForPods is the autoscaler's scale-up for unschedulable pods that
 // consume no request: pods that fit nodes already being created wait for
 // them; for the rest, each node group is an option holding the pods that
-// fit its template, first-fit onto new nodes; the least-waste option is
-// carried out — one per loop. It says whether to look again next loop.
+// fit its template, first-fit onto new nodes (the shared estimator, not
+// all or nothing); the expander's choice is carried out — one per loop. It
+// says whether to look again next loop.
 func (a *autoscaler) scaleUpForPods(now time.Duration) bool {
 	if !a.podsDirty {
 		return false
@@ -54,26 +56,29 @@ func (a *autoscaler) scaleUpForPods(now time.Duration) bool {
 	if len(uncovered) == 0 {
 		return false
 	}
-	var best *scaleOption
+	var options []autoscale.Option
+	var scaleUps []*scaleOption
 	for _, g := range a.c.groups {
 		if g.backoffUntil > now || g.room() == 0 {
 			continue
 		}
-		if o := optionFor(g, uncovered); o != nil && o.better(best) {
-			best = o
+		if o := a.optionFor(g, uncovered, now); o != nil {
+			options, scaleUps = append(options, o.option), append(scaleUps, o)
 		}
 	}
-	if best == nil {
+	best := autoscale.Best(options)
+	if best < 0 {
 		return false
 	}
 	a.podsDirty = true // the pods left may need another loop
-	if best.g.stockedOut(now) {
-		best.g.backoffUntil = now + groupBackoff
-		a.q.at(best.g.backoffUntil, func(t time.Duration) { a.podsDirty = true; a.wake(t) })
+	chosen := scaleUps[best]
+	if chosen.option.OutOfStock {
+		chosen.g.backoffUntil = now + autoscale.NodeGroupBackoff
+		a.q.at(chosen.g.backoffUntil, func(t time.Duration) { a.podsDirty = true; a.wake(t) })
 		return true
 	}
-	for _, trigger := range best.triggers {
-		a.createNode(best.g, now, trigger)
+	for _, trigger := range chosen.triggers {
+		a.createNode(chosen.g, now, trigger)
 	}
 	return true
 }
@@ -114,76 +119,35 @@ func (a *autoscaler) uncoveredPods() []*pod {
 // scaleOption is one node group's scale-up for some pending pods.
 type scaleOption struct {
 	g        *group
-	pods     int
-	waste    float64
+	option   autoscale.Option
 	triggers []string // per new node, the job of the first pod placed on it
 }
 
 // optionFor places the pods that fit g's template first-fit onto new nodes
 // of g, as many as its room allows; nil if none fits.
-func optionFor(g *group, pods []*pod) *scaleOption {
-	alloc := g.alloc
-	var nodes []amounts
-	o := &scaleOption{g: g}
-	var used amounts
+func (a *autoscaler) optionFor(g *group, pods []*pod, now time.Duration) *scaleOption {
+	var fit []*pod
+	var reqs []*amounts
 	for _, p := range pods {
-		if !p.matchesTemplate(g) || !alloc.fits(&p.requests) {
-			continue
+		if p.matchesTemplate(g) {
+			fit, reqs = append(fit, p), append(reqs, &p.requests)
 		}
-		placed := false
-		for i := range nodes {
-			if nodes[i].fits(&p.requests) {
-				nodes[i].add(&p.requests, -1)
-				placed = true
-				break
-			}
-		}
-		if !placed {
-			if int32(len(nodes)) >= g.room() {
-				continue
-			}
-			free := alloc
-			free.add(&p.requests, -1)
-			nodes = append(nodes, free)
-			o.triggers = append(o.triggers, p.job.spec.ID)
-		}
-		used.add(&p.requests, 1)
-		o.pods++
 	}
-	if o.pods == 0 {
+	nodes, at, _ := autoscale.Estimate(reqs, a.opener(g), (*slot).take, false)
+	if len(nodes) == 0 {
 		return nil
 	}
-	o.waste = optionWaste(&alloc, &used, len(nodes))
-	return o
-}
-
-// optionWaste is the share of the new nodes' capacity the pods leave
-// unused, averaged over the resources they use.
-func optionWaste(alloc, used *amounts, nodes int) float64 {
-	sum, k := 0.0, 0
-	for r, v := range used {
-		capacity := float64(alloc[r]) * float64(nodes)
-		if capacity == 0 || v == 0 {
+	o := &scaleOption{g: g, triggers: make([]string, len(nodes))}
+	var placed []*amounts
+	for i, n := range at {
+		if n < 0 {
 			continue
 		}
-		sum += 1 - float64(v)/capacity
-		k++
+		placed = append(placed, reqs[i])
+		if o.triggers[n] == "" {
+			o.triggers[n] = fit[i].job.spec.ID
+		}
 	}
-	if k == 0 {
-		return math.Inf(1)
-	}
-	return sum / float64(k)
-}
-
-// better orders options: less waste, then more pods, then the group's name.
-func (o *scaleOption) better(than *scaleOption) bool {
-	switch {
-	case than == nil:
-		return true
-	case o.waste != than.waste:
-		return o.waste < than.waste
-	case o.pods != than.pods:
-		return o.pods > than.pods
-	}
-	return o.g.pool.Name < than.g.pool.Name
+	o.option = a.optionOf(g, len(nodes), placed, now)
+	return o
 }

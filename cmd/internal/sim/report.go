@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/berth-dev/berth/cmd/kubectl-berth/sim/plot"
+	"github.com/berth-dev/berth/cmd/internal/sim/plot"
 )
 
 // WriteTable prints the report as tables: one row per policy for the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
 // ModelAPIVersion is the apiVersion of the simulator's own document, the
@@ -147,11 +148,11 @@ func DefaultGroup() GroupModel {
 // withDefaults fills the zero fields with cluster-autoscaler's defaults.
 func (m Model) withDefaults() Model {
 	a := &m.Autoscaler
-	a.ScanInterval = orDuration(a.ScanInterval, 10*time.Second)
-	a.ScaleDownDelay = orDuration(a.ScaleDownDelay, 10*time.Minute)
-	a.BookingExpiry = orDuration(a.BookingExpiry, 10*time.Minute)
-	a.InitialBackoff = orDuration(a.InitialBackoff, time.Minute)
-	a.MaxBackoff = orDuration(a.MaxBackoff, 10*time.Minute)
+	a.ScanInterval = orDuration(a.ScanInterval, autoscale.ScanInterval)
+	a.ScaleDownDelay = orDuration(a.ScaleDownDelay, autoscale.ScaleDownUnneeded)
+	a.BookingExpiry = orDuration(a.BookingExpiry, autoscale.BookingTTL)
+	a.InitialBackoff = orDuration(a.InitialBackoff, autoscale.InitialBackoff)
+	a.MaxBackoff = orDuration(a.MaxBackoff, autoscale.MaxBackoff)
 	if m.Scheduler.Scoring == "" {
 		m.Scheduler.Scoring = LeastAllocated
 	}

@@ -170,8 +170,8 @@ type cluster struct {
 	pending []*pod  // unbound pods, in creation order
 	scoring string
 	res     *resourceIndex
-	// gpuIdx and cpuIdx number the GPU resource and cpu.
-	gpuIdx, cpuIdx int
+	// gpuIdx, cpuIdx and memIdx number the GPU resource, cpu and memory.
+	gpuIdx, cpuIdx, memIdx int
 	// epoch counts the times capacity grew (a pod gone, a node joined): a
 	// pod that found no node is tried again only in a later epoch.
 	epoch uint64
@@ -195,6 +195,7 @@ func newCluster(s Scenario, gpu corev1.ResourceName) *cluster {
 		res: &resourceIndex{index: map[corev1.ResourceName]int{}}}
 	c.gpuIdx, _ = c.res.of(gpu)
 	c.cpuIdx, _ = c.res.of(corev1.ResourceCPU)
+	c.memIdx, _ = c.res.of(corev1.ResourceMemory)
 	for i := range s.Pools {
 		p := &s.Pools[i]
 		g := &group{pool: p, model: s.Model.group(p.Name), alloc: c.res.amountsOf(p.Spec.NodeTemplate.Allocatable)}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,17 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
-)
 
-// Reasons cluster-autoscaler writes on a request's conditions.
-const (
-	reasonProvisioned = "CapacityIsProvisioned"
-	reasonFound       = "CapacityIsFound"
-	reasonNotFound    = "CapacityIsNotFound"
-	reasonExpired     = "CapacityReservationTimeExpired"
-	// groupBackoff is how long cluster-autoscaler leaves a node group alone
-	// after it failed to grow (--initial-node-group-backoff-duration).
-	groupBackoff = 5 * time.Minute
+	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
 // request is a ProvisioningRequest as the autoscaler model sees it: the
@@ -33,10 +25,10 @@ type request struct {
 	pods     int32
 	requests amounts
 	selector map[string]string
-	// due is when the autoscaler looks at the request next; backoff the
-	// wait after the next "no capacity".
+	// due is when the autoscaler looks at the request next; retries
+	// counts its answers "no capacity", which set the backoff.
 	due     time.Duration
-	backoff time.Duration
+	retries int
 	// reserved is the capacity the request books on existing nodes;
 	// nodes the nodes created for it.
 	reserved map[*node]*amounts
@@ -49,12 +41,21 @@ func (r *request) condition(t string) *metav1.Condition {
 	return meta.FindStatusCondition(r.obj.Status.Conditions, t)
 }
 
+// class is the request's provisioning class.
+func (r *request) class() string {
+	if r.scaleUp {
+		return autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp
+	}
+	return autoscalingv1.ProvisioningClassCheckCapacity
+}
+
 // autoscaler models cluster-autoscaler: its loop serves one
-// ProvisioningRequest per scan (best-effort-atomic-scale-up: one node group
-// holds the whole gang, free matching nodes first; check-capacity: free
-// nodes only), scales node groups for unschedulable pods that consume no
-// request (least-waste expander, one scale-up per loop, unaware of gangs),
-// and removes nodes empty for its scale-down delay.
+// ProvisioningRequest per scan, scales node groups for unschedulable pods
+// that consume no request (one scale-up per loop, unaware of gangs), and
+// removes nodes empty for its scale-down delay. What it decides — the
+// answer to a request, the fit, the expander — is the shared model's
+// (cmd/internal/autoscale), the stand-in autoscaler's too; this is the
+// loop, the clock and the cloud around it.
 type autoscaler struct {
 	model    AutoscalerModel
 	c        *cluster
@@ -72,6 +73,9 @@ type autoscaler struct {
 	// podsDirty says the unschedulable pods or the room to grow changed
 	// since the last scale-up for pods was considered.
 	podsDirty bool
+	// slots and slotRefs are placeOnFree's buffers.
+	slots    []slot
+	slotRefs []*slot
 }
 
 func newAutoscaler(m AutoscalerModel, c *cluster, q *eventQueue, rng *rand.Rand) *autoscaler {
@@ -81,9 +85,6 @@ func newAutoscaler(m AutoscalerModel, c *cluster, q *eventQueue, rng *rand.Rand)
 // submit queues a request; it is looked at in the next scan.
 func (a *autoscaler) submit(r *request, now time.Duration) {
 	r.due = now
-	r.backoff = time.Duration(a.model.InitialBackoff)
-	meta.SetStatusCondition(&r.obj.Status.Conditions, metav1.Condition{Type: autoscalingv1.Accepted, Status: metav1.ConditionTrue,
-		Reason: "Accepted", LastTransitionTime: metav1.NewTime(epoch.Add(now))})
 	a.requests = append(a.requests, r)
 	a.wake(now)
 }
@@ -142,21 +143,26 @@ func (a *autoscaler) serveOne(now time.Duration) bool {
 
 // answer provisions r, or says no capacity was found and retries later.
 func (a *autoscaler) answer(r *request, now time.Duration) {
-	onFree, left := a.placeOnFree(r, r.pods)
+	at := epoch.Add(now)
+	if r.condition(autoscalingv1.Accepted) == nil {
+		// Accepted when a loop first picks the request.
+		meta.SetStatusCondition(&r.obj.Status.Conditions, autoscale.Accepted(at))
+	}
+	onFree, left := a.placeOnFree(r)
+	look := autoscale.Look{Class: r.class(), FitsFree: left == 0}
 	var g *group
 	var count int32
-	if left > 0 && r.scaleUp {
-		g, count = a.bestGroupFor(r.selector, r.requests, left, nil, now)
+	if left > 0 && autoscale.ScalesUp(look.Class) {
+		g, count, look.Chosen = a.bestGroupFor(r.selector, r.requests, left, now)
 	}
-	at := metav1.NewTime(epoch.Add(now))
-	if left > 0 && (g == nil || g.stockedOut(now)) {
-		if g != nil {
-			g.backoffUntil = now + groupBackoff
+	outcome := autoscale.Decide(look)
+	if outcome != autoscale.Found && outcome != autoscale.Provisioned {
+		if outcome == autoscale.StockedOut {
+			g.backoffUntil = now + autoscale.NodeGroupBackoff
 		}
-		meta.SetStatusCondition(&r.obj.Status.Conditions, metav1.Condition{Type: autoscalingv1.Provisioned, Status: metav1.ConditionFalse,
-			Reason: reasonNotFound, Message: "no node group can hold the request", LastTransitionTime: at})
-		r.due = now + r.backoff
-		r.backoff = min(2*r.backoff, time.Duration(a.model.MaxBackoff))
+		meta.SetStatusCondition(&r.obj.Status.Conditions, outcome.Condition(fmt.Sprintf("%d pods fit nowhere", left), at))
+		r.due = now + autoscale.Backoff(time.Duration(a.model.InitialBackoff), time.Duration(a.model.MaxBackoff), r.retries)
+		r.retries++
 		a.logf(now, "autoscaler: %s: no capacity for %d pods (%v); retry at %s", r.obj.Name, left, r.selector, r.due)
 		a.answered(r, now)
 		return
@@ -165,16 +171,14 @@ func (a *autoscaler) answer(r *request, now time.Duration) {
 	for n, amt := range onFree {
 		n.caReserved.add(amt, 1)
 	}
-	reason := reasonFound
 	for range count {
 		n := a.createNode(g, now, r.job.spec.ID)
 		n.booked = r.obj.Name // booked for the request until it expires
 		r.nodes = append(r.nodes, n)
-		reason = reasonProvisioned
 	}
-	a.logf(now, "autoscaler: %s: %s, %d new nodes", r.obj.Name, reason, count)
-	meta.SetStatusCondition(&r.obj.Status.Conditions, metav1.Condition{Type: autoscalingv1.Provisioned, Status: metav1.ConditionTrue,
-		Reason: reason, Message: "capacity is provisioned", LastTransitionTime: at})
+	c := outcome.Condition("", at)
+	a.logf(now, "autoscaler: %s: %s, %d new nodes", r.obj.Name, c.Reason, count)
+	meta.SetStatusCondition(&r.obj.Status.Conditions, c)
 	a.answered(r, now)
 	a.q.at(now+time.Duration(a.model.BookingExpiry), func(t time.Duration) { a.expire(r, t) })
 }
@@ -185,8 +189,7 @@ func (a *autoscaler) expire(r *request, now time.Duration) {
 		return
 	}
 	a.release(r)
-	meta.SetStatusCondition(&r.obj.Status.Conditions, metav1.Condition{Type: autoscalingv1.BookingExpired, Status: metav1.ConditionTrue,
-		Reason: reasonExpired, Message: "the booking expired", LastTransitionTime: metav1.NewTime(epoch.Add(now))})
+	meta.SetStatusCondition(&r.obj.Status.Conditions, autoscale.BookingExpired(epoch.Add(now)))
 	a.answered(r, now)
 }
 
@@ -206,75 +209,135 @@ func (a *autoscaler) release(r *request) {
 	}
 }
 
-// placeOnFree places up to count pods of r on ready nodes' capacity that is
+// slot is a node's room as the autoscaler's fit sees it, and what a
+// request's pods took of it.
+type slot struct {
+	n          *node
+	free, took amounts
+}
+
+// take places one pod of req in the slot if it fits.
+func (s *slot) take(req *amounts) bool {
+	if !s.free.fits(req) {
+		return false
+	}
+	s.free.add(req, -1)
+	s.took.add(req, 1)
+	return true
+}
+
+// placeOnFree places r's pods first fit on ready nodes' capacity that is
 // neither used nor booked, and returns what it took per node and how many
 // pods are left.
-func (a *autoscaler) placeOnFree(r *request, count int32) (map[*node]*amounts, int32) {
-	took := map[*node]*amounts{}
+func (a *autoscaler) placeOnFree(r *request) (map[*node]*amounts, int32) {
 	probe := &pod{requests: r.requests, selector: r.selector}
+	// The slots are reused from answer to answer: this runs once per
+	// request per loop. The pods are alike, so first fit fills the slots
+	// in order and needs none past those that hold them all.
+	a.slots, a.slotRefs = a.slots[:0], a.slotRefs[:0]
+	room := int64(0)
 	for _, n := range a.c.sorted {
-		if count == 0 {
+		if room >= int64(r.pods) {
 			break
 		}
 		if !probe.matchesLabels(n) || (n.booked != "" && n.booked != r.obj.Name) {
 			continue // not its labels, or booked for another request
 		}
-		free := n.free
-		free.add(&n.caReserved, -1)
-		for count > 0 && free.fits(&r.requests) {
-			free.add(&r.requests, -1)
-			if took[n] == nil {
-				took[n] = &amounts{}
-			}
-			took[n].add(&r.requests, 1)
-			count--
+		s := slot{n: n, free: n.free}
+		s.free.add(&n.caReserved, -1)
+		if s.free.fits(&r.requests) {
+			k := podsPerNode(&s.free, &r.requests)
+			a.slots = append(a.slots, s)
+			room += k
 		}
 	}
-	return took, count
+	for i := range a.slots {
+		a.slotRefs = append(a.slotRefs, &a.slots[i])
+	}
+	took := map[*node]*amounts{}
+	left := int32(0)
+	for _, at := range autoscale.FirstFit(podsOf(r.requests, r.pods), a.slotRefs, (*slot).take) {
+		if at < 0 {
+			left++
+			continue
+		}
+		s := a.slotRefs[at]
+		if took[s.n] == nil {
+			took[s.n] = &amounts{}
+		}
+		took[s.n].add(&r.requests, 1)
+	}
+	return took, left
+}
+
+// podsPerNode is how many pods of req fit in free, which holds one.
+func podsPerNode(free, req *amounts) int64 {
+	n := int64(math.MaxInt32)
+	for r, v := range req {
+		if v > 0 {
+			n = min(n, free[r]/v)
+		}
+	}
+	return n
+}
+
+// podsOf is count pods of req, for the shared fit.
+func podsOf(req amounts, count int32) []*amounts {
+	pods := make([]*amounts, count)
+	for i := range pods {
+		pods[i] = &req
+	}
+	return pods
 }
 
 // bestGroupFor is the node group, and how many new nodes of it, that the
-// least-waste expander picks for count pods of requests with selector;
-// fits narrows the groups further (nil: any). Groups out of room or backing
-// off are not options.
-func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count int32, fits func(*group) bool, now time.Duration) (*group, int32) {
-	var best *group
-	var bestNodes int32
-	bestWaste := math.Inf(1)
+// expander chooses for count pods of req with selector, each group
+// holding all of them or none (best-effort-atomic-scale-up); nil when no
+// group can. Groups out of room or backing off are not options.
+func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count int32, now time.Duration) (*group, int32, *autoscale.Option) {
 	probe := &pod{requests: req, selector: selector}
+	pods := podsOf(req, count)
+	var options []autoscale.Option
+	var groups []*group
 	for _, g := range a.c.groups {
-		if g.backoffUntil > now || (fits != nil && !fits(g)) || !probe.matchesTemplate(g) {
+		if g.backoffUntil > now || !probe.matchesTemplate(g) {
 			continue
 		}
-		perNode := podsPerNode(&g.alloc, &req)
-		if perNode == 0 {
+		nodes, _, ok := autoscale.Estimate(pods, a.opener(g), (*slot).take, true)
+		if !ok {
 			continue
 		}
-		nodes := (count + perNode - 1) / perNode
-		if nodes > g.room() {
-			continue
-		}
-		var used amounts
-		for range count {
-			used.add(&req, 1)
-		}
-		if w := optionWaste(&g.alloc, &used, int(nodes)); w < bestWaste {
-			best, bestNodes, bestWaste = g, nodes, w
-		}
+		options = append(options, a.optionOf(g, len(nodes), pods, now))
+		groups = append(groups, g)
 	}
-	return best, bestNodes
+	best := autoscale.Best(options)
+	if best < 0 {
+		return nil, 0, nil
+	}
+	return groups[best], int32(options[best].Nodes), &options[best]
 }
 
-// podsPerNode is how many pods of req fit one empty node of alloc.
-func podsPerNode(alloc, req *amounts) int32 {
-	n := int64(math.MaxInt32)
-	for r, v := range req {
-		if v == 0 {
-			continue
+// opener opens new nodes of g for the shared estimator, within its room.
+func (a *autoscaler) opener(g *group) func(int) (*slot, bool) {
+	room := int(g.room())
+	return func(i int) (*slot, bool) {
+		if i >= room {
+			return nil, false
 		}
-		n = min(n, alloc[r]/v)
+		return &slot{free: g.alloc}, true
 	}
-	return int32(n)
+}
+
+// optionOf is the expander's view of nodes new nodes of g holding pods,
+// at now.
+func (a *autoscaler) optionOf(g *group, nodes int, pods []*amounts, now time.Duration) autoscale.Option {
+	o := autoscale.Option{Group: g.pool.Name, Nodes: nodes, Pods: len(pods), OutOfStock: g.stockedOut(now),
+		NodeCPU: g.alloc[a.c.cpuIdx], NodeMemory: g.alloc[a.c.memIdx]}
+	for _, p := range pods {
+		o.CPU += p[a.c.cpuIdx]
+		o.Memory += p[a.c.memIdx]
+	}
+	return o
 }
 
 // createNode asks the cloud for a node of g; it joins after the group's
