@@ -100,6 +100,11 @@ func ReadCSV(r io.Reader) (Trace, error) {
 			return Trace{}, fmt.Errorf("reading CSV trace: %w", err)
 		}
 		line, _ := cr.FieldPos(0)
+		if len(jobs) == MaxTraceJobs {
+			// Stop reading rather than hold an unbounded file in memory.
+			return Trace{}, fmt.Errorf("reading CSV trace: line %d: the trace has more than %d jobs, the most the simulator takes: "+
+				"split it by submit time into parts under the cap and simulate each", line, MaxTraceJobs)
+		}
 		job, errs := layout.job(rec)
 		if len(errs) > 0 {
 			at := csvWhere(line, job.ID)

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -46,10 +47,34 @@ type ImportOptions struct {
 	// Limit stops the import once that many jobs are imported, in file
 	// order (public traces are in submission order); 0 imports all.
 	Limit int
-	// PlanGPUPercent reads the GPU column as percent of a GPU, as Alibaba
-	// PAI's plan_gpu is (100 = 1 GPU, 50 = half of one).
-	PlanGPUPercent bool
+	// GPUUnit is how the GPU column counts: GPUUnitGPUs, GPUUnitPercent
+	// (percent of one GPU, as Alibaba PAI's plan_gpu: 100 = 1 GPU, 50 =
+	// half of one), or "" for percent when the column is plan_gpu and
+	// GPUs otherwise.
+	GPUUnit GPUUnit
+	// TenantColumn, when set, is the header name (case-insensitive) of the
+	// column that holds the tenant, instead of the first of ImportColumns'
+	// tenant names; a header without it is an error.
+	TenantColumn string
+
+	// maxJobs and maxPods lower MaxTraceJobs and MaxTracePods, so that
+	// tests can reach the caps without a million-row input; 0 is the cap.
+	maxJobs, maxPods int64
 }
+
+// GPUUnit is how an imported trace's GPU column counts.
+type GPUUnit string
+
+const (
+	// GPUUnitAuto reads plan_gpu as percent and any other column as GPUs.
+	GPUUnitAuto GPUUnit = ""
+	// GPUUnitGPUs reads the column as GPUs (fractions round up).
+	GPUUnitGPUs GPUUnit = "gpus"
+	// GPUUnitPercent reads the column as percent of one GPU, rounding up
+	// to whole GPUs since the simulator counts whole GPUs: 50 is 1 GPU,
+	// 250 is 3.
+	GPUUnitPercent GPUUnit = "percent"
+)
 
 // ImportStats count what Import did with the trace's rows.
 type ImportStats struct {
@@ -60,6 +85,13 @@ type ImportStats struct {
 	// Skipped counts the rows not imported, by a short human-readable
 	// reason such as "zero GPUs" or "bad duration".
 	Skipped map[string]int
+	// TenantColumn is the header name the tenants were read from; "" when
+	// there was none and every job's tenant is empty (namespace default).
+	TenantColumn string
+	// GPUColumn is the header name the GPUs were read from, and GPUUnit
+	// how they were counted (GPUUnitGPUs or GPUUnitPercent).
+	GPUColumn string
+	GPUUnit   GPUUnit
 }
 
 // Why Import skips a row; these are ImportStats.Skipped's keys.
@@ -76,35 +108,15 @@ const (
 	skipNamespace   = "invalid namespace"
 )
 
-// maxImportGPUs bounds a job's GPUs; more is a corrupt row, not a job.
-const maxImportGPUs = 1 << 20
-
 // The layout of datetimes in public traces (Philly, Helios), read in UTC
 // so that offsets do not jump at daylight-saving changes.
 const traceDateTime = "2006-01-02 15:04:05"
 
-// importField is a column Import reads, with the header names it is
-// known by in public traces, in order of preference.
-type importField struct {
-	name    string
-	aliases []string
-}
-
-// importFields are the columns Import reads. A function, not a package
-// variable, so that it cannot be changed for every caller.
-func importFields() (id, submit, gpus, duration, start, end, tenant importField) {
-	return importField{"job id", []string{"job_id", "jobid", "job_name", "id"}},
-		importField{"submit time", []string{"submit_time", "submitted_time", "submit", "start_date"}},
-		importField{"GPUs", []string{"gpu_num", "num_gpu", "gpus", "gpu_request", "plan_gpu"}},
-		importField{"duration", []string{"duration", "run_time", "runtime", "elapsed"}},
-		importField{"start time", []string{"start_time"}},
-		importField{"end time", []string{"end_time"}},
-		importField{"tenant", []string{"vc", "virtual_cluster", "user", "group"}}
-}
-
 // importLayout is the index of each column Import reads; -1 is absent.
 type importLayout struct {
 	id, submit, gpus, duration, start, end, tenant int
+	// percent reads the GPU column as percent of one GPU.
+	percent bool
 }
 
 // importRow is one row's parsed values.
@@ -112,6 +124,7 @@ type importRow struct {
 	id        string
 	submit    time.Time
 	gpus      int64
+	pods      int64
 	runTime   time.Duration
 	namespace string
 }
@@ -152,11 +165,34 @@ func Import(r io.Reader, opts ImportOptions) (Trace, ImportStats, error) {
 	if err != nil {
 		return Trace{}, stats, fmt.Errorf("importing trace header: %w", err)
 	}
-	layout, err := readImportHeader(header)
+	layout, err := readImportHeader(header, opts)
 	if err != nil {
 		return Trace{}, stats, fmt.Errorf("importing trace header: %w", err)
 	}
+	stats.TenantColumn, stats.GPUColumn, stats.GPUUnit = headerName(header, layout.tenant), headerName(header, layout.gpus), GPUUnitGPUs
+	if layout.percent {
+		stats.GPUUnit = GPUUnitPercent
+	}
+	rows, err := readImportRows(cr, layout, opts, &stats)
+	if err != nil {
+		return Trace{}, stats, fmt.Errorf("importing trace: %w", err)
+	}
+	t := Trace{Jobs: importJobs(rows, opts)}
+	sortJobs(t.Jobs)
+	if err := t.Validate(); err != nil {
+		return Trace{}, stats, fmt.Errorf("imported trace is invalid (an importer bug): %w", err)
+	}
+	stats.Imported = len(t.Jobs)
+	return t, stats, nil
+}
+
+// readImportRows reads the data rows up to opts.Limit, counting skipped
+// ones in stats. It stops with an error at the first row that takes the
+// trace over a cap (MaxJobPods, MaxTraceJobs, MaxTracePods), before that
+// row is kept, so that a corrupt or oversized trace costs no memory.
+func readImportRows(cr *csv.Reader, layout importLayout, opts ImportOptions, stats *ImportStats) ([]importRow, error) {
 	var rows []importRow
+	var pods int64
 	seen := map[string]bool{}
 	for opts.Limit == 0 || len(rows) < opts.Limit {
 		rec, err := cr.Read()
@@ -164,7 +200,7 @@ func Import(r io.Reader, opts ImportOptions) (Trace, ImportStats, error) {
 			break
 		}
 		if err != nil {
-			return Trace{}, stats, fmt.Errorf("importing trace: %w", err)
+			return nil, err
 		}
 		stats.Read++
 		row, reason := layout.row(rec, opts)
@@ -175,16 +211,42 @@ func Import(r io.Reader, opts ImportOptions) (Trace, ImportStats, error) {
 			stats.Skipped[reason]++
 			continue
 		}
+		line, _ := cr.FieldPos(0)
+		if err := opts.checkCaps(row, line, int64(len(rows)), pods); err != nil {
+			return nil, err
+		}
+		pods += row.pods
 		seen[row.id] = true
 		rows = append(rows, row)
 	}
-	t := Trace{Jobs: importJobs(rows, opts)}
-	sortJobs(t.Jobs)
-	if err := t.Validate(); err != nil {
-		return Trace{}, stats, fmt.Errorf("imported trace is invalid (an importer bug): %w", err)
+	return rows, nil
+}
+
+// checkCaps refuses a row that is over MaxJobPods, or that would take the
+// trace, which holds jobs jobs and pods pods before it, over MaxTraceJobs
+// or MaxTracePods. The message says the cap and how to get under it.
+func (o ImportOptions) checkCaps(row importRow, line int, jobs, pods int64) error {
+	maxJobs, maxPods := cmp.Or(o.maxJobs, MaxTraceJobs), cmp.Or(o.maxPods, MaxTracePods)
+	switch {
+	case row.pods > MaxJobPods:
+		return fmt.Errorf("line %d (job %s): %d GPUs on %d-GPU nodes make %d pods, more than the simulator takes for one job (%d); "+
+			"drop the row, or raise --gpus-per-node if the nodes are larger", line, row.id, row.gpus, o.GPUsPerNode, row.pods, MaxJobPods)
+	case jobs+1 > maxJobs:
+		return fmt.Errorf("line %d (job %s): the trace has more than %d jobs, the most the simulator takes; "+
+			"import the first part with --limit (ImportOptions.Limit) or split the file by submit time and simulate each part", line, row.id, maxJobs)
+	case pods+row.pods > maxPods:
+		return fmt.Errorf("line %d (job %s): the jobs up to this row have %d pods, more than the simulator takes (%d in all); "+
+			"import fewer rows with --limit or split the file by submit time and simulate each part", line, row.id, pods+row.pods, maxPods)
 	}
-	stats.Imported = len(t.Jobs)
-	return t, stats, nil
+	return nil
+}
+
+// headerName is the trimmed header name of column i, "" when absent.
+func headerName(header []string, i int) string {
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(header[i], "\uFEFF"))
 }
 
 // withDefaults fills in the options' defaults and refuses impossible
@@ -223,7 +285,7 @@ func (o ImportOptions) withDefaults() (ImportOptions, error) {
 
 // readImportHeader finds the columns Import reads, reporting every
 // required one that is missing with the names it is known by.
-func readImportHeader(header []string) (importLayout, error) {
+func readImportHeader(header []string, opts ImportOptions) (importLayout, error) {
 	index := make(map[string]int, len(header))
 	for i, name := range header {
 		name = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(name, "\uFEFF")))
@@ -231,30 +293,45 @@ func readImportHeader(header []string) (importLayout, error) {
 			index[name] = i
 		}
 	}
-	find := func(f importField) int {
-		for _, a := range f.aliases {
+	cols := ImportColumns()
+	var at [fieldCount]int
+	for f := range at {
+		at[f] = -1
+		for _, a := range cols[f].Names {
 			if i, ok := index[a]; ok {
-				return i
+				at[f] = i
+				break
 			}
 		}
-		return -1
 	}
-	id, submit, gpus, duration, start, end, tenant := importFields()
-	l := importLayout{
-		id: find(id), submit: find(submit), gpus: find(gpus), duration: find(duration),
-		start: find(start), end: find(end), tenant: find(tenant),
-	}
+	l := importLayout{id: at[fieldID], submit: at[fieldSubmit], gpus: at[fieldGPUs], duration: at[fieldDuration],
+		start: at[fieldStart], end: at[fieldEnd], tenant: at[fieldTenant]}
 	var errs []error
-	missing := func(i int, f importField) {
+	if opts.TenantColumn != "" {
+		i, ok := index[strings.ToLower(strings.TrimSpace(opts.TenantColumn))]
+		if !ok {
+			i = -1
+			errs = append(errs, fmt.Errorf("no tenant column %q (--tenant-column); the header has %s", opts.TenantColumn, strings.Join(header, ", ")))
+		}
+		l.tenant = i
+	}
+	missing := func(i, f int) {
 		if i < 0 {
-			errs = append(errs, fmt.Errorf("no %s column; name it one of %s", f.name, strings.Join(f.aliases, ", ")))
+			errs = append(errs, fmt.Errorf("no %s column; name it one of %s", cols[f].Field, strings.Join(cols[f].Names, ", ")))
 		}
 	}
-	missing(l.id, id)
-	missing(l.submit, submit)
-	missing(l.gpus, gpus)
+	missing(l.id, fieldID)
+	missing(l.submit, fieldSubmit)
+	missing(l.gpus, fieldGPUs)
 	if l.duration < 0 && (l.start < 0 || l.end < 0) {
-		errs = append(errs, fmt.Errorf("no duration column; name it one of %s, or give start_time and end_time columns", strings.Join(duration.aliases, ", ")))
+		errs = append(errs, fmt.Errorf("no duration column; name it one of %s, or give start and end time columns (%s; %s)",
+			strings.Join(cols[fieldDuration].Names, ", "), strings.Join(cols[fieldStart].Names, ", "), strings.Join(cols[fieldEnd].Names, ", ")))
+	}
+	switch opts.GPUUnit {
+	case GPUUnitPercent:
+		l.percent = true
+	case GPUUnitAuto:
+		l.percent = l.gpus >= 0 && strings.EqualFold(headerName(header, l.gpus), PercentGPUColumn)
 	}
 	return l, errors.Join(errs...)
 }
@@ -289,7 +366,7 @@ func (l importLayout) row(rec []string, opts ImportOptions) (importRow, string) 
 	if err != nil {
 		return importRow{}, skipBadSubmit
 	}
-	gpus, ok := parseGPUs(gpusCell, opts.PlanGPUPercent)
+	gpus, ok := parseGPUs(gpusCell, l.percent)
 	switch {
 	case !ok:
 		return importRow{}, skipBadGPUs
@@ -309,7 +386,8 @@ func (l importLayout) row(rec []string, opts ImportOptions) (importRow, string) 
 	if len(validation.IsDNS1123Label(ns)) > 0 {
 		return importRow{}, skipNamespace
 	}
-	return importRow{id: id, submit: submit, gpus: gpus, runTime: runTime, namespace: ns}, ""
+	pods, _ := gangShape(gpus, int64(opts.GPUsPerNode))
+	return importRow{id: id, submit: submit, gpus: gpus, pods: pods, runTime: runTime, namespace: ns}, ""
 }
 
 // parseTraceTime reads unix seconds (possibly fractional) or a
@@ -329,20 +407,25 @@ func parseTraceTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// parseGPUs reads a GPU count, rounding a fraction up to a whole GPU.
+// parseGPUs reads a GPU count, or percent of one GPU, rounding a
+// fraction up to a whole GPU: the simulator places whole GPUs, and a job
+// that asked for part of one still takes a GPU from the others. Counts
+// beyond maxParsedGPUs are clamped there, which is far over MaxJobPods
+// of any node size, so that checkCaps reports them rather than the
+// conversion overflowing.
 func parseGPUs(s string, percent bool) (int64, bool) {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(v >= 0) {
+	if err != nil || !(v >= 0) || math.IsInf(v, 1) {
 		return 0, false
 	}
 	if percent {
 		v /= 100
 	}
-	if v > maxImportGPUs {
-		return 0, false
-	}
-	return int64(math.Ceil(v)), true
+	return int64(math.Ceil(min(v, maxParsedGPUs))), true
 }
+
+// maxParsedGPUs is where parseGPUs clamps a GPU count.
+const maxParsedGPUs = 1 << 50
 
 // importDuration is the duration cell in seconds or, when it is empty,
 // end − start.

@@ -73,9 +73,8 @@ func TestImportLayouts(t *testing.T) {
 			want: Job{ID: "app_1", Namespace: "6214e9", LocalQueue: "default", Kind: Training, Pods: 1, Requests: gpus(4), RunTime: time.Hour + 30*time.Second},
 		},
 		{
-			name: "pai: plan_gpu percent rounds up, unix floats",
+			name: "pai: plan_gpu is percent without asking, rounds up, unix floats",
 			in:   "job_name,user,plan_gpu,start_time,end_time,submit_time\nj-a,User.One,50,1000.5,1600.5,990\n",
-			opts: ImportOptions{PlanGPUPercent: true},
 			want: Job{ID: "j-a", Namespace: "user-one", LocalQueue: "default", Kind: Training, Pods: 1, Requests: gpus(1), RunTime: 10 * time.Minute},
 		},
 		{
@@ -121,7 +120,7 @@ func TestImportSkips(t *testing.T) {
 		want map[string]int
 	}{
 		{name: "zero GPUs", rows: "a,v,0,0,60\n", want: map[string]int{skipZeroGPUs: 1}},
-		{name: "bad GPUs", rows: "a,v,-1,0,60\nb,v,lots,0,60\nc,v,1e9,0,60\n", want: map[string]int{skipBadGPUs: 3}},
+		{name: "bad GPUs", rows: "a,v,-1,0,60\nb,v,lots,0,60\nc,v,+Inf,0,60\n", want: map[string]int{skipBadGPUs: 3}},
 		{name: "bad submit", rows: "a,v,1,yesterday,60\nb,v,1,,60\n", want: map[string]int{skipBadSubmit: 2}},
 		{name: "bad duration", rows: "a,v,1,0,None\n", want: map[string]int{skipBadDuration: 1}},
 		{name: "non-positive duration", rows: "a,v,1,0,0\nb,v,1,0,-5\n", want: map[string]int{skipNonPositive: 2}},
@@ -173,12 +172,14 @@ func TestImportErrors(t *testing.T) {
 		want []string
 	}{
 		{name: "empty input", in: "", want: []string{"the input is empty"}},
-		{name: "missing columns", in: "name,when,cards\n", want: []string{
-			"no job id column; name it one of job_id, jobid, job_name, id",
-			"no submit time column; name it one of submit_time, submitted_time, submit, start_date",
-			"no GPUs column; name it one of gpu_num, num_gpu, gpus, gpu_request, plan_gpu",
-			"no duration column; name it one of duration, run_time, runtime, elapsed, or give start_time and end_time",
+		{name: "missing columns", in: "label,when,cards\n", want: []string{
+			"no job id column; name it one of job_id, jobid, job_name",
+			"no submit time column; name it one of submit_time, submitted_time",
+			"no GPUs column; name it one of gpu_num, num_gpu, num_gpus",
+			"no duration column; name it one of duration, run_time, runtime",
 		}},
+		{name: "tenant column not in the header", in: "job_id,submit_time,gpu_num,duration,vc\n", opts: ImportOptions{TenantColumn: "team_name"},
+			want: []string{`no tenant column "team_name" (--tenant-column); the header has job_id, submit_time, gpu_num, duration, vc`}},
 		{name: "start without end is no duration", in: "job_id,submit_time,gpu_num,start_time\n", want: []string{"no duration column"}},
 		{name: "malformed CSV", in: "job_id,submit_time,gpu_num,duration\n\"a,0,1,60\n", want: []string{"importing trace", "extraneous or missing \" in quoted-field"}},
 		{name: "bad options", in: "job_id,submit_time,gpu_num,duration\n",

@@ -21,6 +21,10 @@ const (
 	MaxJobPods = 100_000
 	// MaxTracePods is the most pods all jobs of a trace may have together.
 	MaxTracePods = 2_000_000
+	// MaxTraceJobs is the most jobs a trace may have: a million, more
+	// than a month of the busiest public traces (Philly's whole log is
+	// about 117,000 jobs), and each costs a Workload in berth's runs.
+	MaxTraceJobs = 1_000_000
 	// maxJobMilli caps one resource's request over a whole job (request ×
 	// pods) in thousandths, half of what an int64 holds.
 	maxJobMilli = math.MaxInt64 / 2
@@ -89,7 +93,16 @@ func tracePodsProblem(jobs []Job) string {
 	if total <= MaxTracePods {
 		return ""
 	}
-	return fmt.Sprintf("the trace has %d pods in all, more than the simulator takes (%d): split it or shrink its gangs", total, MaxTracePods)
+	return fmt.Sprintf("the trace has %d pods in all, more than the simulator takes (%d): split it by submit time into parts under the cap and simulate each, or shrink its gangs", total, MaxTracePods)
+}
+
+// traceJobsProblem reports a trace of more than MaxTraceJobs jobs, ""
+// when it has not.
+func traceJobsProblem(jobs []Job) string {
+	if len(jobs) <= MaxTraceJobs {
+		return ""
+	}
+	return fmt.Sprintf("the trace has %d jobs, more than the simulator takes (%d): split it by submit time into parts under the cap and simulate each", len(jobs), MaxTraceJobs)
 }
 
 // indexWhere names a job by its position, as in a YAML or JSON document.
@@ -101,8 +114,10 @@ func indexWhere(i int) string {
 // job's place in the input (a CSV line, a YAML index) so that the
 // message says where to fix it.
 func validateJobs(p *problems, jobs []Job, where func(int) string) {
-	if msg := tracePodsProblem(jobs); msg != "" {
-		p.addf("%s", msg)
+	for _, msg := range []string{traceJobsProblem(jobs), tracePodsProblem(jobs)} {
+		if msg != "" {
+			p.addf("%s", msg)
+		}
 	}
 	seen := make(map[string]int, len(jobs))
 	for i, j := range jobs {
@@ -147,7 +162,7 @@ func jobProblems(j Job) []string {
 		out = append(out, fmt.Sprintf("pods must be at least 1, got %d", j.Pods))
 	}
 	if j.Pods > MaxJobPods {
-		out = append(out, fmt.Sprintf("pods must be at most %d, got %d", MaxJobPods, j.Pods))
+		out = append(out, fmt.Sprintf("pods must be at most %d, the most the simulator takes for one job, got %d: split the job into smaller ones", MaxJobPods, j.Pods))
 	}
 	out = append(out, requestProblems(j.Requests, j.Pods)...)
 	for k := range j.NodeSelector {

@@ -35,7 +35,7 @@ func TestValidate(t *testing.T) {
 		{name: "zero pods", jobs: []Job{validJob("j-0"), with("j-12", func(j *Job) { j.Pods = 0 })},
 			want: []string{"jobs[1] (job j-12): pods must be at least 1, got 0"}},
 		{name: "pods over the job cap", jobs: []Job{with("j-1", func(j *Job) { j.Pods = 2_000_000_000 })},
-			want: []string{"jobs[0] (job j-1): pods must be at most 100000, got 2000000000"}},
+			want: []string{"jobs[0] (job j-1): pods must be at most 100000, the most the simulator takes for one job, got 2000000000"}},
 		{name: "pods at the job cap", jobs: manyJobs(1, MaxJobPods)},
 		{name: "pods over the trace cap", jobs: manyJobs(21, MaxJobPods),
 			want: []string{"the trace has 2100000 pods in all, more than the simulator takes (2000000)"}},
