@@ -34,6 +34,8 @@ type simulateOptions struct {
 	plots, plotFormat      string
 	decisions              string
 	gpuResource            string
+	tenantColumn, gpuUnit  string
+	limit                  int
 }
 
 func newSimulate(e *env) *cobra.Command {
@@ -54,7 +56,13 @@ and prints what each cost: GPU-hours idle while gangs that could use them waited
 held by partial gangs, nodes created that their job could not use, time to start per class,
 SLO attainment, node-hours and each ClusterQueue's share. The scenario is the berth objects you
 apply (ResourceFlavors, ClusterQueues, LocalQueues, CapacityPools) and a sim.berth.dev/v1alpha1
-Model of the node groups (boot latency, stockouts) and the autoscaler; see docs/coordination.md.`,
+Model of the node groups (boot latency, stockouts) and the autoscaler; see docs/coordination.md.
+
+--import reads a public GPU-cluster trace (Philly, Helios, Alibaba PAI or a generic CSV
+export), finding its columns by these header names, case-insensitively, the first present
+of each line winning:
+
+` + trace.ImportColumnsText(),
 		Example: `  kubectl berth simulate -f test/simulation/mixed-training/scenario.yaml \
       --generate test/simulation/mixed-training/mix.yaml --plots out/
   kubectl berth simulate --from-cluster --model model.yaml --import cluster_log.csv -o json`,
@@ -72,6 +80,9 @@ Model of the node groups (boot latency, stockouts) and the autoscaler; see docs/
 	f.StringVar(&o.topologyLevel, "topology-level", "", "with --import, the topology level multi-node jobs require")
 	f.StringVar(&o.localQueue, "local-queue", "default", "with --import, the LocalQueue jobs are submitted to")
 	f.StringVar(&o.namespace, "namespace-of-jobs", "", "with --import, one namespace for every job (default: one per tenant)")
+	f.IntVar(&o.limit, "limit", 0, "with --import, import only the first N jobs, in file order (0: all)")
+	f.StringVar(&o.tenantColumn, "tenant-column", "", "with --import, the column naming each job's tenant, whose namespace it goes to (default: the first known tenant column)")
+	f.StringVar(&o.gpuUnit, "gpu-unit", "auto", "with --import, how the GPU column counts: gpus, percent (of one GPU, rounded up to whole GPUs), or auto (percent for plan_gpu)")
 	f.StringVar(&o.writeTrace, "write-trace", "", "also write the trace replayed (generated or imported) to this file (.csv or .yaml)")
 	f.StringSliceVar(&o.policies, "policies", sim.Policies(), "the policies to compare")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the generated trace and of the nodes' boot latencies")
@@ -91,6 +102,7 @@ Model of the node groups (boot latency, stockouts) and the autoscaler; see docs/
 	_ = cmd.MarkFlagDirname("plots")
 	_ = cmd.RegisterFlagCompletionFunc("policies", cobra.FixedCompletions(sim.Policies(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("gpu-unit", cobra.FixedCompletions([]string{"auto", "gpus", "percent"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("plot-format", cobra.FixedCompletions([]string{"svg", "png"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -214,12 +226,23 @@ func (o *simulateOptions) loadTrace(stderr io.Writer) (trace.Trace, error) {
 		}
 		return trace.Generate(m, o.seed)
 	}
+	return o.importTrace(stderr)
+}
+
+// importTrace imports --import, telling stderr what it read and what it
+// had to assume.
+func (o *simulateOptions) importTrace(stderr io.Writer) (trace.Trace, error) {
+	unit, err := gpuUnitOf(o.gpuUnit)
+	if err != nil {
+		return trace.Trace{}, err
+	}
 	f, err := os.Open(o.public)
 	if err != nil {
 		return trace.Trace{}, fmt.Errorf("reading the trace to import: %w", err)
 	}
 	defer f.Close()
-	opts := trace.ImportOptions{GPUsPerNode: o.gpusPerNode, GPUResource: o.gpuResource, TopologyLevel: o.topologyLevel, LocalQueue: o.localQueue}
+	opts := trace.ImportOptions{GPUsPerNode: o.gpusPerNode, GPUResource: o.gpuResource, TopologyLevel: o.topologyLevel,
+		LocalQueue: o.localQueue, TenantColumn: o.tenantColumn, GPUUnit: unit, Limit: o.limit}
 	if ns := o.namespace; ns != "" {
 		opts.Namespace = func(string) string { return ns }
 	}
@@ -232,7 +255,25 @@ func (o *simulateOptions) loadTrace(stderr io.Writer) (trace.Trace, error) {
 		fmt.Fprintf(stderr, "; skipped %d: %s", stats.Skipped[reason], reason)
 	}
 	fmt.Fprintln(stderr)
+	if stats.GPUUnit == trace.GPUUnitPercent {
+		fmt.Fprintf(stderr, "read the GPU column %s as percent of one GPU, rounded up to whole GPUs (the simulator places whole GPUs); --gpu-unit gpus reads it as GPUs\n", stats.GPUColumn)
+	}
+	if stats.TenantColumn == "" && o.namespace == "" {
+		fmt.Fprintf(stderr, "warning: %s has no tenant column (%s), so every job goes to namespace default; name one with --tenant-column, or use --namespace-of-jobs\n",
+			o.public, strings.Join(trace.TenantColumns(), ", "))
+	}
 	return tr, nil
+}
+
+// gpuUnitOf reads --gpu-unit.
+func gpuUnitOf(s string) (trace.GPUUnit, error) {
+	switch s {
+	case "auto":
+		return trace.GPUUnitAuto, nil
+	case string(trace.GPUUnitGPUs), string(trace.GPUUnitPercent):
+		return trace.GPUUnit(s), nil
+	}
+	return "", fmt.Errorf("--gpu-unit %q: use auto, gpus or percent", s)
 }
 
 func writeTraceFile(path string, tr trace.Trace) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,5 +250,89 @@ func TestSimulateErrors(t *testing.T) {
 				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// publicTrace is a generic export for two-racks.yaml's queues: team names
+// its tenant, plan_gpu is percent of one GPU.
+const publicTrace = "job_name,timestamp,plan_gpu,runtime,team\n" +
+	"p1,0,800,3600,team-a\n" +
+	"p2,60,50,1800,team-b\n"
+
+func TestSimulateImport(t *testing.T) {
+	cases := []struct {
+		name       string
+		trace      string
+		args       []string
+		wantStderr []string
+		notStderr  []string
+	}{
+		{name: "a known tenant column, plan_gpu as percent", trace: publicTrace,
+			wantStderr: []string{"imported 2 of 2 rows", "read the GPU column plan_gpu as percent of one GPU, rounded up to whole GPUs"},
+			notStderr:  []string{"warning"}},
+		{name: "--tenant-column names a column the importer does not know", trace: strings.ReplaceAll(publicTrace, "team\n", "org\n"),
+			args: []string{"--tenant-column", "org"}, notStderr: []string{"warning"}},
+		{name: "no tenant column: every job in default, with a warning", trace: "job_name,timestamp,gpus,runtime\np1,0,8,3600\n",
+			args: []string{"--local-queue", "train", "-f", writeFile(t, "default-ns.yaml", defaultNamespaceScenario(t))},
+			wantStderr: []string{"warning: ", "has no tenant column (vc, virtual_cluster, tenant, team", "every job goes to namespace default", "--tenant-column"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--import", writeFile(t, "public.csv", tc.trace), "--local-queue", "train", "--policies", "berth"}, tc.args...)
+			if !slices.Contains(args, "-f") {
+				args = append(args, "-f", twoRacks)
+			}
+			// simulateJSON decodes stdout strictly: a warning there would fail it.
+			rep, errOut := simulateJSON(t, args...)
+			if rep.Jobs == 0 {
+				t.Errorf("no job simulated")
+			}
+			for _, want := range tc.wantStderr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			for _, not := range tc.notStderr {
+				if strings.Contains(errOut, not) {
+					t.Errorf("stderr has %q:\n%s", not, errOut)
+				}
+			}
+		})
+	}
+}
+
+// defaultNamespaceScenario is two-racks.yaml with team-a's LocalQueue in
+// namespace default, where jobs without a tenant go.
+func defaultNamespaceScenario(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(twoRacks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(string(b), "metadata: {name: train, namespace: team-a}", "metadata: {name: train, namespace: default}", 1)
+}
+
+// TestImportColumnsDoc keeps docs/cli.md's list of the importer's column
+// names equal to the table the importer reads them from.
+func TestImportColumnsDoc(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	_, after, ok := strings.Cut(doc, "<!-- import-columns:begin -->\n```text\n")
+	block, _, ok2 := strings.Cut(after, "```\n<!-- import-columns:end -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/cli.md has no import-columns block")
+	}
+	if want := trace.ImportColumnsText(); block != want {
+		t.Errorf("docs/cli.md lists other import columns than trace.ImportColumns; replace the block with:\n%s", want)
+	}
+	out, _, err := run("simulate", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, trace.ImportColumnsText()) {
+		t.Errorf("simulate --help does not list the import columns:\n%s", out)
 	}
 }

@@ -48,10 +48,10 @@ func ImportColumns() []ImportColumn {
 			Note: "unique per job; later rows with a seen id are skipped"},
 		fieldSubmit: {Field: "submit time", Names: []string{"submit_time", "submitted_time", "submission_time", "submit",
 			"timestamp", "time", "created_time", "create_time", "start_date", "start_time"},
-			Note: "unix seconds or 2006-01-02 15:04:05 (UTC); start_time only when no submit column exists"},
+			Note: "unix seconds or 2006-01-02 15:04:05 in UTC; start_time only when no submit column exists"},
 		fieldGPUs: {Field: "GPUs", Names: []string{"gpu_num", "num_gpu", "num_gpus", "gpus", "gpu", "gpu_count", "ngpus",
 			"n_gpus", "gpu_request", "gpus_requested", PercentGPUColumn},
-			Note: "GPUs of the whole job, fractions rounded up; plan_gpu is percent of one GPU (--gpu-unit)"},
+			Note: "GPUs of the whole job, fractions rounded up; plan_gpu counts percent of one GPU, see --gpu-unit"},
 		fieldDuration: {Field: "duration", Names: []string{"duration", "run_time", "runtime", "elapsed", "elapsed_time",
 			"duration_sec", "wall_time"},
 			Note: "seconds; when absent or empty, end time - start time"},
@@ -61,7 +61,7 @@ func ImportColumns() []ImportColumn {
 			Note: "with the start time, the duration when there is no duration"},
 		fieldTenant: {Field: "tenant", Names: []string{"vc", "virtual_cluster", "tenant", "team", "group", "project",
 			"queue", "user", "user_name", "username"},
-			Note: "the namespace, one per tenant (--tenant-column picks another column); none: every job in default"},
+			Note: "a namespace per tenant; --tenant-column names another column; with none, every job goes to default"},
 	}
 }
 
@@ -71,7 +71,11 @@ func ImportColumnsText() string {
 	var b strings.Builder
 	for _, c := range ImportColumns() {
 		fmt.Fprintf(&b, "  %-12s %s\n", c.Field, strings.Join(c.Names, ", "))
-		fmt.Fprintf(&b, "  %-12s   (%s)\n", "", c.Note)
+		fmt.Fprintf(&b, "  %-12s   %s\n", "", c.Note)
 	}
 	return b.String()
 }
+
+// TenantColumns are the header names Import reads tenants from, for a
+// caller to name in a warning when none is present.
+func TenantColumns() []string { return ImportColumns()[fieldTenant].Names }

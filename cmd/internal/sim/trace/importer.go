@@ -233,7 +233,7 @@ func (o ImportOptions) checkCaps(row importRow, line int, jobs, pods int64) erro
 			"drop the row, or raise --gpus-per-node if the nodes are larger", line, row.id, row.gpus, o.GPUsPerNode, row.pods, MaxJobPods)
 	case jobs+1 > maxJobs:
 		return fmt.Errorf("line %d (job %s): the trace has more than %d jobs, the most the simulator takes; "+
-			"import the first part with --limit (ImportOptions.Limit) or split the file by submit time and simulate each part", line, row.id, maxJobs)
+			"import the first part with --limit or split the file by submit time and simulate each part", line, row.id, maxJobs)
 	case pods+row.pods > maxPods:
 		return fmt.Errorf("line %d (job %s): the jobs up to this row have %d pods, more than the simulator takes (%d in all); "+
 			"import fewer rows with --limit or split the file by submit time and simulate each part", line, row.id, pods+row.pods, maxPods)
