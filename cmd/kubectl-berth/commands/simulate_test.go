@@ -273,7 +273,7 @@ func TestSimulateImport(t *testing.T) {
 		{name: "--tenant-column names a column the importer does not know", trace: strings.ReplaceAll(publicTrace, "team\n", "org\n"),
 			args: []string{"--tenant-column", "org"}, notStderr: []string{"warning"}},
 		{name: "no tenant column: every job in default, with a warning", trace: "job_name,timestamp,gpus,runtime\np1,0,8,3600\n",
-			args: []string{"--local-queue", "train", "-f", writeFile(t, "default-ns.yaml", defaultNamespaceScenario(t))},
+			args:       []string{"--local-queue", "train", "-f", writeFile(t, "default-ns.yaml", defaultNamespaceScenario(t))},
 			wantStderr: []string{"warning: ", "has no tenant column (vc, virtual_cluster, tenant, team", "every job goes to namespace default", "--tenant-column"}},
 	}
 	for _, tc := range cases {
