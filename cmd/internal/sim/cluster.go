@@ -89,9 +89,11 @@ type node struct {
 	scaleDownTimer bool
 	// trigger is the job whose pods or booking made the autoscaler create
 	// the node ("" for nodes of the start); triggerUsed says a pod of it ran
-	// there while its whole gang was running.
-	trigger                   string
-	triggerUsed, triggerBound bool
+	// there while its whole gang was running, triggerBound that one was
+	// bound there, otherUsed that a pod of another job ran there while its
+	// whole gang was running.
+	trigger                              string
+	triggerUsed, triggerBound, otherUsed bool
 	// counted and readyCounted say the meter counts the node and its GPUs.
 	counted, readyCounted bool
 	// booked is the request whose capacity the node is, until it expires.

@@ -40,13 +40,23 @@ type meter struct {
 	evicted, done int
 }
 
-// scaleUpCounts sorts the nodes the autoscaler created by whether the job
-// that triggered them ran there.
+// scaleUpCounts sorts the nodes the autoscaler created for a job by who
+// ran on them: a node another job ran on was not wasted, only not where
+// its job went; a node nobody ran on was.
 type scaleUpCounts struct {
-	// Total nodes created for a job; Unused those its job never ran on
-	// whole, of which HalfGang held part of its gang and NotReached were
-	// never reached by it (wrong domain, too late, taken by another).
-	Total, Unused, HalfGang, NotReached int
+	// Total is the nodes created for a job (the first pod packed on the
+	// node, or the ProvisioningRequest's gang).
+	Total int `json:"total"`
+	// UsedByJob are those the job they were created for ran on whole.
+	UsedByJob int `json:"usedByJob"`
+	// UsedByOther are those another job ran on whole, not the job they
+	// were created for (taken by another, or the job went elsewhere).
+	UsedByOther int `json:"usedByOtherJob"`
+	// NeverUsed are those no job ran on whole before they were removed or
+	// the run ended; of them, HalfGang held pods of their job's gang that
+	// never ran whole.
+	NeverUsed int `json:"neverUsed"`
+	HalfGang  int `json:"halfGang"`
 }
 
 func newMeter(r *run, every time.Duration) *meter {
@@ -139,12 +149,17 @@ func (m *meter) podRemoved(p *pod) {
 	m.held[m.r.tenant(p.job)] -= g
 }
 
-// started moves a gang's GPUs from partial to busy.
+// started moves a gang's GPUs from partial to busy, and marks the nodes
+// it runs on as used by the job they were created for, or by another.
 func (m *meter) started(j *job) {
 	for _, p := range j.pods {
 		m.partialGPU -= m.gpusOf(p)
-		if p.node.trigger == j.spec.ID {
+		switch p.node.trigger {
+		case "":
+		case j.spec.ID:
 			p.node.triggerUsed = true
+		default:
+			p.node.otherUsed = true
 		}
 	}
 	m.waitingGPU -= j.gpus
@@ -191,14 +206,16 @@ func (m *meter) countScaleUp(n *node) {
 		return
 	}
 	m.scaleUps.Total++
-	if n.triggerUsed {
-		return
-	}
-	m.scaleUps.Unused++
-	if n.triggerBound {
-		m.scaleUps.HalfGang++
-	} else {
-		m.scaleUps.NotReached++
+	switch {
+	case n.triggerUsed:
+		m.scaleUps.UsedByJob++
+	case n.otherUsed:
+		m.scaleUps.UsedByOther++
+	default:
+		m.scaleUps.NeverUsed++
+		if n.triggerBound {
+			m.scaleUps.HalfGang++
+		}
 	}
 }
 

@@ -163,7 +163,7 @@ func TestAGangFailsOverFromARackOutOfStock(t *testing.T) {
 	if j.firstStart < 10*time.Minute || j.firstStart > 11*time.Minute {
 		t.Fatalf("berth started the gang at %s, want between 10m and 11m", j.firstStart)
 	}
-	if res.ScaleUps.Total != 1 || res.ScaleUps.Unused != 0 {
+	if res.ScaleUps.Total != 1 || res.ScaleUps.UsedByJob != 1 {
 		t.Errorf("berth's scale-ups %+v, want one node, used", res.ScaleUps)
 	}
 	log := r.log.(*bytes.Buffer).String()
@@ -255,8 +255,8 @@ func TestShippedScenarios(t *testing.T) {
 				if b.GPUHours.Partial >= o.GPUHours.Partial {
 					t.Errorf("berth holds %.0f GPU-hours in partial gangs, %s %.0f", b.GPUHours.Partial, other, o.GPUHours.Partial)
 				}
-				if b.ScaleUps.Unused >= o.ScaleUps.Unused {
-					t.Errorf("berth created %d nodes its jobs could not use, %s %d", b.ScaleUps.Unused, other, o.ScaleUps.Unused)
+				if bu, ou := b.ScaleUps.Total-b.ScaleUps.UsedByJob, o.ScaleUps.Total-o.ScaleUps.UsedByJob; bu >= ou {
+					t.Errorf("berth created %d nodes its jobs could not use, %s %d", bu, other, ou)
 				}
 			}
 			var first, second bytes.Buffer

@@ -18,17 +18,22 @@ import (
 // tenants' shares.
 func (rep Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%d jobs\n\n", rep.Jobs)
-	fmt.Fprintln(tw, "POLICY\tEND\tSTARTED\tNEVER\tGAVE UP\tEVICTIONS\tGPU-H BUSY\tGPU-H PARTIAL\tGPU-H IDLE WHILE WAITING\tNODE-H\tSCALE-UPS\tUNUSED (HALF GANG / NOT REACHED)\tSLO MET")
+	fmt.Fprintf(tw, "%d jobs\n", rep.Jobs)
+	if l := rep.LeftOut; l.Jobs > 0 {
+		fmt.Fprintf(tw, "%d jobs left out: they can never fit the modelled cluster (the largest, %s, asks for %d pods and %d GPUs)\n",
+			l.Jobs, l.Largest, l.LargestPods, l.LargestGPUs)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "POLICY\tEND\tSTARTED\tNEVER\tGAVE UP\tEVICTIONS\tGPU-H BUSY\tGPU-H PARTIAL\tGPU-H IDLE WHILE WAITING\tNODE-H\tSCALE-UPS\tUSED BY ITS JOB / BY ANOTHER / NEVER (HALF GANG)\tSLO MET")
 	for _, r := range rep.Results {
 		slo := "-"
 		if r.SLO.Jobs > 0 {
 			slo = fmt.Sprintf("%.1f%% (%d/%d)", 100*r.SLO.Attainment, r.SLO.Met, r.SLO.Jobs)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d (%d / %d)\t%s\n", r.Policy,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d / %d / %d (%d)\t%s\n", r.Policy,
 			time.Duration(r.End).Round(time.Minute), r.Started, r.NeverStarted, r.GaveUp,
 			r.Evictions, r.GPUHours.Busy, r.GPUHours.Partial, r.GPUHours.IdleWhileWaiting, r.NodeHours,
-			r.ScaleUps.Total, r.ScaleUps.Unused, r.ScaleUps.HalfGang, r.ScaleUps.NotReached, slo)
+			r.ScaleUps.Total, r.ScaleUps.UsedByJob, r.ScaleUps.UsedByOther, r.ScaleUps.NeverUsed, r.ScaleUps.HalfGang, slo)
 	}
 	fmt.Fprintln(tw, "\nPOLICY\tCLASS\tSTARTED\tP50\tP95\tP99")
 	for _, r := range rep.Results {

@@ -63,7 +63,10 @@ type Options struct {
 
 // Report is what a simulation found, one result per policy.
 type Report struct {
+	// Jobs is how many jobs of the trace were run, LeftOut those left out
+	// because they can never fit the modelled cluster.
 	Jobs    int            `json:"jobs"`
+	LeftOut LeftOut        `json:"leftOut"`
 	Results []PolicyResult `json:"results"`
 }
 
@@ -80,7 +83,13 @@ func Simulate(sc Scenario, tr trace.Trace, opts Options) (Report, error) {
 	if err := check(sc, tr, opts); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Jobs: len(tr.Jobs), Results: make([]PolicyResult, len(opts.Policies))}
+	tr, left := splitNeverFits(sc, tr, opts.GPUResource)
+	if len(tr.Jobs) == 0 {
+		return Report{}, fmt.Errorf("none of the trace's %d jobs can ever fit the modelled cluster, even with every node group at maxNodes "+
+			"(the largest, %s, asks for %d pods and %d GPUs): raise the CapacityPools' maxNodes or import with larger --gpus-per-node",
+			left.Jobs, left.Largest, left.LargestPods, left.LargestGPUs)
+	}
+	rep := Report{Jobs: len(tr.Jobs), LeftOut: left, Results: make([]PolicyResult, len(opts.Policies))}
 	errs := make([]error, len(opts.Policies))
 	runOne := func(i int) {
 		name := opts.Policies[i]
@@ -138,6 +147,11 @@ func check(sc Scenario, tr trace.Trace, opts Options) error {
 	errs := []error{CheckPolicies(opts.Policies)}
 	if err := sc.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	// The trace's caps (pods per job, jobs, pods in all) are checked here
+	// too, for a trace built in code: a run allocates every pod.
+	if err := tr.Validate(); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("the trace: %w", err))...)
 	}
 	lqs := map[types.NamespacedName]bool{}
 	for _, lq := range sc.LocalQueues {

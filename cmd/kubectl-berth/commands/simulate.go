@@ -146,6 +146,10 @@ func (o *simulateOptions) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("simulating: %w", err)
 	}
+	if l := rep.LeftOut; l.Jobs > 0 {
+		fmt.Fprintf(e.streams.ErrOut, "warning: left out %d jobs that can never fit the modelled cluster, even with every node group at maxNodes; "+
+			"the largest, %s, asks for %d pods and %d GPUs\n", l.Jobs, l.Largest, l.LargestPods, l.LargestGPUs)
+	}
 	if o.plots != "" {
 		files, err := rep.WritePlots(o.plots, o.plotFormat)
 		if err != nil {
