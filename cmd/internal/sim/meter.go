@@ -31,8 +31,10 @@ type meter struct {
 
 	busySeries, idleSeries, partialSeries plot.Series
 	shares                                map[string]*plot.Series
-	entitled, shareSum                    map[string]float64
-	shareSamples                          map[string]int
+	// entitled and shareSum add up each tenant's weight's share and share
+	// of the GPUs held over the shareN samples in which any were held.
+	entitled, shareSum map[string]float64
+	shareN             int
 
 	scaleUps scaleUpCounts
 	// evicted counts evictions of gangs that had pods; done the jobs that
@@ -61,7 +63,7 @@ type scaleUpCounts struct {
 
 func newMeter(r *run, every time.Duration) *meter {
 	return &meter{r: r, every: every, held: map[string]int64{}, active: map[string]int64{},
-		shares: map[string]*plot.Series{}, entitled: map[string]float64{}, shareSum: map[string]float64{}, shareSamples: map[string]int{},
+		shares: map[string]*plot.Series{}, entitled: map[string]float64{}, shareSum: map[string]float64{},
 		busySeries: plot.Series{Name: "busy"}, idleSeries: plot.Series{Name: "idle"}, partialSeries: plot.Series{Name: "partial"}}
 }
 
@@ -93,21 +95,28 @@ func (m *meter) sample(t time.Duration) {
 	m.busySeries.Points = append(m.busySeries.Points, plot.Point{At: t, Value: float64(m.boundGPU - m.partialGPU)})
 	m.idleSeries.Points = append(m.idleSeries.Points, plot.Point{At: t, Value: float64(max(0, m.readyGPU-m.boundGPU))})
 	m.partialSeries.Points = append(m.partialSeries.Points, plot.Point{At: t, Value: float64(m.partialGPU)})
+	m.sampleShares(t)
+}
+
+// sampleShares samples each tenant's share of the GPUs held and its
+// weight's share among the tenants with work. Every tenant seen so far
+// gets a point, 0 while it has no work, and every sample in which any GPU
+// is held counts for all: so the means are over the same samples, sum to
+// 1 over the tenants and are the means of the plotted series.
+func (m *meter) sampleShares(t time.Duration) {
 	var total int64
 	var weights float64
 	for cq, n := range m.active {
+		total += m.held[cq]
 		if n > 0 {
-			total += m.held[cq]
 			weights += m.r.weight(cq)
 		}
 	}
-	if total == 0 {
+	if total == 0 || weights == 0 {
 		return
 	}
+	m.shareN++
 	for _, cq := range sortedKeys(m.active) {
-		if m.active[cq] == 0 {
-			continue
-		}
 		s := m.shares[cq]
 		if s == nil {
 			s = &plot.Series{Name: cq}
@@ -116,8 +125,9 @@ func (m *meter) sample(t time.Duration) {
 		share := float64(m.held[cq]) / float64(total)
 		s.Points = append(s.Points, plot.Point{At: t, Value: share})
 		m.shareSum[cq] += share
-		m.entitled[cq] += m.r.weight(cq) / weights
-		m.shareSamples[cq]++
+		if m.active[cq] > 0 {
+			m.entitled[cq] += m.r.weight(cq) / weights
+		}
 	}
 }
 
@@ -256,7 +266,7 @@ func (m *meter) result(policy string) PolicyResult {
 		res.StartTimes = append(res.StartTimes, percentilesOf(class, res.starts[class]))
 	}
 	for _, cq := range sortedKeys(m.shares) {
-		n := float64(m.shareSamples[cq])
+		n := float64(m.shareN)
 		res.Tenants = append(res.Tenants, TenantShare{ClusterQueue: cq, Weight: m.r.weight(cq),
 			MeanShare: m.shareSum[cq] / n, EntitledShare: m.entitled[cq] / n})
 		res.shares = append(res.shares, *m.shares[cq])

@@ -43,14 +43,25 @@ func (rep Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "\nPOLICY\tCLUSTERQUEUE\tWEIGHT\tSHARE OF GPUS HELD\tWEIGHT'S SHARE")
 	for _, r := range rep.Results {
-		for _, t := range r.Tenants {
-			fmt.Fprintf(tw, "%s\t%s\t%g\t%.1f%%\t%.1f%%\n", r.Policy, t.ClusterQueue, t.Weight, 100*t.MeanShare, 100*t.EntitledShare)
+		held, entitled := r.sharePercents()
+		for i, t := range r.Tenants {
+			fmt.Fprintf(tw, "%s\t%s\t%g\t%.1f%%\t%.1f%%\n", r.Policy, t.ClusterQueue, t.Weight, held[i], entitled[i])
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return nil
+}
+
+// sharePercents are the tenants' mean and entitled shares in percent, in
+// Tenants order, rounded so that each column sums to 100.0 — the same
+// numbers the share figure's legend shows (plot.Percents).
+func (r PolicyResult) sharePercents() (held, entitled []float64) {
+	for _, t := range r.Tenants {
+		held, entitled = append(held, t.MeanShare), append(entitled, t.EntitledShare)
+	}
+	return plot.Percents(held), plot.Percents(entitled)
 }
 
 // short formats a duration to the second.
@@ -116,12 +127,12 @@ func (rep Report) WritePlots(dir, format string) ([]string, error) {
 		if len(r.shares) == 0 {
 			continue
 		}
-		weights := map[string]float64{}
+		summary := map[string]plot.ShareSummary{}
 		for _, t := range r.Tenants {
-			weights[t.ClusterQueue] = t.Weight
+			summary[t.ClusterQueue] = plot.ShareSummary{Mean: t.MeanShare, Entitled: t.EntitledShare}
 		}
 		if err := write("share-"+strings.ReplaceAll(r.Policy, "/", "-"), func(w io.Writer) error {
-			return plot.Share(w, format, "Share of the GPUs held: "+r.Policy, r.shares, weights)
+			return plot.Share(w, format, "Share of the GPUs held: "+r.Policy, r.shares, summary)
 		}); err != nil {
 			return written, err
 		}

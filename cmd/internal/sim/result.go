@@ -36,7 +36,9 @@ type PolicyResult struct {
 	// SLO is the start-up SLO attainment of the jobs that have one.
 	SLO SLO `json:"slo"`
 	// Tenants is each ClusterQueue's share of the GPUs held, against its
-	// weight's share, averaged over the samples in which it had work.
+	// weight's share among the ClusterQueues with work, both averaged over
+	// the samples in which any GPU was held (0 while it had no work), so
+	// that each sums to 1 over the ClusterQueues.
 	Tenants []TenantShare `json:"tenants"`
 	// Timeline is each job's first admission and first start, in trace
 	// order, when Options.Timeline asks for it.

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +62,9 @@ func sampleShares() []Series {
 	}
 }
 
-// sampleWeights give team-a a 3:1 weight share.
-func sampleWeights() map[string]float64 {
-	return map[string]float64{"team-a": 3, "team-b": 1}
+// sampleSummary gives team-a a 3:1 weight share, and the shares' means.
+func sampleSummary() map[string]ShareSummary {
+	return map[string]ShareSummary{"team-a": {Mean: 0.4, Entitled: 0.75}, "team-b": {Mean: 0.6, Entitled: 0.25}}
 }
 
 // figure is one of the package's functions with its inputs bound.
@@ -98,9 +99,9 @@ func figures() []figure {
 		{
 			name: "share",
 			draw: func(w io.Writer, format string) error {
-				return Share(w, format, "Tenant shares, trace A", sampleShares(), sampleWeights())
+				return Share(w, format, "Tenant shares, trace A", sampleShares(), sampleSummary())
 			},
-			want:  []string{"Tenant shares, trace A", "team-a", "team-b", weightLegend, "stroke-dasharray"},
+			want:  []string{"Tenant shares, trace A", "team-a: 40.0% (weight 75.0%)", "team-b: 60.0% (weight 25.0%)", weightLegend, "stroke-dasharray"},
 			width: 16, height: 10,
 		},
 	}
@@ -228,22 +229,19 @@ func TestErrors(t *testing.T) {
 			s["berth"] = []time.Duration{-time.Second}
 			return StartCDF(w, "svg", "t", s)
 		}, `policy "berth": time to start -1s is negative`},
-		{"share unknown format", func(w io.Writer) error { return Share(w, "", "t", sampleShares(), sampleWeights()) }, `unknown format ""`},
-		{"share no tenants", func(w io.Writer) error { return Share(w, "svg", "t", nil, sampleWeights()) }, "no tenants to plot"},
+		{"share unknown format", func(w io.Writer) error { return Share(w, "", "t", sampleShares(), sampleSummary()) }, `unknown format ""`},
+		{"share no tenants", func(w io.Writer) error { return Share(w, "svg", "t", nil, sampleSummary()) }, "no tenants to plot"},
 		{"share empty series", func(w io.Writer) error {
-			return Share(w, "svg", "t", []Series{{Name: "team-a"}}, sampleWeights())
+			return Share(w, "svg", "t", []Series{{Name: "team-a"}}, sampleSummary())
 		}, `no samples for tenant "team-a"`},
-		{"share missing weight", func(w io.Writer) error {
-			return Share(w, "svg", "t", sampleShares(), map[string]float64{"team-a": 1})
-		}, `no weight for tenant "team-b"`},
-		{"share negative weight", func(w io.Writer) error {
-			return Share(w, "svg", "t", sampleShares(), map[string]float64{"team-a": 1, "team-b": -1})
-		}, `tenant "team-b" has weight -1`},
-		{"share zero weights", func(w io.Writer) error {
-			return Share(w, "svg", "t", sampleShares(), map[string]float64{"team-a": 0, "team-b": 0})
-		}, "weights sum to 0"},
+		{"share missing summary", func(w io.Writer) error {
+			return Share(w, "svg", "t", sampleShares(), map[string]ShareSummary{"team-a": {Mean: 1, Entitled: 1}})
+		}, `no share summary for tenant "team-b"`},
+		{"share negative", func(w io.Writer) error {
+			return Share(w, "svg", "t", sampleShares(), map[string]ShareSummary{"team-a": {Mean: 1, Entitled: 1}, "team-b": {Entitled: -1}})
+		}, `tenant "team-b" has share -1`},
 		{"share duplicate tenant", func(w io.Writer) error {
-			return Share(w, "svg", "t", append(sampleShares(), series("team-a", 1)), sampleWeights())
+			return Share(w, "svg", "t", append(sampleShares(), series("team-a", 1)), sampleSummary())
 		}, `tenant "team-a" appears more than once`},
 	}
 	for _, tt := range tests {
@@ -333,6 +331,38 @@ func TestDecadeTicks(t *testing.T) {
 			}
 			if len(ticks) != tt.wantTicks {
 				t.Errorf("%d ticks, want %d", len(ticks), tt.wantTicks)
+			}
+		})
+	}
+}
+
+func TestPercents(t *testing.T) {
+	tests := []struct {
+		name   string
+		shares []float64
+		want   []float64
+	}{
+		// Rounded one by one these are 33.3 × 3 = 99.9.
+		{name: "thirds", shares: []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, want: []float64{33.4, 33.3, 33.3}},
+		// One by one: 15.6 + 15.6 + 68.9 = 100.1.
+		{name: "over 100", shares: []float64{0.1555, 0.1555, 0.689}, want: []float64{15.6, 15.5, 68.9}},
+		{name: "not normalized", shares: []float64{2, 1, 1}, want: []float64{50, 25, 25}},
+		{name: "exact", shares: []float64{0.25, 0.75}, want: []float64{25, 75}},
+		{name: "all zero", shares: []float64{0, 0}, want: []float64{0, 0}},
+		{name: "none", shares: nil, want: []float64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Percents(tt.shares)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Percents(%v) = %v, want %v", tt.shares, got, tt.want)
+			}
+			var tenths int
+			for _, p := range got {
+				tenths += int(math.Round(p * 10))
+			}
+			if len(got) > 0 && tt.want[0] != 0 && tenths != 1000 {
+				t.Errorf("Percents(%v) sums to %d tenths, want 1000", tt.shares, tenths)
 			}
 		})
 	}

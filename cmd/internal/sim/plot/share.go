@@ -19,17 +19,26 @@ import (
 // weightLegend is the legend entry explaining the dashed reference lines.
 const weightLegend = "weight share (dashed)"
 
+// ShareSummary is one tenant's share over the run, as the report's table
+// gives it: Mean is its share of the GPUs held and Entitled its weight's
+// share, both averaged over the same samples, so that each sums to 1 over
+// the tenants.
+type ShareSummary struct {
+	Mean, Entitled float64
+}
+
 // Share writes, in format ("svg" or "png"), each tenant's share of the
 // cluster's GPUs over time (hours), one line per tenant in name order, with a
-// dashed horizontal line in the tenant's color at its weight share: its
-// weight over the sum of all weights, tenants without a series included, as
-// fair sharing divides among every tenant that has a weight. Every tenant in
-// shares must have a weight. The figure is 16×10cm.
-func Share(w io.Writer, format string, title string, shares []Series, weights map[string]float64) error {
+// dashed horizontal line in the tenant's color at its entitled (weight)
+// share. The legend gives each tenant's mean and entitled share in percent,
+// rounded by Percents as the report's table is, so the figure and the table
+// show the same numbers. Every tenant in shares must have a summary. The
+// figure is 16×10cm.
+func Share(w io.Writer, format string, title string, shares []Series, summary map[string]ShareSummary) error {
 	if err := checkFormat(format); err != nil {
 		return fmt.Errorf("share plot: %w", err)
 	}
-	p, err := sharePlot(title, shares, weights)
+	p, err := sharePlot(title, shares, summary)
 	if err != nil {
 		return fmt.Errorf("share plot: %w", err)
 	}
@@ -40,7 +49,7 @@ func Share(w io.Writer, format string, title string, shares []Series, weights ma
 }
 
 // sharePlot validates its inputs and builds the share plot.
-func sharePlot(title string, shares []Series, weights map[string]float64) (*gplot.Plot, error) {
+func sharePlot(title string, shares []Series, summary map[string]ShareSummary) (*gplot.Plot, error) {
 	if len(shares) == 0 {
 		return nil, errors.New("no tenants to plot")
 	}
@@ -53,18 +62,19 @@ func sharePlot(title string, shares []Series, weights map[string]float64) (*gplo
 	if err := checkNames("tenant", names); err != nil {
 		return nil, err
 	}
-	total, err := totalWeight(weights)
-	if err != nil {
+	if err := checkSummary(summary); err != nil {
 		return nil, err
 	}
+	mean, entitled := summaryPercents(summary)
 	lines := make([]plotter.XYs, len(sorted))
 	for i, s := range sorted {
-		if _, ok := weights[s.Name]; !ok {
-			return nil, fmt.Errorf("no weight for tenant %q", s.Name)
+		if _, ok := summary[s.Name]; !ok {
+			return nil, fmt.Errorf("no share summary for tenant %q", s.Name)
 		}
 		if len(s.Points) == 0 {
 			return nil, fmt.Errorf("no samples for tenant %q", s.Name)
 		}
+		var err error
 		if lines[i], err = hourXYs(s); err != nil {
 			return nil, fmt.Errorf("tenant %q: %w", s.Name, err)
 		}
@@ -78,8 +88,8 @@ func sharePlot(title string, shares []Series, weights map[string]float64) (*gplo
 	for i, name := range names {
 		line := stepLine(lines[i], seriesStyle(i))
 		p.Add(line)
-		p.Legend.Add(name, line)
-		fair := weights[name] / total
+		p.Legend.Add(fmt.Sprintf("%s: %.1f%% (weight %.1f%%)", name, mean[name], entitled[name]), line)
+		fair := summary[name].Entitled
 		yMax = max(yMax, fair)
 		p.Add(weightLine(fair, xMax, seriesStyle(i).Color))
 	}
@@ -91,21 +101,72 @@ func sharePlot(title string, shares []Series, weights map[string]float64) (*gplo
 	return p, nil
 }
 
-// totalWeight checks weights and returns their sum, which must be positive
-// for weight shares to exist.
-func totalWeight(weights map[string]float64) (float64, error) {
-	var total float64
-	for _, name := range slices.Sorted(maps.Keys(weights)) {
-		wt := weights[name]
-		if math.IsNaN(wt) || math.IsInf(wt, 0) || wt < 0 {
-			return 0, fmt.Errorf("tenant %q has weight %v: weights must be finite and not negative", name, wt)
+// checkSummary refuses shares that are not fractions.
+func checkSummary(summary map[string]ShareSummary) error {
+	for _, name := range slices.Sorted(maps.Keys(summary)) {
+		s := summary[name]
+		for _, v := range []float64{s.Mean, s.Entitled} {
+			if math.IsNaN(v) || v < 0 || v > 1 {
+				return fmt.Errorf("tenant %q has share %v: shares must be between 0 and 1", name, v)
+			}
 		}
-		total += wt
 	}
-	if total <= 0 {
-		return 0, errors.New("weights sum to 0: no tenant has a weight share")
+	return nil
+}
+
+// summaryPercents are the tenants' mean and entitled shares in percent,
+// each set rounded by Percents.
+func summaryPercents(summary map[string]ShareSummary) (mean, entitled map[string]float64) {
+	names := slices.Sorted(maps.Keys(summary))
+	m, e := make([]float64, len(names)), make([]float64, len(names))
+	for i, n := range names {
+		m[i], e[i] = summary[n].Mean, summary[n].Entitled
 	}
-	return total, nil
+	m, e = Percents(m), Percents(e)
+	mean, entitled = map[string]float64{}, map[string]float64{}
+	for i, n := range names {
+		mean[n], entitled[n] = m[i], e[i]
+	}
+	return mean, entitled
+}
+
+// Percents turns shares that make up a whole into percentages to one
+// decimal that sum to exactly 100.0, by the largest-remainder method: each
+// gets its share of 1000 tenths rounded down, and the tenths left go to
+// the largest remainders (ties to the earlier). Rounding each on its own
+// can sum to 99.9 or 100.1. Shares are normalized by their sum first;
+// all-zero shares stay zero.
+func Percents(shares []float64) []float64 {
+	var sum float64
+	for _, s := range shares {
+		sum += max(0, s)
+	}
+	out := make([]float64, len(shares))
+	if sum <= 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
+		return out
+	}
+	const tenths = 1000
+	floors := make([]int, len(shares))
+	rems := make([]float64, len(shares))
+	left := tenths
+	for i, s := range shares {
+		exact := max(0, s) / sum * tenths
+		floors[i] = int(math.Floor(exact))
+		rems[i] = exact - float64(floors[i])
+		left -= floors[i]
+	}
+	order := make([]int, len(shares))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rems[b], rems[a]) })
+	for _, i := range order[:max(0, min(left, len(order)))] {
+		floors[i]++
+	}
+	for i, f := range floors {
+		out[i] = float64(f) / 10
+	}
+	return out
 }
 
 // weightLine is a dashed horizontal line at y from x 0 to xMax, thinner than
