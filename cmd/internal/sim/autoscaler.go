@@ -396,3 +396,32 @@ func (d Distribution) draw(rng *rand.Rand) time.Duration {
 	}
 	return v
 }
+
+// whyUnanswered says why r has no answer yet, for the decisions log when
+// berth's answer timeout fires. The engine's own message asks whether
+// cluster-autoscaler runs with ProvisioningRequests enabled, which is the
+// likely cause on a real cluster; the modelled autoscaler always runs, so
+// here the cause is known: it serves one request per scan and had not
+// reached r behind the requests queued before it.
+func (a *autoscaler) whyUnanswered(r *request, now time.Duration) string {
+	ahead, backingOff := 0, 0
+	for _, x := range a.requests {
+		if x == r {
+			break
+		}
+		if c := x.condition(autoscalingv1.Provisioned); x.done || (c != nil && c.Status == metav1.ConditionTrue) {
+			continue
+		}
+		ahead++
+		if x.due > now {
+			backingOff++
+		}
+	}
+	if r.condition(autoscalingv1.Accepted) != nil {
+		return fmt.Sprintf("the simulated cluster-autoscaler picked %s up but has not answered it yet", r.obj.Name)
+	}
+	return fmt.Sprintf("the simulated cluster-autoscaler is backlogged, not misconfigured: it serves one ProvisioningRequest per %s scan "+
+		"and had not reached %s, with %d requests queued ahead of it (%d of them backing off after no capacity); "+
+		"a longer answerTimeoutSeconds or fewer bookings at once avoid the retry",
+		time.Duration(a.model.ScanInterval), r.obj.Name, ahead, backingOff)
+}

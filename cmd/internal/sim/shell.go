@@ -240,7 +240,13 @@ func (s *engineShell) decideBooking(d admission.BookingDecision, now time.Durati
 		s.eng.Rollback(d.Key)
 		return
 	}
-	s.r.logf(now, "%s: booking attempt %d: %s", j.spec.ID, d.Attempt, sj.wl.Status.Provisioning.Message)
+	msg := sj.wl.Status.Provisioning.Message
+	if d.State == admission.BookingNoAnswer && sj.req != nil {
+		// The engine cannot tell a backlog from a missing autoscaler; the
+		// model can, and the log should say which it was.
+		msg = fmt.Sprintf("no answer within the answer timeout: %s", s.r.as.whyUnanswered(sj.req, now))
+	}
+	s.r.logf(now, "%s: booking attempt %d: %s", j.spec.ID, d.Attempt, msg)
 	switch d.Action {
 	case admission.BookingStart:
 		s.upsert(j)
