@@ -79,7 +79,9 @@ func (rep Report) WriteJSON(w io.Writer) error {
 
 // WritePlots writes the report's figures into dir, in format (svg or
 // png): utilization.<format> (GPUs busy, idle and held by partial gangs
-// over time, one panel per policy), start-cdf.<format> (the distribution of
+// over time, one panel per policy), utilization-burst.<format> (the same
+// zoomed onto the busiest short stretch, when a burst would be lost on the
+// full time axis; plot.BurstWindow), start-cdf.<format> (the distribution of
 // times to start) and share-<policy>.<format> (each ClusterQueue's share of
 // the GPUs held, against its weight). It returns the files written.
 func (rep Report) WritePlots(dir, format string) ([]string, error) {
@@ -115,6 +117,14 @@ func (rep Report) WritePlots(dir, format string) ([]string, error) {
 		return plot.Utilization(w, format, "GPUs over time", usages)
 	}); err != nil {
 		return written, err
+	}
+	if win, ok := plot.BurstWindow(usages); ok {
+		title := fmt.Sprintf("GPUs over time, the busiest stretch (%s to %s)", short(Duration(win.From)), short(Duration(win.To)))
+		if err := write("utilization-burst", func(w io.Writer) error {
+			return plot.UtilizationIn(w, format, title, usages, win)
+		}); err != nil {
+			return written, err
+		}
 	}
 	if len(starts) > 0 {
 		if err := write("start-cdf", func(w io.Writer) error {

@@ -51,10 +51,16 @@ type usageLines struct {
 // since the start; all panels share their axis ranges so heights compare
 // across policies. The figure is 20cm wide and 6cm high per policy.
 func Utilization(w io.Writer, format string, title string, usages []Usage) error {
+	return utilization(w, format, title, usages, nil)
+}
+
+// utilization draws Utilization's figure over the whole run, or within
+// win when it is set.
+func utilization(w io.Writer, format string, title string, usages []Usage, win *Window) error {
 	if err := checkFormat(format); err != nil {
 		return fmt.Errorf("utilization plot: %w", err)
 	}
-	panels, err := usagePanels(usages)
+	panels, err := usagePanels(usages, win)
 	if err != nil {
 		return fmt.Errorf("utilization plot: %w", err)
 	}
@@ -94,8 +100,8 @@ func drawHeading(dc draw.Canvas, title string) vg.Length {
 }
 
 // usagePanels validates usages and builds one plot per policy, in policy
-// name order, with common axis ranges.
-func usagePanels(usages []Usage) ([]*gplot.Plot, error) {
+// name order, with common axis ranges: the whole run, or win when set.
+func usagePanels(usages []Usage, win *Window) ([]*gplot.Plot, error) {
 	if len(usages) == 0 {
 		return nil, errors.New("no policies to plot")
 	}
@@ -124,9 +130,16 @@ func usagePanels(usages []Usage) ([]*gplot.Plot, error) {
 		// rather than gonum's [-1, 1] default for an empty range.
 		xMax = 1
 	}
+	xMin := 0.0
+	if win != nil {
+		xMin, xMax, yMax = win.From.Hours(), win.To.Hours(), 0
+		for _, ul := range all {
+			yMax = max(yMax, windowYMax(win, ul.lines))
+		}
+	}
 	panels := make([]*gplot.Plot, len(all))
 	for i, ul := range all {
-		panels[i] = usagePanel(ul, xMax, axisTop(yMax))
+		panels[i] = usagePanel(ul, xMin, xMax, axisTop(yMax))
 	}
 	return panels, nil
 }
@@ -148,9 +161,9 @@ func toUsageLines(u Usage) (usageLines, error) {
 	return ul, nil
 }
 
-// usagePanel is the plot of one policy's metrics, on axes from 0 to xMax
-// hours and 0 to yTop GPUs.
-func usagePanel(ul usageLines, xMax, yTop float64) *gplot.Plot {
+// usagePanel is the plot of one policy's metrics, on axes from xMin to
+// xMax hours and 0 to yTop GPUs.
+func usagePanel(ul usageLines, xMin, xMax, yTop float64) *gplot.Plot {
 	p := newPlot(ul.policy, "hours", "GPUs")
 	p.Title.TextStyle.Font.Size = vg.Points(panelTitleFontSize)
 	for i, m := range metrics() {
@@ -160,7 +173,7 @@ func usagePanel(ul usageLines, xMax, yTop float64) *gplot.Plot {
 	}
 	// Set after Add, which widens the axes to the panel's own data: the
 	// common ranges are what make the panels comparable.
-	p.X.Min, p.X.Max = 0, xMax
+	p.X.Min, p.X.Max = xMin, xMax
 	p.Y.Min, p.Y.Max = 0, yTop
 	return p
 }
