@@ -147,6 +147,11 @@ const (
 	// AnswerPodsNotReady means the gang started on the booking, and not every pod was
 	// Ready in time.
 	AnswerPodsNotReady
+	// AnswerPodsCounted is the count of the started gang's Ready pods (Ready),
+	// taken at its pods-ready deadline (Deadline): the engine decides whether
+	// they all were Ready in time (BookingPodsReady) or the gang is evicted
+	// (BookingPodsNotReady).
+	AnswerPodsCounted
 )
 
 // BookingReport is one answer about one attempt.
@@ -159,6 +164,11 @@ type BookingReport struct {
 	Since int64
 	// Consumed qualifies AnswerExpired.
 	Consumed bool
+	// Ready, Deadline (unix nanoseconds) and ReadySeconds (the flavor's
+	// podsReadySeconds) qualify AnswerPodsCounted.
+	Ready        int32
+	Deadline     int64
+	ReadySeconds int64
 	// Message is the autoscaler's words.
 	Message string
 }
@@ -175,6 +185,10 @@ const (
 	// BookingEvict means the booking of a started gang failed; the gang is evicted and
 	// requeued after RetryAfter (or gave up).
 	BookingEvict
+	// BookingPodsReady means every pod of the started gang was Ready by its
+	// deadline: the booking proved good (its failures in a row start again from 0)
+	// and is not checked again for this admission.
+	BookingPodsReady
 )
 
 // BookingDecision is one decision about a booking, for the caller to write.
@@ -342,6 +356,8 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 			return BookingDecision{}, false // a late report: the pods were Ready in time after all
 		}
 		return books.fail(w, pol, BookingEvict, BookingPodsNotReady, "started, but "+r.Message), true
+	case AnswerPodsCounted:
+		return books.podsCounted(w, pol, r)
 	case AnswerExpired:
 		if !r.Consumed {
 			return books.fail(w, pol, BookingEvict, BookingExpired, "expired before any pod of the started gang used it: "+orNone(r.Message)), true
@@ -410,6 +426,10 @@ func (books *bookings) confirmBooking(w *wl, bk *Booking) {
 		}
 	case BookingEvict:
 		if bk != nil && bk.State != BookingProvisioned {
+			w.deciding = 0
+		}
+	case BookingPodsReady:
+		if bk == nil || bk.PodsReady || bk.State != BookingProvisioned {
 			w.deciding = 0
 		}
 	}
@@ -525,4 +545,22 @@ func sameRecord(a, b *Booking) bool {
 		sameAssignment(a.Domain, b.Domain) && a.CapacityNotFoundSince == b.CapacityNotFoundSince &&
 		a.RetryAfter == b.RetryAfter && a.GaveUp == b.GaveUp && a.PodsReady == b.PodsReady &&
 		slices.EqualFunc(a.FailedDomains, b.FailedDomains, func(x, y TopologyAssignment) bool { return sameAssignment(&x, &y) })
+}
+
+// podsCounted decides, at a started gang's pods-ready deadline, whether all its
+// pods were Ready in time: the booking proved good, or the gang is evicted.
+func (books *bookings) podsCounted(w *wl, pol ProvisioningPolicy, r BookingReport) (BookingDecision, bool) {
+	if w.bk.PodsReady || !books.due(r.Deadline) {
+		return BookingDecision{}, false
+	}
+	var total int32
+	for _, ps := range w.podSets {
+		total += ps.count
+	}
+	if r.Ready >= total {
+		return BookingDecision{Key: w.key, Action: BookingPodsReady, Attempt: w.bk.Attempt, State: BookingProvisioned,
+			MaxAttempts: pol.maxAttempts(), Detail: fmt.Sprintf("all %d pods were Ready in time", total)}, true
+	}
+	return books.fail(w, pol, BookingEvict, BookingPodsNotReady, fmt.Sprintf("started, but %d of %d pods were Ready %s after admission (podsReadySeconds %d)",
+		r.Ready, total, time.Duration(r.ReadySeconds)*time.Second, r.ReadySeconds)), true
 }

@@ -24,16 +24,23 @@ import (
 //
 // Invalid input returns an error and changes nothing.
 func (e *Engine) UpsertWorkload(w Workload) error {
+	old, exists := e.workloads[w.Key]
+	if reason, msg := w.Unqueueable(); reason != "" && w.Admission == nil && (!exists || old.phase != phaseAssumed) {
+		// Held whatever its spec, as if deleted: see eligibility.go.
+		e.hold(&w, reason, msg)
+		return nil
+	}
 	nw, err := e.names.compileWorkload(&w)
 	if err != nil {
 		return fmt.Errorf("invalid workload %s: %w", w.Key, err)
 	}
+	e.elig.forget(w.Key)
 	defer func() {
 		if e.topo.freed {
 			e.capacityChanged()
 		}
 	}()
-	old, exists := e.workloads[w.Key]
+	defer e.takeEvictionFacts(&w)
 	if w.Admission == nil && w.Booking != nil && w.Booking.GaveUp && (!exists || old.phase != phaseAssumed) {
 		e.DeleteWorkload(w.Key)
 		return nil
@@ -89,6 +96,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 			nw.admitTime = old.admitTime
 		}
 		nw.evicting, nw.evictFor, nw.deciding = old.evicting, old.evictFor, old.deciding
+		nw.evictedAs = old.evictedAs
 		old.evicting = false // keep the mark on nw; do not wake the preemptor
 		e.release(old)
 	}
@@ -113,6 +121,8 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	}
 	delete(e.workloads, key)
 	delete(e.books.reports, key)
+	delete(e.evict.changes, key)
+	e.elig.forget(key)
 	if c, ok := e.queues.cqs[w.cqName]; ok {
 		e.queues.maybeDropCQ(c)
 	}
@@ -141,6 +151,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	if w.evicting {
 		e.pre.clearEviction(w)
 	}
+	e.rollbackEviction(w)
 	if w.phase != phaseAssumed {
 		return
 	}

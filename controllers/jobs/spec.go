@@ -27,6 +27,15 @@ type Options struct {
 	// Workers is how many jobs (or gangs of a resolved kind) are reconciled
 	// at once; never the same one twice. Zero means 1.
 	Workers int
+	// Changes is told when an admitted job changed under its admission:
+	// the engine decides the eviction and the scheduler writes it. Required.
+	Changes ChangeReporter
+}
+
+// ChangeReporter feeds the engine what changed in the job of an admitted
+// workload; *scheduler.Scheduler implements it.
+type ChangeReporter interface {
+	ReportChange(key admission.WorkloadKey, c admission.Change)
 }
 
 // maxPodSetResources is the Workload API's limit on the resources of one

@@ -28,6 +28,7 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 		},
 		FairShareWeight: defaultWeight,
 		Stopped:         Stopped(cq.Spec.StopPolicy),
+		Drain:           cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain,
 	}
 	if out.QueueingStrategy == "" {
 		out.QueueingStrategy = admission.BestEffortFIFO
@@ -95,6 +96,13 @@ type QueueRef struct {
 	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
 	// milli-units (0 for an admitted workload, which is not queued).
 	LocalQueueWeight int64
+	// LocalQueueState is the state of the workload's LocalQueue: missing or
+	// stopped, the engine holds a pending workload; drained, it evicts an
+	// admitted one.
+	LocalQueueState admission.LocalQueueState
+	// NamespaceRefusal says that the ClusterQueue does not accept the
+	// workload's namespace; the engine holds a pending workload then.
+	NamespaceRefusal admission.NamespaceRefusal
 }
 
 // QueueOf is where a LocalQueue queues its pending workloads: its
@@ -122,6 +130,10 @@ func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 		PodSets:          make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
 		Generation:       wl.Generation,
 		Booking:          BookingToEngine(wl),
+		Inactive:         !wl.IsActive(),
+		LocalQueueState:  q.LocalQueueState,
+		NamespaceRefusal: q.NamespaceRefusal,
+		Evicting:         PhaseOf(wl) == Evicting,
 	}
 	if t := wl.Spec.Topology; t != nil {
 		out.Topology = &admission.TopologyRequest{Mode: topologyModes.engine(t.Mode), Level: t.Level}

@@ -194,7 +194,12 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 		// The booking is provisioned: the gang may start now.
 		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.now().Sub(wl.CreationTimestamp.Time))
 	}
-	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
+	if _, held := s.engine.Held(key); held {
+		// Not queued at all: it counts in no LocalQueue.
+		s.queues.remove(key)
+	} else {
+		s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
+	}
 	s.poke()
 	return nil
 }
@@ -340,16 +345,18 @@ func (s *Scheduler) load(ctx context.Context) error {
 }
 
 // Sync feeds one workload to the engine as its current state demands: a
-// finished workload releases its quota, an unqueueable one leaves the queue,
-// any other is upserted. It returns why the workload cannot be queued, if so.
+// finished workload releases its quota, any other is upserted with the facts
+// of its queues, from which the engine decides whether it may be queued and
+// whether it must be evicted.
 func (s *Scheduler) Sync(ctx context.Context, wl *berthv1.Workload) error {
 	_, err := s.SyncWorkload(ctx, wl)
 	return err
 }
 
-// SyncWorkload is Sync that also returns why the workload cannot be queued.
-// A workload that holds quota stays in the engine until it is gone, even
-// while it is being deleted: its finalizer keeps it until its pods are.
+// SyncWorkload is Sync that also returns why the engine refused the
+// workload's spec, if it did. A workload that holds quota stays in the engine
+// until it is gone, even while it is being deleted: its finalizer keeps it
+// until its pods are.
 func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Unqueueable, error) {
 	phase := lifecycle.PhaseOf(wl)
 	if phase == lifecycle.Finished || phase == lifecycle.GaveUp || (!wl.DeletionTimestamp.IsZero() && !lifecycle.HoldsQuota(phase)) {
@@ -357,13 +364,9 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 		s.DeleteWorkload(lifecycle.KeyOf(wl))
 		return nil, nil
 	}
-	q, unq, err := ResolveQueue(ctx, s.client, wl)
+	q, err := ResolveQueue(ctx, s.client, wl)
 	if err != nil {
 		return nil, err
-	}
-	if unq != nil {
-		s.DeleteWorkload(lifecycle.KeyOf(wl))
-		return unq, nil
 	}
 	if err := s.UpsertWorkload(wl, q); err != nil {
 		// Invalid input never reaches the engine; the API's own validation
@@ -393,7 +396,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		s.pending.note(p, now)
 	}
 	s.mu.Unlock()
-	if len(res.Admitted)+len(res.Preemptions)+len(res.Bookings) == 0 {
+	if len(res.Admitted)+len(res.Preemptions)+len(res.Bookings)+len(res.Evictions) == 0 {
 		s.flushPending(ctx)
 		return
 	}
@@ -415,6 +418,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	for _, d := range res.Bookings {
 		run(func() { s.applyBooking(ctx, d) })
+	}
+	for _, ev := range res.Evictions {
+		run(func() { s.applyEviction(ctx, ev) })
 	}
 	wg.Wait()
 	s.flushPending(ctx)

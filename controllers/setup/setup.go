@@ -34,7 +34,6 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
-	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/provisioning"
@@ -128,7 +127,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if o.Provisioning.Clock == nil {
 		o.Provisioning.Clock = o.Clock
 	}
-	writer := persist.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
 	var capacityRec *capacity.Reconciler
 	sched, err := scheduler.New(mgr.GetClient(), mgr.GetAPIReader(), recorder, scheduler.Options{
 		Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock,
@@ -145,13 +143,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	}
 	limits := queue.StatusLimits{Interval: o.StatusInterval, Rate: o.StatusRate}
 	reconcilers := []Reconciler{
-		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues, o.LocalQueueMetrics),
+		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, limits, m.Queues),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, limits, m.Queues, o.LocalQueueMetrics),
 		capacityRec,
 		provisioning.New(recorder, sched, o.Provisioning),
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers)}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
+		Changes: sched}
 	kinds, err := servedKinds(mgr, batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{})
 	if err != nil {
 		return nil, err
