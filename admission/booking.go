@@ -285,7 +285,7 @@ func (books *bookings) decideBookings(res *Result) {
 	keys = slices.Compact(keys)
 	for _, k := range keys {
 		w, ok := books.workloads[k]
-		if !ok || w.phase != phaseAdmitted || w.deciding != 0 || w.evicting || w.bk == nil {
+		if !ok || w.phase != phaseAdmitted || w.deciding != 0 || w.evicting || w.evictedAs != "" || w.bk == nil {
 			continue
 		}
 		r, reported := books.reports[k]

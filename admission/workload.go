@@ -25,8 +25,10 @@ import (
 // Invalid input returns an error and changes nothing.
 func (e *Engine) UpsertWorkload(w Workload) error {
 	old, exists := e.workloads[w.Key]
-	if reason, msg := w.Unqueueable(); reason != "" && w.Admission == nil && (!exists || old.phase != phaseAssumed) {
-		// Held whatever its spec, as if deleted: see eligibility.go.
+	gaveUp := w.Booking != nil && w.Booking.GaveUp
+	if reason, msg := w.Unqueueable(); reason != "" && w.Admission == nil && !gaveUp && (!exists || old.phase != phaseAssumed) {
+		// Held whatever its spec, as if deleted: see eligibility.go. One
+		// that gave up is dropped below, with no reason to report.
 		e.hold(&w, reason, msg)
 		return nil
 	}
@@ -109,6 +111,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 // DeleteWorkload forgets a finished or deleted workload: a pending one leaves its
 // queue, an admitted one releases its usage. Idempotent.
 func (e *Engine) DeleteWorkload(key WorkloadKey) {
+	e.elig.forget(key) // a held workload is in no queue
 	w, ok := e.workloads[key]
 	if !ok {
 		return
@@ -122,7 +125,6 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	delete(e.workloads, key)
 	delete(e.books.reports, key)
 	delete(e.evict.changes, key)
-	e.elig.forget(key)
 	if c, ok := e.queues.cqs[w.cqName]; ok {
 		e.queues.maybeDropCQ(c)
 	}
