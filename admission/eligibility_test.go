@@ -52,7 +52,7 @@ func TestHeldWorkloads(t *testing.T) {
 		// steps upsert their workloads, then run a cycle each.
 		steps [][]Workload
 		// wantPending are the reasons reported by each cycle, "name reason".
-		wantPending [][]string
+		wantPending  [][]string
 		wantAdmitted [][]string
 		wantHeld     bool
 	}{
