@@ -43,10 +43,10 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	}
 	switch {
 	case grew != "":
-		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeGrew, Detail: grew})
+		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeGrew, Detail: grew}, job.Object())
 		return true, nil
 	case moved != "":
-		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeMoved, Detail: moved})
+		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeMoved, Detail: moved}, job.Object())
 		return true, nil
 	case shrank:
 		return false, r.shrink(ctx, job, wl, spec.podSets)
@@ -161,7 +161,7 @@ func (r *Reconciler) evictInvalid(ctx context.Context, job GenericJob, wl *berth
 	if err := r.invalid(job, wl, cause); err != nil {
 		return err
 	}
-	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeInvalid, Detail: cause.Error()})
+	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeInvalid, Detail: cause.Error()}, job.Object())
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berth
 	if equality.Semantic.DeepEqual(spec.podSets, wl.Spec.PodSets) {
 		return false, nil
 	}
-	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeBeforeStart})
+	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeBeforeStart}, job.Object())
 	return true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,10 +33,11 @@ type Options struct {
 	Changes ChangeReporter
 }
 
-// ChangeReporter feeds the engine what changed in the job of an admitted
-// workload; *scheduler.Scheduler implements it.
+// ChangeReporter feeds the engine what changed in job, the job of an
+// admitted workload; the eviction is told on job. *scheduler.Scheduler
+// implements it.
 type ChangeReporter interface {
-	ReportChange(key admission.WorkloadKey, c admission.Change)
+	ReportChange(key admission.WorkloadKey, c admission.Change, job runtime.Object)
 }
 
 // maxPodSetResources is the Workload API's limit on the resources of one

@@ -105,10 +105,17 @@ type QueueRef struct {
 	NamespaceRefusal admission.NamespaceRefusal
 }
 
+// localQueueStates is the engine's form of a LocalQueue's stopPolicy; a
+// policy not listed (None) leaves it open.
+var localQueueStates = map[berthv1.StopPolicy]admission.LocalQueueState{
+	berthv1.StopPolicyHold:         admission.LocalQueueHold,
+	berthv1.StopPolicyHoldAndDrain: admission.LocalQueueHoldAndDrain,
+}
+
 // QueueOf is where a LocalQueue queues its pending workloads: its
-// ClusterQueue, with the LocalQueue's fair-sharing weight.
+// ClusterQueue, with the LocalQueue's fair-sharing weight and its state.
 func QueueOf(lq *berthv1.LocalQueue) QueueRef {
-	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight, LocalQueueState: localQueueStates[lq.Spec.StopPolicy]}
 	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
 		q.LocalQueueWeight = fs.Weight.MilliValue()
 	}

@@ -121,7 +121,7 @@ func TestWorkloadFacts(t *testing.T) {
 	}{
 		{name: "active and open", wl: &berthv1.Workload{}, q: QueueRef{ClusterQueue: "cq"}},
 		{name: "deactivated, its LocalQueue drained, its namespace refused", wl: &berthv1.Workload{Spec: berthv1.WorkloadSpec{Active: ptr.To(false)}},
-			q: QueueRef{ClusterQueue: "cq", LocalQueueState: admission.LocalQueueHoldAndDrain, NamespaceRefusal: admission.NamespaceNotSelected},
+			q:    QueueRef{ClusterQueue: "cq", LocalQueueState: admission.LocalQueueHoldAndDrain, NamespaceRefusal: admission.NamespaceNotSelected},
 			want: admission.Workload{Inactive: true, LocalQueueState: admission.LocalQueueHoldAndDrain, NamespaceRefusal: admission.NamespaceNotSelected}},
 		{name: "an eviction under way", wl: evicting, q: QueueRef{ClusterQueue: "cq"}, want: admission.Workload{Inactive: true, Evicting: true}},
 	} {

@@ -63,7 +63,7 @@ func AdmissionTransition(a admission.Admission) (Transition, *berthv1.Admission)
 // EvictionTransition is the transition that writes an engine eviction
 // (a drain, a deactivation, a changed job).
 func EvictionTransition(ev admission.Eviction) Evict {
-	return Evict{Reason: EvictionReasonOf(ev.Reason), Message: ev.Message}
+	return Evict{Reason: evictionReasons[ev.Reason], Message: ev.Message}
 }
 
 // PreemptionTransition is the transition that evicts a preemption's victim.

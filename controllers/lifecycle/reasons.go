@@ -27,21 +27,14 @@ var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
 	admission.NamespaceNotAllowed:   berthv1.ReasonNamespaceNotAllowed,
 }
 
-// evictionReasons maps every eviction reason of the engine to the API's.
+// evictionReasons maps every eviction reason of the engine to the API's; a
+// test checks that none is missing.
 var evictionReasons = map[admission.EvictionReason]berthv1.WorkloadReason{
 	admission.EvictDeactivated:         berthv1.ReasonDeactivated,
 	admission.EvictClusterQueueStopped: berthv1.ReasonClusterQueueStopped,
 	admission.EvictLocalQueueStopped:   berthv1.ReasonLocalQueueStopped,
 	admission.EvictResized:             berthv1.ReasonResized,
 	admission.EvictInvalidSpec:         berthv1.ReasonInvalidSpec,
-}
-
-// EvictionReasonOf is the API reason of an engine eviction.
-func EvictionReasonOf(r admission.EvictionReason) berthv1.WorkloadReason {
-	if out, ok := evictionReasons[r]; ok {
-		return out
-	}
-	return berthv1.WorkloadReason(r)
 }
 
 // ReasonOf is the API reason of an engine pending reason.

@@ -38,9 +38,6 @@ func TestEvictionReasons(t *testing.T) {
 		{admission.EvictResized, berthv1.ReasonResized},
 		{admission.EvictInvalidSpec, berthv1.ReasonInvalidSpec},
 	} {
-		if got := EvictionReasonOf(tc.engine); got != tc.want {
-			t.Errorf("EvictionReasonOf(%s) = %s, want %s", tc.engine, got, tc.want)
-		}
 		ev := EvictionTransition(admission.Eviction{Reason: tc.engine, Message: "m"})
 		if ev.Reason != tc.want || ev.Message != "m" {
 			t.Errorf("EvictionTransition(%s) = %+v", tc.engine, ev)

@@ -12,15 +12,31 @@ import (
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// ReportChange tells the engine that the job of an admitted workload
+// ReportChange tells the engine that job, the job of an admitted workload,
 // changed under its admission (it grew, its template moved, it changed
 // before it started, or it can no longer be read as a gang); the next cycle
-// evicts it, and this scheduler writes the eviction.
-func (s *Scheduler) ReportChange(key admission.WorkloadKey, c admission.Change) {
+// evicts it, and this scheduler writes the eviction and tells the job.
+func (s *Scheduler) ReportChange(key admission.WorkloadKey, c admission.Change, job runtime.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.engine.ReportChange(key, c)
+	if job != nil {
+		s.jobs[key] = job.DeepCopyObject()
+	}
 	s.poke()
+}
+
+// jobOf is the job a change was reported with, to tell of its eviction;
+// the Workload when none was.
+func (s *Scheduler) jobOf(wl *berthv1.Workload) (runtime.Object, runtime.Object) {
+	s.mu.Lock()
+	job, ok := s.jobs[lifecycle.KeyOf(wl)]
+	delete(s.jobs, lifecycle.KeyOf(wl))
+	s.mu.Unlock()
+	if !ok {
+		return wl, nil
+	}
+	return job, wl
 }
 
 // applyEviction writes an eviction the engine decided from the facts it was
@@ -52,10 +68,11 @@ func (s *Scheduler) applyEviction(ctx context.Context, ev admission.Eviction) {
 // evicted counts a written eviction against the ClusterQueue that admitted
 // the workload, and tells of it where it is told: a deactivation on the
 // Workload, a changed job on the job. A drain is told by its queue's
-// condition.
+// condition. A job queued again because it changed is not counted: the
+// metric counts evictions of work that would have gone on running.
 func (s *Scheduler) evicted(ev admission.Eviction, wl *berthv1.Workload, clusterQueue string) {
-	if clusterQueue != "" {
-		s.opts.Metrics.Queues.Evicted(clusterQueue, string(lifecycle.EvictionReasonOf(ev.Reason)))
+	if clusterQueue != "" && ev.Change.Kind == 0 {
+		s.opts.Metrics.Queues.Evicted(clusterQueue, string(lifecycle.EvictionTransition(ev).Reason))
 	}
 	if ev.Reason == admission.EvictDeactivated {
 		s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventDeactivated, "Evict", ev.Message)
@@ -64,11 +81,7 @@ func (s *Scheduler) evicted(ev admission.Eviction, wl *berthv1.Workload, cluster
 	if ev.Change.Kind == 0 {
 		return
 	}
-	var job runtime.Object = wl
-	var related runtime.Object
-	if owner := lifecycle.OwnerOf(wl); owner != nil {
-		job, related = owner, wl
-	}
+	job, related := s.jobOf(wl)
 	switch ev.Change.Kind {
 	case admission.ChangeGrew:
 		s.recorder.Eventf(job, related, corev1.EventTypeNormal, lifecycle.EventResized, "Resize",

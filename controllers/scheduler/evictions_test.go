@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -64,6 +65,11 @@ func admittedWL(wl *berthv1.Workload) {
 
 func inactiveWL(wl *berthv1.Workload) { wl.Spec.Active = ptr.To(false) }
 
+// testJob is the job of testWL, as the job reconciler reports it.
+func testJob() *batchv1.Job {
+	return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
+}
+
 // decisionCase is API objects fed to the scheduler, and what it must write.
 type decisionCase struct {
 	name string
@@ -96,22 +102,22 @@ func TestDecisionsWritten(t *testing.T) {
 				testLQ(""), testWL(admittedWL)},
 			wantCond: berthv1.ConditionEvicted, wantReason: berthv1.ReasonClusterQueueStopped, wantMsg: "ClusterQueue cq is stopped with stopPolicy HoldAndDrain",
 			wantEvicted: "ClusterQueueStopped"},
-		{name: "a job that grew is evicted, counted and announced on the job",
+		{name: "a job that grew is evicted and announced on the job; a re-queue for a change is not counted",
 			objs: []client.Object{testCQ(), testLQ(""), testWL(admittedWL)},
 			report: func(s *Scheduler) {
-				s.ReportChange(admission.WorkloadKey{Namespace: ns, Name: "w"}, admission.Change{Kind: admission.ChangeGrew, Detail: "pod set main: 2 pods, admitted for 1"})
+				s.ReportChange(admission.WorkloadKey{Namespace: ns, Name: "w"}, admission.Change{Kind: admission.ChangeGrew, Detail: "pod set main: 2 pods, admitted for 1"}, testJob())
 			},
 			wantCond: berthv1.ConditionEvicted, wantReason: berthv1.ReasonResized,
-			wantMsg:     "the job grew (pod set main: 2 pods, admitted for 1): it is stopped and queued again for its new size",
-			wantEvicted: "Resized", wantEvents: []string{"Resized Job"}, wantEventMsg: "grew (pod set main: 2 pods, admitted for 1): stopped and queued again for all of its pods"},
+			wantMsg:    "the job grew (pod set main: 2 pods, admitted for 1): it is stopped and queued again for its new size",
+			wantEvents: []string{"Resized Job"}, wantEventMsg: "grew (pod set main: 2 pods, admitted for 1): stopped and queued again for all of its pods"},
 		{name: "a running job that became invalid is evicted and its stop announced on the job",
 			objs: []client.Object{testCQ(), testLQ(""), testWL(admittedWL)},
 			report: func(s *Scheduler) {
-				s.ReportChange(admission.WorkloadKey{Namespace: ns, Name: "w"}, admission.Change{Kind: admission.ChangeInvalid, Detail: "pods disagree"})
+				s.ReportChange(admission.WorkloadKey{Namespace: ns, Name: "w"}, admission.Change{Kind: admission.ChangeInvalid, Detail: "pods disagree"}, testJob())
 			},
 			wantCond: berthv1.ConditionEvicted, wantReason: berthv1.ReasonInvalidSpec,
-			wantMsg:     "the running job can no longer be queued as it is (pods disagree): it is stopped and queued again once it can be",
-			wantEvicted: "InvalidSpec", wantEvents: []string{"Stopped Job"}, wantEventMsg: "invalid while running: stopped and queued again once valid"},
+			wantMsg:    "the running job can no longer be queued as it is (pods disagree): it is stopped and queued again once it can be",
+			wantEvents: []string{"Stopped Job"}, wantEventMsg: "invalid while running: stopped and queued again once valid"},
 		{name: "a deactivated pending workload is held, told on the Workload and its job",
 			objs:     []client.Object{testCQ(), testLQ(""), testWL(inactiveWL)},
 			wantCond: berthv1.ConditionQuotaReserved, wantReason: berthv1.ReasonDeactivated,

@@ -50,7 +50,6 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (l
 		return lifecycle.QueueRef{}, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
 	}
 	q := lifecycle.QueueOf(lq)
-	q.LocalQueueState = LocalQueueState(lq.Spec.StopPolicy)
 	if admitted {
 		// Admitted workloads keep running where they were admitted: only a
 		// drain or a deactivation evicts them.
@@ -62,17 +61,6 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (l
 	refusal, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
 	q.NamespaceRefusal = refusal
 	return q, err
-}
-
-// LocalQueueState is the engine's form of a LocalQueue's stopPolicy.
-func LocalQueueState(p berthv1.StopPolicy) admission.LocalQueueState {
-	switch p {
-	case berthv1.StopPolicyHold:
-		return admission.LocalQueueHold
-	case berthv1.StopPolicyHoldAndDrain:
-		return admission.LocalQueueHoldAndDrain
-	}
-	return admission.LocalQueueOpen
 }
 
 // checkClusterQueue says whether a ClusterQueue refuses workloads from a
@@ -88,24 +76,23 @@ func checkClusterQueue(ctx context.Context, r client.Reader, cqName, namespace s
 		return admission.NamespaceSelected, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
 	}
 	ok, err := NamespaceAllowed(ctx, r, cq, namespace)
-	if err != nil || ok {
+	switch {
+	case err != nil || ok:
 		return admission.NamespaceSelected, err
+	case cq.Spec.NamespaceSelector == nil:
+		return admission.NamespaceNoSelector, nil
 	}
-	return refusalOf(cq), nil
-}
-
-// refusalOf is how a ClusterQueue that does not select a namespace refuses it.
-func refusalOf(cq *berthv1.ClusterQueue) admission.NamespaceRefusal {
-	if cq.Spec.NamespaceSelector == nil {
-		return admission.NamespaceNoSelector
-	}
-	return admission.NamespaceNotSelected
+	return admission.NamespaceNotSelected, nil
 }
 
 // NotAllowedMessage says why a ClusterQueue refuses a namespace and who
 // can change that: the engine's words for its NamespaceNotAllowed reason.
 func NotAllowedMessage(cq *berthv1.ClusterQueue, namespace string) string {
-	return admission.NotAllowedMessage(refusalOf(cq), cq.Name, namespace)
+	refusal := admission.NamespaceNotSelected
+	if cq.Spec.NamespaceSelector == nil {
+		refusal = admission.NamespaceNoSelector
+	}
+	return admission.NotAllowedMessage(refusal, cq.Name, namespace)
 }
 
 // NamespaceAllowed reports whether the ClusterQueue's namespaceSelector

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -90,6 +91,9 @@ type Scheduler struct {
 	// explained caches the visibility API's explanations until the next
 	// cycle.
 	explained explanations
+	// jobs are the jobs whose change was reported (ReportChange), until
+	// their eviction is told on them.
+	jobs map[admission.WorkloadKey]runtime.Object
 
 	// serving is true while Start runs with the cluster loaded: the engine
 	// then answers for the whole cluster.
@@ -126,7 +130,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, wake: make(chan struct{}, 1),
-		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
+		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(), jobs: map[admission.WorkloadKey]runtime.Object{},
 	}, nil
 }
 
@@ -211,6 +215,7 @@ func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	delete(s.assumed, key)
 	s.pending.forget(key)
 	s.queues.remove(key)
+	delete(s.jobs, key)
 	s.engine.DeleteWorkload(key)
 	s.poke()
 }

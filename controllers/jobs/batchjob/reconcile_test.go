@@ -1,6 +1,7 @@
 package batchjob
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -114,7 +115,9 @@ type jobCase struct {
 // changes records what the reconciler reports to the engine.
 type changes []admission.Change
 
-func (c *changes) ReportChange(_ admission.WorkloadKey, ch admission.Change) { *c = append(*c, ch) }
+func (c *changes) ReportChange(_ admission.WorkloadKey, ch admission.Change, _ runtime.Object) {
+	*c = append(*c, ch)
+}
 
 func TestReconcile(t *testing.T) {
 	for _, tc := range append(createCases(), runCases()...) {
