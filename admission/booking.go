@@ -225,10 +225,14 @@ func (w *wl) booking() Booking {
 // The answer is acted on in the next Cycle; a later report for the same attempt
 // replaces it. Reports may come before the workload is upserted.
 func (e *Engine) ReportBooking(key WorkloadKey, r BookingReport) {
-	if old, ok := e.books.reports[key]; ok && old == r {
+	reports := e.books.reports
+	if r.Answer == AnswerPodsCounted {
+		reports = e.books.counts
+	}
+	if old, ok := reports[key]; ok && old == r {
 		return
 	}
-	e.books.reports[key] = r
+	reports[key] = r
 	e.books.bookingDirty[key] = struct{}{}
 }
 
@@ -270,12 +274,13 @@ func (books *bookings) decideBookings(res *Result) {
 	if elapsed {
 		books.bookingDue = 0
 		keys = slices.Collect(maps.Keys(books.reports))
+		keys = slices.AppendSeq(keys, maps.Keys(books.counts))
 		for w := range books.booking {
 			keys = append(keys, w.key) // a booking without an answer yet
 		}
 	} else {
 		for k := range books.bookingDirty {
-			if _, ok := books.reports[k]; ok || books.inFlight(k) {
+			if _, ok := books.reports[k]; ok || books.inFlight(k) || books.counted(k) {
 				keys = append(keys, k)
 			}
 		}
@@ -345,9 +350,23 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 		}
 		return BookingDecision{}, false
 	}
-	if w.bk.State != BookingProvisioned || !reported {
+	if w.bk.State != BookingProvisioned {
 		return BookingDecision{}, false
 	}
+	if reported {
+		if d, ok := books.decideStarted(w, pol, r); ok {
+			return d, true
+		}
+	}
+	if c, ok := books.counts[w.key]; ok && c.Attempt == w.bk.Attempt {
+		return books.podsCounted(w, pol, c)
+	}
+	return BookingDecision{}, false
+}
+
+// decideStarted is the decision an answer about the booking of a started gang
+// calls for, if any.
+func (books *bookings) decideStarted(w *wl, pol ProvisioningPolicy, r BookingReport) (BookingDecision, bool) {
 	switch r.Answer {
 	case AnswerRevoked:
 		return books.fail(w, pol, BookingEvict, BookingRevoked, "was revoked after the gang started: "+orNone(r.Message)), true
@@ -356,8 +375,6 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 			return BookingDecision{}, false // a late report: the pods were Ready in time after all
 		}
 		return books.fail(w, pol, BookingEvict, BookingPodsNotReady, "started, but "+r.Message), true
-	case AnswerPodsCounted:
-		return books.podsCounted(w, pol, r)
 	case AnswerExpired:
 		if !r.Consumed {
 			return books.fail(w, pol, BookingEvict, BookingExpired, "expired before any pod of the started gang used it: "+orNone(r.Message)), true
@@ -545,6 +562,12 @@ func sameRecord(a, b *Booking) bool {
 		sameAssignment(a.Domain, b.Domain) && a.CapacityNotFoundSince == b.CapacityNotFoundSince &&
 		a.RetryAfter == b.RetryAfter && a.GaveUp == b.GaveUp && a.PodsReady == b.PodsReady &&
 		slices.EqualFunc(a.FailedDomains, b.FailedDomains, func(x, y TopologyAssignment) bool { return sameAssignment(&x, &y) })
+}
+
+// counted reports whether the Ready pods of the workload's gang were counted.
+func (books *bookings) counted(k WorkloadKey) bool {
+	_, ok := books.counts[k]
+	return ok
 }
 
 // podsCounted decides, at a started gang's pods-ready deadline, whether all its

@@ -192,3 +192,20 @@ func TestPodsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestPodsCountedBesideAnswers: a count of Ready pods does not hide the
+// autoscaler's answer about the same booking, reported in the same breath.
+func TestPodsCountedBesideAnswers(t *testing.T) {
+	e := bookingEngine(t)
+	specs, _ := reserveGang(t, e, t0)
+	e.ReportBooking(key("g"), BookingReport{Attempt: 1, Answer: AnswerProvisioned})
+	onlyBooking(t, e.Cycle(t0))
+	w := specs["g"]
+	w.Booking.State = BookingProvisioned
+	mustWL(t, e, w)
+	e.ReportBooking(key("g"), BookingReport{Attempt: 1, Answer: AnswerRevoked, Message: "taken back"})
+	e.ReportBooking(key("g"), BookingReport{Attempt: 1, Answer: AnswerPodsCounted, Ready: 2, Deadline: t0.UnixNano(), ReadySeconds: 60})
+	if d := onlyBooking(t, e.Cycle(t0.Add(time.Minute))); d.Action != BookingEvict || d.State != BookingRevoked {
+		t.Fatalf("decided %+v, want the revoked booking's eviction", d)
+	}
+}

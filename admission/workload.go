@@ -72,6 +72,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		old.takeSpec(nw)
 		old.reason, old.msgHash = "", 0
 		delete(e.books.reports, old.key) // about an attempt that is over
+		delete(e.books.counts, old.key)
 		e.requeue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
@@ -124,6 +125,7 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	}
 	delete(e.workloads, key)
 	delete(e.books.reports, key)
+	delete(e.books.counts, key)
 	delete(e.evict.changes, key)
 	if c, ok := e.queues.cqs[w.cqName]; ok {
 		e.queues.maybeDropCQ(c)

@@ -32,7 +32,7 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 		if !gangBroken(job, err) {
 			return false, nil //nolint:nilerr // a running job keeps its quota until it ends
 		}
-		return true, r.evictInvalid(ctx, job, wl, err)
+		return true, r.evictInvalid(job, wl, err)
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	moved := ""
@@ -154,7 +154,7 @@ func gangBroken(job GenericJob, err error) bool {
 // pods would run them on an admission that no longer describes them, so the
 // engine is told and evicts it; it is queued again whole, and dequeued until
 // it is valid. Errors other than an invalid job are returned as they are.
-func (r *Reconciler) evictInvalid(ctx context.Context, job GenericJob, wl *berthv1.Workload, cause error) error {
+func (r *Reconciler) evictInvalid(job GenericJob, wl *berthv1.Workload, cause error) error {
 	if !isInvalid(cause) {
 		return cause
 	}

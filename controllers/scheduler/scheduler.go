@@ -1,7 +1,10 @@
 // Package scheduler is the shell around the admission engine: it feeds the
-// engine what the API server says about queues and workloads, runs
-// admission cycles, and writes the engine's decisions back — admissions,
-// evictions and pending reasons — as Workload status.
+// engine what the API server says about queues and workloads, resolved into
+// the engine's plain facts, runs admission cycles, and writes the engine's
+// decisions back — admissions, bookings, pending reasons and every eviction
+// (preemptions, failed bookings, drains, deactivations, changed jobs) — as
+// Workload status, with their metrics and events. It is the one writer of
+// evictions.
 //
 // The engine is not safe for concurrent use; Scheduler serialises every call
 // into it with one mutex and never holds that mutex across an API call.
