@@ -147,6 +147,11 @@ const (
 	// AnswerPodsNotReady means the gang started on the booking, and not every pod was
 	// Ready in time.
 	AnswerPodsNotReady
+	// AnswerPodsCounted is the count of the started gang's Ready pods (Ready),
+	// taken at its pods-ready deadline (Deadline): the engine decides whether
+	// they all were Ready in time (BookingPodsReady) or the gang is evicted
+	// (BookingPodsNotReady).
+	AnswerPodsCounted
 )
 
 // BookingReport is one answer about one attempt.
@@ -159,6 +164,11 @@ type BookingReport struct {
 	Since int64
 	// Consumed qualifies AnswerExpired.
 	Consumed bool
+	// Ready, Deadline (unix nanoseconds) and ReadySeconds (the flavor's
+	// podsReadySeconds) qualify AnswerPodsCounted.
+	Ready        int32
+	Deadline     int64
+	ReadySeconds int64
 	// Message is the autoscaler's words.
 	Message string
 }
@@ -175,6 +185,10 @@ const (
 	// BookingEvict means the booking of a started gang failed; the gang is evicted and
 	// requeued after RetryAfter (or gave up).
 	BookingEvict
+	// BookingPodsReady means every pod of the started gang was Ready by its
+	// deadline: the booking proved good (its failures in a row start again from 0)
+	// and is not checked again for this admission.
+	BookingPodsReady
 )
 
 // BookingDecision is one decision about a booking, for the caller to write.
@@ -211,10 +225,14 @@ func (w *wl) booking() Booking {
 // The answer is acted on in the next Cycle; a later report for the same attempt
 // replaces it. Reports may come before the workload is upserted.
 func (e *Engine) ReportBooking(key WorkloadKey, r BookingReport) {
-	if old, ok := e.books.reports[key]; ok && old == r {
+	reports := e.books.reports
+	if r.Answer == AnswerPodsCounted {
+		reports = e.books.counts
+	}
+	if old, ok := reports[key]; ok && old == r {
 		return
 	}
-	e.books.reports[key] = r
+	reports[key] = r
 	e.books.bookingDirty[key] = struct{}{}
 }
 
@@ -256,12 +274,13 @@ func (books *bookings) decideBookings(res *Result) {
 	if elapsed {
 		books.bookingDue = 0
 		keys = slices.Collect(maps.Keys(books.reports))
+		keys = slices.AppendSeq(keys, maps.Keys(books.counts))
 		for w := range books.booking {
 			keys = append(keys, w.key) // a booking without an answer yet
 		}
 	} else {
 		for k := range books.bookingDirty {
-			if _, ok := books.reports[k]; ok || books.inFlight(k) {
+			if _, ok := books.reports[k]; ok || books.inFlight(k) || books.counted(k) {
 				keys = append(keys, k)
 			}
 		}
@@ -271,7 +290,7 @@ func (books *bookings) decideBookings(res *Result) {
 	keys = slices.Compact(keys)
 	for _, k := range keys {
 		w, ok := books.workloads[k]
-		if !ok || w.phase != phaseAdmitted || w.deciding != 0 || w.evicting || w.bk == nil {
+		if !ok || w.phase != phaseAdmitted || w.deciding != 0 || w.evicting || w.evictedAs != "" || w.bk == nil {
 			continue
 		}
 		r, reported := books.reports[k]
@@ -331,9 +350,23 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 		}
 		return BookingDecision{}, false
 	}
-	if w.bk.State != BookingProvisioned || !reported {
+	if w.bk.State != BookingProvisioned {
 		return BookingDecision{}, false
 	}
+	if reported {
+		if d, ok := books.decideStarted(w, pol, r); ok {
+			return d, true
+		}
+	}
+	if c, ok := books.counts[w.key]; ok && c.Attempt == w.bk.Attempt {
+		return books.podsCounted(w, pol, c)
+	}
+	return BookingDecision{}, false
+}
+
+// decideStarted is the decision an answer about the booking of a started gang
+// calls for, if any.
+func (books *bookings) decideStarted(w *wl, pol ProvisioningPolicy, r BookingReport) (BookingDecision, bool) {
 	switch r.Answer {
 	case AnswerRevoked:
 		return books.fail(w, pol, BookingEvict, BookingRevoked, "was revoked after the gang started: "+orNone(r.Message)), true
@@ -410,6 +443,10 @@ func (books *bookings) confirmBooking(w *wl, bk *Booking) {
 		}
 	case BookingEvict:
 		if bk != nil && bk.State != BookingProvisioned {
+			w.deciding = 0
+		}
+	case BookingPodsReady:
+		if bk == nil || bk.PodsReady || bk.State != BookingProvisioned {
 			w.deciding = 0
 		}
 	}
@@ -525,4 +562,28 @@ func sameRecord(a, b *Booking) bool {
 		sameAssignment(a.Domain, b.Domain) && a.CapacityNotFoundSince == b.CapacityNotFoundSince &&
 		a.RetryAfter == b.RetryAfter && a.GaveUp == b.GaveUp && a.PodsReady == b.PodsReady &&
 		slices.EqualFunc(a.FailedDomains, b.FailedDomains, func(x, y TopologyAssignment) bool { return sameAssignment(&x, &y) })
+}
+
+// counted reports whether the Ready pods of the workload's gang were counted.
+func (books *bookings) counted(k WorkloadKey) bool {
+	_, ok := books.counts[k]
+	return ok
+}
+
+// podsCounted decides, at a started gang's pods-ready deadline, whether all its
+// pods were Ready in time: the booking proved good, or the gang is evicted.
+func (books *bookings) podsCounted(w *wl, pol ProvisioningPolicy, r BookingReport) (BookingDecision, bool) {
+	if w.bk.PodsReady || !books.due(r.Deadline) {
+		return BookingDecision{}, false
+	}
+	var total int32
+	for _, ps := range w.podSets {
+		total += ps.count
+	}
+	if r.Ready >= total {
+		return BookingDecision{Key: w.key, Action: BookingPodsReady, Attempt: w.bk.Attempt, State: BookingProvisioned,
+			MaxAttempts: pol.maxAttempts(), Detail: fmt.Sprintf("all %d pods were Ready in time", total)}, true
+	}
+	return books.fail(w, pol, BookingEvict, BookingPodsNotReady, fmt.Sprintf("started, but %d of %d pods were Ready %s after admission (podsReadySeconds %d)",
+		r.Ready, total, time.Duration(r.ReadySeconds)*time.Second, r.ReadySeconds)), true
 }

@@ -27,9 +27,13 @@ type bookings struct {
 	reports      map[WorkloadKey]BookingReport
 	bookingDirty map[WorkloadKey]struct{}
 	bookingDue   int64
+	// counts are the latest counts of Ready pods at the pods-ready deadline
+	// (AnswerPodsCounted), kept beside the autoscaler's answers so that
+	// neither hides the other.
+	counts map[WorkloadKey]BookingReport
 }
 
 func newBookings(c *clock, workloads map[WorkloadKey]*wl, topo *topology) *bookings {
 	return &bookings{clock: c, workloads: workloads, topo: topo, booking: map[*wl]struct{}{}, awaiting: map[*wl]struct{}{},
-		reports: map[WorkloadKey]BookingReport{}, bookingDirty: map[WorkloadKey]struct{}{}}
+		reports: map[WorkloadKey]BookingReport{}, bookingDirty: map[WorkloadKey]struct{}{}, counts: map[WorkloadKey]BookingReport{}}
 }

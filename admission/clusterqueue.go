@@ -23,6 +23,9 @@ func (e *Engine) UpsertClusterQueue(cq ClusterQueue) error {
 	e.queues.attachCohort(c, spec.Cohort)
 	e.fair.touchCohort(oldCohort, refreshAll)
 	e.fair.touchQueueAndCohort(c, refreshAll)
+	if spec.Drain {
+		e.evict.drained[spec.Name] = struct{}{}
+	}
 	return nil
 }
 

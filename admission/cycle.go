@@ -24,6 +24,8 @@ func (e *Engine) Cycle(now time.Time) Result {
 	e.clock.now = now.UnixNano()
 	var res Result
 	e.books.decideBookings(&res)
+	e.decideEvictions(&res)
+	e.elig.report(&res)
 	if e.topo.freed {
 		e.capacityChanged()
 	}

@@ -20,7 +20,9 @@ import (
 // A refactoring that must not change what the engine decides records with
 // the old engine (-decisions.update) and checks with the new; the recorded
 // digests in testdata/decisions keep guarding every later change. A change
-// that alters decisions on purpose records them again and says why.
+// that alters decisions on purpose records them again and says why. A new
+// target records only its own file: -run TestDecisionsUnchanged/NAME with
+// -decisions.update.
 var (
 	decisionsN      = flag.Int("decisions.n", 1000, "generated inputs replayed per fuzz target")
 	decisionsDir    = flag.String("decisions.dir", filepath.Join("testdata", "decisions"), "where the recorded digests are")
@@ -56,7 +58,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 	for _, target := range []struct {
 		name string
 		run  func(*fuzzRun)
-	}{{"engine", runEngine}, {"convergence", runConvergence}} {
+	}{{"engine", runEngine}, {"convergence", runConvergence}, {"facts", runFacts}} {
 		t.Run(target.name, func(t *testing.T) {
 			path := filepath.Join(*decisionsDir, target.name+".txt")
 			got := replayDecisions(t, target.run)

@@ -7,9 +7,14 @@
 // # Shape
 //
 // The caller (the controller) feeds events — UpsertClusterQueue, DeleteClusterQueue,
-// UpsertWorkload, DeleteWorkload — and calls Cycle, which returns a plain Result:
-// admissions to persist, victims to evict, and pending statuses that changed. The
-// caller applies the Result; a write that fails is undone with Rollback. After a
+// UpsertWorkload, DeleteWorkload, ReportBooking, ReportChange — and calls Cycle,
+// which returns a plain Result: admissions to persist, victims to evict, booking
+// decisions, other evictions (drains, deactivations, changed jobs), and pending
+// statuses that changed, including those of workloads that cannot be queued at all.
+// Whether a workload may be queued, and whether it must be evicted, is decided from
+// plain facts the caller resolves from its API objects (Workload.Inactive,
+// LocalQueueState, NamespaceRefusal, ClusterQueue.Drain). The caller applies the
+// Result; a write that fails is undone with Rollback. After a
 // restart the engine is rebuilt by upserting every object; workloads that carry an
 // Admission count as usage and are never admitted twice.
 //
@@ -31,10 +36,15 @@
 //   - preemption (preempt.go): victims, the quota held for a preemptor, and readying
 //     it when they are gone.
 //   - bookings (bookingstate.go, booking.go, provision.go): capacity bookings, the
-//     autoscaler's answers and their deadlines.
+//     autoscaler's answers and their deadlines, and the pods-ready deadline.
+//   - eligibility (eligibility.go): pending workloads that cannot be queued at
+//     all, held out of every queue, and their reasons.
+//   - evictions (evictions.go): evictions decided from the caller's facts and
+//     reported job changes.
 //
 // A workload's state (wl) is one record per concern embedded in it (wlQueueing,
-// wlFair, wlTopology, wlBooking, wlPreemption), declared with the part that owns it.
+// wlFair, wlTopology, wlBooking, wlPreemption, wlEviction), declared with the part
+// that owns it.
 // TestDecisionsUnchanged replays generated inputs and compares every decision with
 // those recorded in testdata/decisions, so that a change to the structure is shown
 // to decide the same.

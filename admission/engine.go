@@ -66,6 +66,8 @@ type Engine struct {
 	topo   *topology      // flavors' levels, nodes and pools; placement
 	pre    *preemption    // victims, and preemptors waiting for them
 	books  *bookings      // capacity bookings: records, answers, deadlines
+	elig   *eligibility   // pending workloads that cannot be queued at all
+	evict  *evictions     // evictions decided from the caller's facts
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -89,6 +91,7 @@ func New(opts Options) (*Engine, error) {
 	e.pre = &preemption{opts: &e.opts, names: e.names, topo: e.topo, fair: e.fair, workloads: e.workloads, queues: e.queues, order: e.order}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
 	e.books.queues, e.books.order, e.books.fair = e.queues, e.order, e.fair
+	e.elig, e.evict = newEligibility(), newEvictions()
 	return e, nil
 }
 
@@ -165,6 +168,7 @@ type wl struct {
 	wlTopology
 	wlBooking
 	wlPreemption
+	wlEviction
 }
 
 // wlQueueing is a workload's place in its queue: parking, holds, the last

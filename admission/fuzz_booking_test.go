@@ -93,6 +93,8 @@ func (r *fuzzRun) confirmBooking(d BookingDecision) {
 	switch d.Action {
 	case BookingStart:
 		next.Failures, next.CapacityNotFoundSince, next.RetryAfter = d.Failures, 0, 0
+	case BookingPodsReady: // the booking proved good
+		next.Failures, next.PodsReady = 0, true
 	default:
 		next.Failures, next.FailedDomains, next.RetryAfter, next.GaveUp = d.Failures, d.FailedDomains, d.RetryAfter, d.GaveUp
 	}

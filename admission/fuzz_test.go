@@ -194,7 +194,8 @@ func (r *fuzzRun) step() {
 			r.t.Fatalf("Explain differs between identical engines: %+v vs %+v", ex1, ex2)
 		}
 		r.record(ok1, ex1)
-		if ok1 != (r.m.phase[name] == phasePending && name != "") {
+		_, held := r.e.Held(key(name)) // in no queue: nothing to explain
+		if ok1 != (r.m.phase[name] == phasePending && name != "" && !held) {
 			r.t.Fatalf("Explain(%s) ok=%v in phase %d", name, ok1, r.m.phase[name])
 		}
 	case 9:
@@ -221,6 +222,7 @@ func (r *fuzzRun) cycle() {
 	before := snapshotUsage(r.e)
 	reserved := reservedSnapshot(r.e)
 	pools := poolSnapshot(r.e)
+	marked := markedEvictions(r.e)
 	res := r.e.Cycle(r.now)
 	res2 := r.twin.Cycle(r.now)
 	if !reflect.DeepEqual(res, res2) {
@@ -228,6 +230,7 @@ func (r *fuzzRun) cycle() {
 	}
 	r.record(res)
 	r.checkCycle(res, before)
+	r.checkEvictions(res, marked)
 	r.checkPlacements(res, reserved, pools)
 	// Capacity changes between cycles: one node's free GPUs vary with the clock,
 	// and the pool's nodes come and go.
@@ -263,6 +266,7 @@ func (r *fuzzRun) cycle() {
 		}
 	}
 	r.applyBookings(res)
+	r.applyEvictions(res)
 }
 
 // checkCycle checks the guarantees of one cycle's result.
@@ -318,10 +322,14 @@ func (r *fuzzRun) checkModel() {
 	if err := checkInvariants(r.e); err != nil {
 		r.t.Fatal(err)
 	}
-	if len(r.e.workloads) != len(r.m.specs) {
-		r.t.Fatalf("engine has %d workloads, harness %d", len(r.e.workloads), len(r.m.specs))
+	held := r.checkHeld()
+	if len(r.e.workloads) != len(r.m.specs)-held {
+		r.t.Fatalf("engine has %d workloads, harness %d of which %d held", len(r.e.workloads), len(r.m.specs), held)
 	}
 	for name, ph := range r.m.phase {
+		if _, isHeld := r.e.Held(key(name)); isHeld {
+			continue
+		}
 		w, ok := r.e.workloads[key(name)]
 		if !ok {
 			r.t.Fatalf("%s vanished", name)

@@ -321,7 +321,11 @@ func (pre *preemption) cohortCandidates(c *cqState, w *wl, gi int, f int32) []vi
 	return out
 }
 
-func eligible(v *wl) bool { return v.phase == phaseAdmitted && !v.evicting && v.deciding == 0 }
+func eligible(v *wl) bool {
+	// One being evicted for another reason (a drain, a deactivation) is
+	// going already: evicted twice, it would be written twice.
+	return v.phase == phaseAdmitted && !v.evicting && v.deciding == 0 && v.evictedAs == ""
+}
 
 func priorityAllows(m PreemptionMode, w, v *wl) bool {
 	switch m {

@@ -53,6 +53,8 @@ func (r PendingReason) NeedsChange() bool {
 	switch r {
 	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, UnknownTopologyLevel, ExceedsDomainCapacity:
 		return true
+	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed:
+		return true
 	}
 	return false
 }
@@ -61,7 +63,7 @@ func (r PendingReason) NeedsChange() bool {
 func PendingReasons() []PendingReason {
 	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
 		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
-		ExceedsDomainCapacity}
+		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed}
 }
 
 // PreemptionReason says which rule selected a victim.
@@ -94,6 +96,10 @@ type Result struct {
 	// writes each and confirms it by upserting the workload with the record it
 	// wrote, or calls Rollback.
 	Bookings []BookingDecision
+	// Evictions are admitted workloads to evict for a reason other than a
+	// preemption or a failed booking, in key order (see evictions.go). Empty,
+	// it is left out of a Result's JSON, as are the other lists added after it.
+	Evictions []Eviction `json:",omitempty"`
 }
 
 // Admitted is one admission decision.

@@ -105,6 +105,9 @@ type ClusterQueue struct {
 	FairShareWeight int64
 	// Stopped holds pending workloads (admits nothing); admitted workloads stay.
 	Stopped bool
+	// Drain evicts the queue's admitted workloads (stopPolicy HoldAndDrain); it
+	// comes with Stopped.
+	Drain bool
 	// MissingFlavors names the flavors the queue's quota is in that do not exist.
 	// A queue with any is held like a stopped one, and its pending workloads are
 	// told (FlavorNotFound) which flavors to create: the nodes a missing flavor
@@ -180,6 +183,19 @@ type Workload struct {
 	// AdmissionTime (unix nanoseconds) of an admitted workload, used to pick the most
 	// recently admitted victims first. 0 when unknown (counts as oldest).
 	AdmissionTime int64
+	// Inactive: the workload is deactivated. Pending, it is held (Deactivated);
+	// admitted, it is evicted (see evictions.go).
+	Inactive bool
+	// LocalQueueState is the state of its LocalQueue: missing or stopped, a
+	// pending workload is held; drained, an admitted one is evicted.
+	LocalQueueState LocalQueueState
+	// NamespaceRefusal says that its ClusterQueue does not accept its namespace:
+	// a pending workload is held (NamespaceNotAllowed). Admitted ones keep
+	// running: their quota was granted under the selector of the time.
+	NamespaceRefusal NamespaceRefusal
+	// Evicting: an eviction of the admitted workload is written and under way;
+	// no other is decided for it.
+	Evicting bool
 }
 
 // PodSetAssignment is the flavor chosen for each resource of one pod set.

@@ -24,16 +24,25 @@ import (
 //
 // Invalid input returns an error and changes nothing.
 func (e *Engine) UpsertWorkload(w Workload) error {
+	old, exists := e.workloads[w.Key]
+	gaveUp := w.Booking != nil && w.Booking.GaveUp
+	if reason, msg := w.Unqueueable(); reason != "" && w.Admission == nil && !gaveUp && (!exists || old.phase != phaseAssumed) {
+		// Held whatever its spec, as if deleted: see eligibility.go. One
+		// that gave up is dropped below, with no reason to report.
+		e.hold(&w, reason, msg)
+		return nil
+	}
 	nw, err := e.names.compileWorkload(&w)
 	if err != nil {
 		return fmt.Errorf("invalid workload %s: %w", w.Key, err)
 	}
+	e.elig.forget(w.Key)
 	defer func() {
 		if e.topo.freed {
 			e.capacityChanged()
 		}
 	}()
-	old, exists := e.workloads[w.Key]
+	defer e.takeEvictionFacts(&w)
 	if w.Admission == nil && w.Booking != nil && w.Booking.GaveUp && (!exists || old.phase != phaseAssumed) {
 		e.DeleteWorkload(w.Key)
 		return nil
@@ -63,6 +72,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		old.takeSpec(nw)
 		old.reason, old.msgHash = "", 0
 		delete(e.books.reports, old.key) // about an attempt that is over
+		delete(e.books.counts, old.key)
 		e.requeue(old)
 	default: // input is admitted
 		e.upsertAdmitted(old, nw)
@@ -89,6 +99,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 			nw.admitTime = old.admitTime
 		}
 		nw.evicting, nw.evictFor, nw.deciding = old.evicting, old.evictFor, old.deciding
+		nw.evictedAs = old.evictedAs
 		old.evicting = false // keep the mark on nw; do not wake the preemptor
 		e.release(old)
 	}
@@ -101,6 +112,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 // DeleteWorkload forgets a finished or deleted workload: a pending one leaves its
 // queue, an admitted one releases its usage. Idempotent.
 func (e *Engine) DeleteWorkload(key WorkloadKey) {
+	e.elig.forget(key) // a held workload is in no queue
 	w, ok := e.workloads[key]
 	if !ok {
 		return
@@ -113,6 +125,8 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	}
 	delete(e.workloads, key)
 	delete(e.books.reports, key)
+	delete(e.books.counts, key)
+	delete(e.evict.changes, key)
 	if c, ok := e.queues.cqs[w.cqName]; ok {
 		e.queues.maybeDropCQ(c)
 	}
@@ -141,6 +155,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	if w.evicting {
 		e.pre.clearEviction(w)
 	}
+	e.rollbackEviction(w)
 	if w.phase != phaseAssumed {
 		return
 	}

@@ -35,7 +35,7 @@ import (
 const (
 	EventSuspended       = "Suspended"
 	EventStarted         = "Started"
-	EventStopped         = "Stopped"
+	EventStopped         = lifecycle.EventStopped
 	EventCreatedWorkload = "CreatedWorkload"
 	EventInvalidJob      = "InvalidJob"
 	EventFlavorNotFound  = "FlavorNotFound"

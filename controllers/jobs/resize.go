@@ -9,21 +9,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // EventResized is the reason of events about a job whose size changed.
-const EventResized = "Resized"
+const EventResized = lifecycle.EventResized
 
 // resize keeps the workload of a running job in step with the job, and
-// reports whether it stopped the job. A job that shrank keeps running and
+// reports whether the job is to stop. A job that shrank keeps running and
 // its workload is shrunk, which releases the quota of the pods it no longer
 // runs. A job that grew — more pods, or pods that request more, as a
 // LeaderWorkerSet rolling update to larger GPUs does, or a pod group whose
 // replacement member asks for more — is a larger gang: quota for all of it
-// must be admitted together, so its workload is evicted (the job is stopped
-// and queued again at its new size), never run half on the old admission.
+// must be admitted together, so the engine is told and evicts its workload
+// (the job is stopped and queued again at its new size), never run half on
+// the old admission.
 func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	if r.memo.unchanged(job, wl) {
 		return false, nil
@@ -34,10 +36,9 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 		if !gangBroken(job, err) {
 			return false, nil //nolint:nilerr // a running job keeps its quota until it ends
 		}
-		return true, r.evictInvalid(ctx, job, wl, err)
+		return true, r.evictInvalid(job, wl, err)
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
-	obj := job.Object()
 	moved := ""
 	if grew == "" {
 		if moved, err = r.templateChanged(ctx, job, wl, spec.podSets); err != nil {
@@ -46,20 +47,10 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	}
 	switch {
 	case grew != "":
-		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
-			Message: "the job grew (" + grew + "): it is stopped and queued again for its new size"})
-		if err != nil || !written {
-			return true, err
-		}
-		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "grew (%s): stopped and queued again for all of its pods", grew)
+		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeGrew, Detail: grew}, job.Object())
 		return true, nil
 	case moved != "":
-		written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
-			Message: "the pod template of pod set " + moved + " changed where its pods may run: the job is stopped and queued again as it is now"})
-		if err != nil || !written {
-			return true, err
-		}
-		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventResized, "Resize", "pod set %s may now run elsewhere: stopped and queued again", moved)
+		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeMoved, Detail: moved}, job.Object())
 		return true, nil
 	case shrank:
 		return false, r.shrink(ctx, job, wl, spec.podSets)
@@ -165,28 +156,24 @@ func gangBroken(job GenericJob, err error) bool {
 
 // evictInvalid stops a running job that berth can no longer read as a gang
 // (its pods disagree on the group's count, say): releasing more of its
-// pods would run them on an admission that no longer describes them, so it
-// is evicted and queued again whole, and dequeued until it is valid.
-// Errors other than an invalid job are returned as they are.
-func (r *Reconciler) evictInvalid(ctx context.Context, job GenericJob, wl *berthv1.Workload, cause error) error {
+// pods would run them on an admission that no longer describes them, so the
+// engine is told and evicts it; it is queued again whole, and dequeued until
+// it is valid. Errors other than an invalid job are returned as they are.
+func (r *Reconciler) evictInvalid(job GenericJob, wl *berthv1.Workload, cause error) error {
 	if !isInvalid(cause) {
 		return cause
 	}
 	if err := r.invalid(job, wl, cause); err != nil {
 		return err
 	}
-	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonInvalidSpec,
-		Message: "the running job can no longer be queued as it is (" + cause.Error() + "): it is stopped and queued again once it can be"})
-	if err == nil && written {
-		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventStopped, "Stop", "invalid while running: stopped and queued again once valid")
-	}
-	return err
+	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeInvalid, Detail: cause.Error()}, job.Object())
+	return nil
 }
 
-// changedSince evicts an admitted job that has not started and no longer
-// matches its Workload — its size or requests changed after the Workload was
-// last updated — so that it is queued again as it is, and reports whether it
-// did. A job that cannot be read as it is now is never started: its
+// changedSince has the engine evict an admitted job that has not started and
+// no longer matches its Workload — its size or requests changed after the
+// Workload was last updated — so that it is queued again as it is, and
+// reports whether it did. A job that cannot be read as it is now is never started: its
 // Workload is dequeued.
 func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	if r.memo.unchanged(job, wl) {
@@ -201,12 +188,8 @@ func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berth
 		r.memo.inStepIf(spec, job, wl)
 		return false, nil
 	}
-	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonResized,
-		Message: "the job changed after it was admitted: it is queued again as it is now"})
-	if err == nil && written {
-		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize", "changed before it started: queued again as it is now")
-	}
-	return true, err
+	r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeBeforeStart}, job.Object())
+	return true, nil
 }
 
 // shrink lowers the counts of an admitted workload to its job's.

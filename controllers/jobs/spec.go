@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,6 +29,16 @@ type Options struct {
 	// Workers is how many jobs (or gangs of a resolved kind) are reconciled
 	// at once; never the same one twice. Zero means 1.
 	Workers int
+	// Changes is told when an admitted job changed under its admission:
+	// the engine decides the eviction and the scheduler writes it. Required.
+	Changes ChangeReporter
+}
+
+// ChangeReporter feeds the engine what changed in job, the job of an
+// admitted workload; the eviction is told on job. *scheduler.Scheduler
+// implements it.
+type ChangeReporter interface {
+	ReportChange(key admission.WorkloadKey, c admission.Change, job runtime.Object)
 }
 
 // maxPodSetResources is the Workload API's limit on the resources of one

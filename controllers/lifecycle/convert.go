@@ -28,6 +28,7 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 		},
 		FairShareWeight: defaultWeight,
 		Stopped:         Stopped(cq.Spec.StopPolicy),
+		Drain:           cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain,
 	}
 	if out.QueueingStrategy == "" {
 		out.QueueingStrategy = admission.BestEffortFIFO
@@ -95,12 +96,26 @@ type QueueRef struct {
 	// LocalQueueWeight is the LocalQueue's fair-sharing weight in
 	// milli-units (0 for an admitted workload, which is not queued).
 	LocalQueueWeight int64
+	// LocalQueueState is the state of the workload's LocalQueue: missing or
+	// stopped, the engine holds a pending workload; drained, it evicts an
+	// admitted one.
+	LocalQueueState admission.LocalQueueState
+	// NamespaceRefusal says that the ClusterQueue does not accept the
+	// workload's namespace; the engine holds a pending workload then.
+	NamespaceRefusal admission.NamespaceRefusal
+}
+
+// localQueueStates is the engine's form of a LocalQueue's stopPolicy; a
+// policy not listed (None) leaves it open.
+var localQueueStates = map[berthv1.StopPolicy]admission.LocalQueueState{
+	berthv1.StopPolicyHold:         admission.LocalQueueHold,
+	berthv1.StopPolicyHoldAndDrain: admission.LocalQueueHoldAndDrain,
 }
 
 // QueueOf is where a LocalQueue queues its pending workloads: its
-// ClusterQueue, with the LocalQueue's fair-sharing weight.
+// ClusterQueue, with the LocalQueue's fair-sharing weight and its state.
 func QueueOf(lq *berthv1.LocalQueue) QueueRef {
-	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight}
+	q := QueueRef{ClusterQueue: lq.Spec.ClusterQueue, LocalQueueWeight: defaultWeight, LocalQueueState: localQueueStates[lq.Spec.StopPolicy]}
 	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil && fs.Weight.Sign() > 0 {
 		q.LocalQueueWeight = fs.Weight.MilliValue()
 	}
@@ -122,6 +137,10 @@ func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 		PodSets:          make([]admission.PodSet, 0, len(wl.Spec.PodSets)),
 		Generation:       wl.Generation,
 		Booking:          BookingToEngine(wl),
+		Inactive:         !wl.IsActive(),
+		LocalQueueState:  q.LocalQueueState,
+		NamespaceRefusal: q.NamespaceRefusal,
+		Evicting:         PhaseOf(wl) == Evicting,
 	}
 	if t := wl.Spec.Topology; t != nil {
 		out.Topology = &admission.TopologyRequest{Mode: topologyModes.engine(t.Mode), Level: t.Level}

@@ -102,3 +102,34 @@ func TestMilliSaturates(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadFacts: the facts the engine decides eligibility and
+// evictions on come from the Workload and the queue resolution.
+func TestWorkloadFacts(t *testing.T) {
+	evicting := &berthv1.Workload{Spec: berthv1.WorkloadSpec{Active: ptr.To(false)}}
+	evicting.Status.Admission = &berthv1.Admission{ClusterQueue: "cq"}
+	evicting.Status.Conditions = []metav1.Condition{
+		{Type: berthv1.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved"},
+		{Type: berthv1.ConditionAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"},
+		{Type: berthv1.ConditionEvicted, Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonPreempted)},
+	}
+	for _, tc := range []struct {
+		name string
+		wl   *berthv1.Workload
+		q    QueueRef
+		want admission.Workload
+	}{
+		{name: "active and open", wl: &berthv1.Workload{}, q: QueueRef{ClusterQueue: "cq"}},
+		{name: "deactivated, its LocalQueue drained, its namespace refused", wl: &berthv1.Workload{Spec: berthv1.WorkloadSpec{Active: ptr.To(false)}},
+			q:    QueueRef{ClusterQueue: "cq", LocalQueueState: admission.LocalQueueHoldAndDrain, NamespaceRefusal: admission.NamespaceNotSelected},
+			want: admission.Workload{Inactive: true, LocalQueueState: admission.LocalQueueHoldAndDrain, NamespaceRefusal: admission.NamespaceNotSelected}},
+		{name: "an eviction under way", wl: evicting, q: QueueRef{ClusterQueue: "cq"}, want: admission.Workload{Inactive: true, Evicting: true}},
+	} {
+		got := WorkloadToEngine(tc.wl, tc.q)
+		if got.Inactive != tc.want.Inactive || got.LocalQueueState != tc.want.LocalQueueState ||
+			got.NamespaceRefusal != tc.want.NamespaceRefusal || got.Evicting != tc.want.Evicting {
+			t.Errorf("%s: facts %v %q %q %v, want %v %q %q %v", tc.name, got.Inactive, got.LocalQueueState, got.NamespaceRefusal, got.Evicting,
+				tc.want.Inactive, tc.want.LocalQueueState, tc.want.NamespaceRefusal, tc.want.Evicting)
+		}
+	}
+}

@@ -60,6 +60,12 @@ func AdmissionTransition(a admission.Admission) (Transition, *berthv1.Admission)
 	return Admit{Admission: apiAdmission, Generation: a.Generation, Message: msg}, apiAdmission
 }
 
+// EvictionTransition is the transition that writes an engine eviction
+// (a drain, a deactivation, a changed job).
+func EvictionTransition(ev admission.Eviction) Evict {
+	return Evict{Reason: evictionReasons[ev.Reason], Message: ev.Message}
+}
+
 // PreemptionTransition is the transition that evicts a preemption's victim.
 func PreemptionTransition(p admission.Preemption) Evict {
 	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)

@@ -33,4 +33,9 @@ const (
 	EventCapacityRevoked = "CapacityRevoked"
 	EventBookingExpired  = "BookingExpired"
 	EventPodsNotReady    = "PodsNotReady"
+	// EventResized: the job's size or placement changed under its
+	// admission (recorded on the job).
+	EventResized = "Resized"
+	// EventStopped: the job was stopped (recorded on the job).
+	EventStopped = "Stopped"
 )

@@ -103,3 +103,17 @@ func Condition(wl *berthv1.Workload, t string) *metav1.Condition {
 func isTrue(wl *berthv1.Workload, t string) bool {
 	return meta.IsStatusConditionTrue(wl.Status.Conditions, t)
 }
+
+// OwnerOf is a reference object for the workload's controlling owner (its
+// job), so that events about the workload also show on the job users look
+// at; nil when it has none.
+func OwnerOf(wl *berthv1.Workload) *metav1.PartialObjectMetadata {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil {
+		return nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: ref.Name, UID: ref.UID},
+	}
+}

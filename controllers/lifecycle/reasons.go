@@ -21,6 +21,20 @@ var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
 	admission.TopologyUnavailable:   berthv1.ReasonTopologyUnavailable,
 	admission.ExceedsDomainCapacity: berthv1.ReasonExceedsDomainCapacity,
 	admission.ProvisioningBackoff:   berthv1.ReasonProvisioningFailed,
+	admission.Deactivated:           berthv1.ReasonDeactivated,
+	admission.LocalQueueNotFound:    berthv1.ReasonLocalQueueNotFound,
+	admission.LocalQueueStopped:     berthv1.ReasonLocalQueueStopped,
+	admission.NamespaceNotAllowed:   berthv1.ReasonNamespaceNotAllowed,
+}
+
+// evictionReasons maps every eviction reason of the engine to the API's; a
+// test checks that none is missing.
+var evictionReasons = map[admission.EvictionReason]berthv1.WorkloadReason{
+	admission.EvictDeactivated:         berthv1.ReasonDeactivated,
+	admission.EvictClusterQueueStopped: berthv1.ReasonClusterQueueStopped,
+	admission.EvictLocalQueueStopped:   berthv1.ReasonLocalQueueStopped,
+	admission.EvictResized:             berthv1.ReasonResized,
+	admission.EvictInvalidSpec:         berthv1.ReasonInvalidSpec,
 }
 
 // ReasonOf is the API reason of an engine pending reason.

@@ -23,3 +23,27 @@ func TestEveryPendingReasonHasAnAPIReason(t *testing.T) {
 		t.Errorf("ReasonOf(ExceedsDomainCapacity) = %s", got)
 	}
 }
+
+// TestEvictionReasons: every eviction the engine decides is written with
+// the API's reason of the same name, and the engine's messages name the
+// API's LocalQueue label.
+func TestEvictionReasons(t *testing.T) {
+	for _, tc := range []struct {
+		engine admission.EvictionReason
+		want   berthv1.WorkloadReason
+	}{
+		{admission.EvictDeactivated, berthv1.ReasonDeactivated},
+		{admission.EvictClusterQueueStopped, berthv1.ReasonClusterQueueStopped},
+		{admission.EvictLocalQueueStopped, berthv1.ReasonLocalQueueStopped},
+		{admission.EvictResized, berthv1.ReasonResized},
+		{admission.EvictInvalidSpec, berthv1.ReasonInvalidSpec},
+	} {
+		ev := EvictionTransition(admission.Eviction{Reason: tc.engine, Message: "m"})
+		if ev.Reason != tc.want || ev.Message != "m" {
+			t.Errorf("EvictionTransition(%s) = %+v", tc.engine, ev)
+		}
+	}
+	if admission.QueueNameLabel != berthv1.QueueNameLabel {
+		t.Errorf("the engine names the LocalQueue label %q, the API %q", admission.QueueNameLabel, berthv1.QueueNameLabel)
+	}
+}

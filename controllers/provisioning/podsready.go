@@ -71,15 +71,6 @@ func CountReady(pods []corev1.Pod) int32 {
 	return n
 }
 
-// gangSize is the total count of the workload's pod sets.
-func gangSize(wl *berthv1.Workload) int32 {
-	var n int32
-	for _, ps := range wl.Spec.PodSets {
-		n += ps.Count
-	}
-	return n
-}
-
 // PodsReadyDeadline is when every pod of a gang admitted at admittedAt must
 // be Ready; zero when the check is off.
 func PodsReadyDeadline(pol *berthv1.ProvisioningPolicy, admittedAt time.Time) time.Time {
@@ -89,11 +80,11 @@ func PodsReadyDeadline(pol *berthv1.ProvisioningPolicy, admittedAt time.Time) ti
 	return admittedAt.Add(time.Duration(pol.PodsReadySeconds) * time.Second)
 }
 
-// checkPodsReady looks, at the deadline, whether every pod of a gang
-// admitted on booked capacity is Ready: if so it records PodsReady (and the
-// gang is not checked again for this admission), otherwise it reports to
-// the engine, which evicts the gang. Before the deadline it asks to be
-// reconciled at the deadline.
+// checkPodsReady counts, at the deadline, the Ready pods of a gang admitted
+// on booked capacity and reports the count to the engine, which decides:
+// all Ready, the scheduler records PodsReady (and the gang is not checked
+// again for this admission); otherwise it evicts the gang. Before the
+// deadline it asks to be reconciled at the deadline.
 func (r *Reconciler) checkPodsReady(ctx context.Context, wl *berthv1.Workload, rf *berthv1.ResourceFlavor) (reconcile.Result, error) {
 	admitted := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
 	if admitted == nil || lifecycle.PhaseOf(wl) != lifecycle.Admitted {
@@ -111,15 +102,9 @@ func (r *Reconciler) checkPodsReady(ctx context.Context, wl *berthv1.Workload, r
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	ready, total := CountReady(pods), gangSize(wl)
-	if ready >= total {
-		_, err := r.writer.Write(ctx, wl, lifecycle.PodsReady{Total: total})
-		return reconcile.Result{}, err
-	}
 	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}, admission.BookingReport{
-		Attempt: wl.Status.Provisioning.Attempt, Answer: admission.AnswerPodsNotReady,
-		Message: fmt.Sprintf("%d of %d pods were Ready %s after admission (podsReadySeconds %d)",
-			ready, total, time.Duration(pol.PodsReadySeconds)*time.Second, pol.PodsReadySeconds),
+		Attempt: wl.Status.Provisioning.Attempt, Answer: admission.AnswerPodsCounted,
+		Ready: CountReady(pods), Deadline: deadline.UnixNano(), ReadySeconds: int64(pol.PodsReadySeconds),
 	})
 	return reconcile.Result{}, nil
 }

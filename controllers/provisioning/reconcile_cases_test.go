@@ -287,32 +287,18 @@ func answerCases() []wlCase {
 			objs: []client.Object{booking(rack(), started(now().Add(-time.Hour))), flavor(0)},
 		},
 		{
-			name: "a gang whose pods were all Ready at the deadline is recorded Running",
+			name: "a gang whose pods were all Ready at the deadline is counted for the engine, which records it",
 			objs: []client.Object{booking(rack(), started(now().Add(-time.Hour))), flavor(60),
 				gangPod("p0", name, "n", true), gangPod("p1", name, "n", true), gangPod("p2", name, "n", true), gangPod("p3", name, "n", true)},
-			check: func(t *testing.T, c client.Client, _ reports) {
-				if ph := lifecycle.PhaseOf(stored(t, c)); ph != lifecycle.Running {
-					t.Errorf("phase = %s, want Running", ph)
-				}
-			},
+			wantAnswers: []admission.Answer{admission.AnswerPodsCounted},
+			check:       wantCounted(4, now().Add(-time.Hour).Add(time.Minute)),
 		},
 		{
-			name: "a gang whose pods were not all Ready at the deadline is reported",
+			name: "a gang whose pods were not all Ready at the deadline is counted for the engine, which evicts it",
 			objs: []client.Object{booking(rack(), started(now().Add(-time.Hour))), flavor(60),
 				gangPod("p0", name, "n", true), gangPod("p1", name, "n", false)},
-			wantAnswers: []admission.Answer{admission.AnswerPodsNotReady},
-			check: func(t *testing.T, c client.Client, r reports) {
-				if msg := r[0].Message; msg != "1 of 4 pods were Ready 1m0s after admission (podsReadySeconds 60)" {
-					t.Errorf("message = %q", msg)
-				}
-			},
-		},
-		{
-			name: "a pods-ready write that fails is an error",
-			objs: []client.Object{booking(rack(), started(now().Add(-time.Hour))), flavor(60),
-				gangPod("p0", name, "n", true), gangPod("p1", name, "n", true), gangPod("p2", name, "n", true), gangPod("p3", name, "n", true)},
-			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload"}},
-			wantErr: "PodsReady on workload team-a/job-train-abcde",
+			wantAnswers: []admission.Answer{admission.AnswerPodsCounted},
+			check:       wantCounted(1, now().Add(-time.Hour).Add(time.Minute)),
 		},
 	}
 }
@@ -339,4 +325,20 @@ func namesake() *berthv1.Workload {
 	wl := booking(rack())
 	wl.UID = "earlier-uid"
 	return wl
+}
+
+// wantCounted checks the count of Ready pods reported at the deadline, and
+// that the reconciler wrote nothing: the engine decides, and the scheduler
+// writes PodsReady or the eviction.
+func wantCounted(ready int32, deadline time.Time) func(*testing.T, client.Client, reports) {
+	return func(t *testing.T, c client.Client, r reports) {
+		t.Helper()
+		got := r[0]
+		if got.Ready != ready || got.Deadline != deadline.UnixNano() || got.ReadySeconds != 60 {
+			t.Errorf("report = %d Ready, deadline %d, %d s; want %d, %d, 60 s", got.Ready, got.Deadline, got.ReadySeconds, ready, deadline.UnixNano())
+		}
+		if ph := lifecycle.PhaseOf(stored(t, c)); ph != lifecycle.Admitted {
+			t.Errorf("phase = %s, want Admitted: the reconciler writes no decision", ph)
+		}
+	}
 }

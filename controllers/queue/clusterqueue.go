@@ -24,27 +24,24 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/flavors"
-	"github.com/berth-dev/berth/controllers/lifecycle"
-	"github.com/berth-dev/berth/controllers/lifecycle/persist"
-	"github.com/berth-dev/berth/controllers/workload"
 )
 
 // ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
 // their status.
 type ClusterQueueReconciler struct {
 	client   Store
-	writer   persist.Writer
 	sched    ClusterQueueEngine
 	throttle *throttle
 	queues   ClusterQueueMetrics
 }
 
 // NewClusterQueueReconciler returns a ClusterQueue reconciler that writes a
-// queue's counts within limits (conditions at once), drains a queue's workloads
-// through writer, and sets the queue's series in queues on every look at
-// it (no writes: the series cost nothing of the API server's).
-func NewClusterQueueReconciler(c Store, writer persist.Writer, sched ClusterQueueEngine, limits StatusLimits, queues ClusterQueueMetrics) *ClusterQueueReconciler {
-	return &ClusterQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues}
+// queue's counts within limits (conditions at once) and sets the queue's
+// series in queues on every look at it (no writes: the series cost nothing
+// of the API server's). A queue stopped with HoldAndDrain is drained by the
+// engine, which is fed its stopPolicy.
+func NewClusterQueueReconciler(c Store, sched ClusterQueueEngine, limits StatusLimits, queues ClusterQueueMetrics) *ClusterQueueReconciler {
+	return &ClusterQueueReconciler{client: c, sched: sched, throttle: newThrottle(limits), queues: queues}
 }
 
 // Name of the controller.
@@ -91,11 +88,6 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonStopped,
 			Message: fmt.Sprintf("stopPolicy is %s: the queue admits nothing new", cq.Spec.StopPolicy)}
 	}
-	if cq.Spec.StopPolicy == berthv1.StopPolicyHoldAndDrain {
-		if err := r.drain(ctx, cq); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
 	base := cq.DeepCopy()
 	active.ObservedGeneration = cq.Generation
 	meta.SetStatusCondition(&cq.Status.Conditions, active)
@@ -131,38 +123,6 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	}
 	r.throttle.wrote(cq.Name)
 	return recheck, nil
-}
-
-// drain evicts every workload admitted by a ClusterQueue stopped with
-// HoldAndDrain. Their jobs are suspended and they wait, held, until the
-// queue is started again.
-func (r *ClusterQueueReconciler) drain(ctx context.Context, cq *berthv1.ClusterQueue) error {
-	wls := &berthv1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{workload.AdmittedInIndex: cq.Name}); err != nil {
-		return fmt.Errorf("listing workloads admitted by ClusterQueue %s: %w", cq.Name, err)
-	}
-	msg := fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", cq.Name)
-	return evictAdmitted(ctx, r.writer, r.queues, wls.Items, berthv1.ReasonClusterQueueStopped, msg)
-}
-
-// evictAdmitted evicts those of wls that hold quota, for reason, and
-// counts each eviction written against its ClusterQueue.
-func evictAdmitted(ctx context.Context, w persist.Writer, queues Evictions, wls []berthv1.Workload, reason berthv1.WorkloadReason, msg string) error {
-	for i := range wls {
-		wl := &wls[i]
-		if wl.Status.Admission == nil {
-			continue
-		}
-		cq := wl.Status.Admission.ClusterQueue
-		written, err := w.Write(ctx, wl, lifecycle.Evict{Reason: reason, Message: msg})
-		if written {
-			queues.Evicted(cq, string(reason))
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // missingFlavors lists the flavors the queue names that do not exist.

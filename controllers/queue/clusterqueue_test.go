@@ -31,7 +31,7 @@ func TestClusterQueueReconcile(t *testing.T) {
 		wantStatus   metav1.ConditionStatus
 		wantMissing  []string
 		wantWritten  bool
-		wantEvicted  []string
+		wantPolicy   berthv1.StopPolicy // the stopPolicy fed with the queue
 		wantDeleted  bool
 		wantReported string // the report's Status; empty: no report
 		check        func(t *testing.T, c client.Client)
@@ -62,24 +62,18 @@ func TestClusterQueueReconcile(t *testing.T) {
 					t.Errorf("Hold evicted a workload (%s)", r)
 				}
 			}},
-		{name: "a drained queue evicts what it admitted and counts it", wantMissing: []string{},
+		{name: "a drained queue is fed to the engine, which evicts: nothing is evicted here", wantMissing: []string{},
 			objs: with(clusterQueue(stopped(berthv1.StopPolicyHoldAndDrain)), queuedWorkload("a", "lq", "cq"),
 				queuedWorkload("b", "lq", "other"), queuedWorkload("c", "lq", "")),
 			wantStatus: metav1.ConditionFalse, wantReason: berthv1.ReasonStopped, wantWritten: true, wantReported: metrics.QueueStatusPending,
-			wantEvicted: []string{"cq/" + string(berthv1.ReasonClusterQueueStopped)},
+			wantPolicy: berthv1.StopPolicyHoldAndDrain,
 			check: func(t *testing.T, c client.Client) {
-				for name, want := range map[string]string{"a": string(berthv1.ReasonClusterQueueStopped), "b": "", "c": ""} {
-					if got := evictedReason(t, c, name); got != want {
-						t.Errorf("workload %s evicted %q, want %q", name, got, want)
+				for _, name := range []string{"a", "b", "c"} {
+					if got := evictedReason(t, c, name); got != "" {
+						t.Errorf("workload %s evicted %q by the reconciler; the scheduler writes evictions", name, got)
 					}
 				}
 			}},
-		{name: "a drain whose list fails is an error that names the queue", wantMissing: []string{},
-			objs: with(clusterQueue(stopped(berthv1.StopPolicyHoldAndDrain))),
-			fail: []fakeapi.Failure{{Verb: fakeapi.List, Kind: "Workload"}}, wantErr: "listing workloads admitted by ClusterQueue cq"},
-		{name: "a drain whose eviction fails is an error, not counted", wantMissing: []string{},
-			objs: with(clusterQueue(stopped(berthv1.StopPolicyHoldAndDrain)), queuedWorkload("a", "lq", "cq")),
-			fail: []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload"}}, wantErr: "Evict on workload team-a/a"},
 		{name: "a queue holding workloads is written and looked at again", objs: with(clusterQueue()),
 			eng: engine{status: busy, known: true}, wantMissing: []string{}, wantResult: reconcile.Result{RequeueAfter: interval},
 			wantStatus: metav1.ConditionTrue, wantReason: berthv1.ReasonReady, wantWritten: true, wantReported: metrics.QueueStatusActive,
@@ -101,7 +95,7 @@ func TestClusterQueueReconcile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, c := api(t, tc.fail, tc.objs...)
 			eng, s := tc.eng, &series{}
-			r := NewClusterQueueReconciler(c, writer(c), &eng, StatusLimits{Interval: interval}, s)
+			r := NewClusterQueueReconciler(c, &eng, StatusLimits{Interval: interval}, s)
 			if tc.wroteBefore {
 				r.throttle.wrote("cq")
 			}
@@ -119,8 +113,8 @@ func TestClusterQueueReconcile(t *testing.T) {
 			if tc.wantDeleted != (len(eng.deleted) == 1 && len(s.forgotten) == 1) {
 				t.Errorf("deleted %v, forgotten %v; want deleted=%v", eng.deleted, s.forgotten, tc.wantDeleted)
 			}
-			if !slices.Equal(s.evicted, tc.wantEvicted) {
-				t.Errorf("evictions counted %v, want %v", s.evicted, tc.wantEvicted)
+			if tc.wantPolicy != "" && (len(eng.policies) != 1 || eng.policies[0] != tc.wantPolicy) {
+				t.Errorf("fed stopPolicies %v, want %s", eng.policies, tc.wantPolicy)
 			}
 			if got := reportedStatus(s); got != tc.wantReported {
 				t.Errorf("reported status %q, want %q", got, tc.wantReported)

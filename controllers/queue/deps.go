@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"context"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -30,19 +32,14 @@ type ClusterQueueEngine interface {
 type ClusterQueueMetrics interface {
 	ReportClusterQueue(r metrics.ClusterQueueReport)
 	ForgetClusterQueue(name string)
-	Evictions
 }
 
-// Evictions counts the evictions a drain writes; *metrics.Queues
-// implements it.
-type Evictions interface {
-	Evicted(clusterQueue, reason string)
-}
-
-// LocalQueueCounter gives a LocalQueue's counts from the scheduler's own
-// tally; *scheduler.Scheduler implements it.
-type LocalQueueCounter interface {
+// LocalQueueEngine gives a LocalQueue's counts from the scheduler's own
+// tally, and feeds the engine the admitted workloads of a drained queue;
+// *scheduler.Scheduler implements it.
+type LocalQueueEngine interface {
 	LocalQueueCounts(namespace, name string) scheduler.LocalQueueCounts
+	Sync(ctx context.Context, wl *berthv1.Workload) error
 }
 
 // LocalQueueMetrics are the series the LocalQueue reconciler sets;
@@ -50,5 +47,4 @@ type LocalQueueCounter interface {
 type LocalQueueMetrics interface {
 	ReportLocalQueue(namespace, name string, pending, admitted int)
 	ForgetLocalQueue(namespace, name string)
-	Evictions
 }

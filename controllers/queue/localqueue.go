@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
 )
@@ -22,20 +21,19 @@ import (
 // LocalQueueReconciler writes LocalQueue status.
 type LocalQueueReconciler struct {
 	client   Store
-	writer   persist.Writer
-	sched    LocalQueueCounter
+	sched    LocalQueueEngine
 	throttle *throttle
 	queues   LocalQueueMetrics
 	series   bool
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
-// queue's counts within limits (conditions at once), drains a queue stopped with
-// HoldAndDrain through writer (counting the evictions in queues) and, with
-// series, sets the queue's own series in queues.
-func NewLocalQueueReconciler(c Store, writer persist.Writer, sched LocalQueueCounter, limits StatusLimits,
+// queue's counts within limits (conditions at once), feeds the admitted
+// workloads of a queue stopped with HoldAndDrain to the engine, which evicts
+// them, and, with series, sets the queue's own series in queues.
+func NewLocalQueueReconciler(c Store, sched LocalQueueEngine, limits StatusLimits,
 	queues LocalQueueMetrics, series bool) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, writer: writer, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
+	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
 }
 
 // Name of the controller.
@@ -108,16 +106,25 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return recheck, nil
 }
 
-// drain evicts every admitted workload of a LocalQueue stopped with
-// HoldAndDrain; their jobs are suspended and they wait, held, until the
-// queue is resumed.
+// drain feeds the admitted workloads of a LocalQueue stopped with
+// HoldAndDrain to the engine with their queue's state: the engine evicts
+// them and the scheduler writes the evictions; their jobs are suspended and
+// they wait, held, until the queue is resumed. (The workload reconciler
+// re-feeds only pending workloads when a queue changes.)
 func (r *LocalQueueReconciler) drain(ctx context.Context, lq *berthv1.LocalQueue) error {
 	wls := &berthv1.WorkloadList{}
 	if err := r.client.List(ctx, wls, client.InNamespace(lq.Namespace), client.MatchingFields{workload.QueueNameIndex: lq.Name}); err != nil {
 		return fmt.Errorf("listing workloads of LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 	}
-	msg := fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", lq.Name)
-	return evictAdmitted(ctx, r.writer, r.queues, wls.Items, berthv1.ReasonLocalQueueStopped, msg)
+	for i := range wls.Items {
+		if wls.Items[i].Status.Admission == nil {
+			continue
+		}
+		if err := r.sched.Sync(ctx, &wls.Items[i]); err != nil {
+			return fmt.Errorf("feeding workload %s/%s of drained LocalQueue %s: %w", lq.Namespace, wls.Items[i].Name, lq.Name, err)
+		}
+	}
+	return nil
 }
 
 func (r *LocalQueueReconciler) activeCondition(ctx context.Context, lq *berthv1.LocalQueue) (metav1.Condition, error) {

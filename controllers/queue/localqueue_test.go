@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -46,7 +47,8 @@ func TestLocalQueueReconcile(t *testing.T) {
 		wantReason  string
 		wantWritten bool
 		wantSeries  []string // reported, or forgotten for a queue that is gone
-		wantEvicted []string
+		syncErr     error
+		wantSynced  []string // the workloads fed to the engine
 		check       func(t *testing.T, c client.Client)
 	}{
 		{name: "a LocalQueue that is gone leaves the metrics", wantSeries: []string{"team-a/lq"}},
@@ -91,18 +93,21 @@ func TestLocalQueueReconcile(t *testing.T) {
 			objs: []client.Object{localQueue(""), clusterQueue()}, counts: scheduler.LocalQueueCounts{Pending: 1},
 			wantResult: reconcile.Result{RequeueAfter: interval},
 			wantStatus: metav1.ConditionTrue, wantReason: berthv1.ReasonReady, wantWritten: true},
-		{name: "a drained queue evicts its admitted workloads only",
+		{name: "a drained queue feeds its admitted workloads only to the engine, and evicts none itself",
 			objs: []client.Object{localQueue(berthv1.StopPolicyHoldAndDrain), queuedWorkload("a", "lq", "cq"),
 				queuedWorkload("b", "other", "cq"), queuedWorkload("c", "lq", "")},
 			wantStatus: metav1.ConditionFalse, wantReason: berthv1.ReasonStopped, wantWritten: true, wantSeries: []string{"team-a/lq"},
-			wantEvicted: []string{"cq/" + string(berthv1.ReasonLocalQueueStopped)},
+			wantSynced: []string{"a"},
 			check: func(t *testing.T, c client.Client) {
-				for name, want := range map[string]string{"a": string(berthv1.ReasonLocalQueueStopped), "b": "", "c": ""} {
-					if got := evictedReason(t, c, name); got != want {
-						t.Errorf("workload %s evicted %q, want %q", name, got, want)
+				for _, name := range []string{"a", "b", "c"} {
+					if got := evictedReason(t, c, name); got != "" {
+						t.Errorf("workload %s evicted %q by the reconciler; the scheduler writes evictions", name, got)
 					}
 				}
 			}},
+		{name: "a drain whose feed fails names the workload", objs: []client.Object{localQueue(berthv1.StopPolicyHoldAndDrain),
+			queuedWorkload("a", "lq", "cq")}, syncErr: errors.New("boom"), wantSynced: []string{"a"},
+			wantErr: "feeding workload team-a/a of drained LocalQueue lq"},
 		{name: "a drain whose list fails names the queue", objs: []client.Object{localQueue(berthv1.StopPolicyHoldAndDrain)},
 			fail: []fakeapi.Failure{{Verb: fakeapi.List, Kind: "Workload"}}, wantErr: "listing workloads of LocalQueue team-a/lq"},
 		{name: "a status write that fails names the queue", objs: []client.Object{localQueue(""), clusterQueue()},
@@ -115,7 +120,8 @@ func TestLocalQueueReconcile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, c := api(t, tc.fail, tc.objs...)
 			s := &series{}
-			r := NewLocalQueueReconciler(c, writer(c), &engine{counts: tc.counts}, StatusLimits{Interval: interval}, s, !tc.noSeries)
+			eng := &engine{counts: tc.counts, syncErr: tc.syncErr}
+			r := NewLocalQueueReconciler(c, eng, StatusLimits{Interval: interval}, s, !tc.noSeries)
 			res, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "lq"}})
 			checkErr(t, err, tc.wantErr)
 			if res != tc.wantResult {
@@ -124,8 +130,8 @@ func TestLocalQueueReconcile(t *testing.T) {
 			if got := append(slices.Clone(s.lqReports), s.forgotten...); !slices.Equal(got, tc.wantSeries) {
 				t.Errorf("series reported or forgotten %v, want %v", got, tc.wantSeries)
 			}
-			if !slices.Equal(s.evicted, tc.wantEvicted) {
-				t.Errorf("evictions counted %v, want %v", s.evicted, tc.wantEvicted)
+			if !slices.Equal(eng.synced, tc.wantSynced) {
+				t.Errorf("fed %v, want %v", eng.synced, tc.wantSynced)
 			}
 			if tc.wantErr != "" || len(tc.objs) == 0 {
 				return

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,12 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
-	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -28,14 +27,23 @@ type engine struct {
 	status    scheduler.QueueStatus
 	known     bool
 	counts    scheduler.LocalQueueCounts
+	syncErr   error
 
-	upserted [][]string // the missing flavors of each upsert
+	upserted [][]string           // the missing flavors of each upsert
+	policies []berthv1.StopPolicy // the stopPolicy of each upsert
+	synced   []string             // the workloads fed
 	deleted  []string
 }
 
-func (e *engine) UpsertClusterQueue(_ *berthv1.ClusterQueue, missing []string, _ bool) error {
+func (e *engine) UpsertClusterQueue(cq *berthv1.ClusterQueue, missing []string, _ bool) error {
 	e.upserted = append(e.upserted, missing)
+	e.policies = append(e.policies, cq.Spec.StopPolicy)
 	return e.upsertErr
+}
+
+func (e *engine) Sync(_ context.Context, wl *berthv1.Workload) error {
+	e.synced = append(e.synced, wl.Name)
+	return e.syncErr
 }
 
 func (e *engine) DeleteClusterQueue(name string) { e.deleted = append(e.deleted, name) }
@@ -49,12 +57,10 @@ type series struct {
 	reports   []metrics.ClusterQueueReport
 	lqReports []string
 	forgotten []string
-	evicted   []string
 }
 
 func (s *series) ReportClusterQueue(r metrics.ClusterQueueReport) { s.reports = append(s.reports, r) }
 func (s *series) ForgetClusterQueue(name string)                  { s.forgotten = append(s.forgotten, name) }
-func (s *series) Evicted(cq, reason string)                       { s.evicted = append(s.evicted, cq+"/"+reason) }
 func (s *series) ReportLocalQueue(ns, name string, _, _ int) {
 	s.lqReports = append(s.lqReports, ns+"/"+name)
 }
@@ -77,10 +83,6 @@ func api(t *testing.T, fail []fakeapi.Failure, objs ...client.Object) (base, c c
 		return nil
 	}).Build()
 	return base, fakeapi.Failing(base, fail...)
-}
-
-func writer(c client.WithWatch) persist.Writer {
-	return persist.Writer{Client: c, Reader: c, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))}
 }
 
 func clusterQueue(opts ...func(*berthv1.ClusterQueue)) *berthv1.ClusterQueue {

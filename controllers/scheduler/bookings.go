@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -29,6 +30,10 @@ func (s *Scheduler) applyBooking(ctx context.Context, d admission.BookingDecisio
 			logWriteError(ctx, err, "reading workload to decide its booking", d.Key)
 			s.undo(d.Key)
 		}
+		return
+	}
+	if d.Action == admission.BookingPodsReady {
+		s.applyPodsReady(ctx, wl, d)
 		return
 	}
 	done := func(fresh *berthv1.Workload) bool {
@@ -69,4 +74,19 @@ func (s *Scheduler) booked(d admission.BookingDecision, wl *berthv1.Workload, cl
 	default:
 		s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventProvisioningFailed, "Provision", "%s", msg)
 	}
+}
+
+// applyPodsReady records that every pod of a gang started on booked
+// capacity was Ready by its deadline, as the engine decided: no event, no
+// outcome (the booking's outcome was counted when it was provisioned).
+func (s *Scheduler) applyPodsReady(ctx context.Context, wl *berthv1.Workload, d admission.BookingDecision) {
+	var total int32
+	for _, ps := range wl.Spec.PodSets {
+		total += ps.Count
+	}
+	done := func(fresh *berthv1.Workload) bool {
+		return meta.IsStatusConditionTrue(fresh.Status.Conditions, berthv1.ConditionPodsReady)
+	}
+	s.commit(ctx, wl, decision{key: d.Key, transition: lifecycle.PodsReady{Total: total}, done: done, what: "pods-ready decision",
+		onWritten: func(*berthv1.Workload) {}, undo: func() { s.undo(d.Key) }})
 }

@@ -123,7 +123,14 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		s.mu.Lock()
 		s.pending.wrote(p)
 		s.mu.Unlock()
-		if actionable(p.Reason) {
+		switch {
+		case p.Reason.Unqueueable():
+			// Told on the job too: its owner may never look at the Workload.
+			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", p.Message)
+			if owner := lifecycle.OwnerOf(wl); owner != nil {
+				s.recorder.Eventf(owner, wl, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", p.Message)
+			}
+		case actionable(p.Reason):
 			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventInadmissible, "Queue", p.Message)
 		}
 	}

@@ -11,15 +11,19 @@ import (
 )
 
 // fedInput is the part of a Workload the engine's form is converted from
-// (lifecycle.WorkloadToEngine), kept in the API's form: the spec through
-// its generation, the admission, the booking record, PodsReady, and where
-// it queues. Most Workload events change none of it — a pending reason or
+// (lifecycle.WorkloadToEngine), kept in the API's form: the spec (with
+// spec.active) through its generation, the admission, the booking record,
+// the phase (an eviction in progress), PodsReady, and where it queues with
+// the facts about its queues. Most Workload events change none of it — a pending reason or
 // an event written, PodsHeld, a finalizer — and need no conversion and no
 // cycle.
 type fedInput struct {
-	uid          types.UID
-	generation   int64
+	uid        types.UID
+	generation int64
+	// queue holds the facts about the workload's queues too: its
+	// LocalQueue's state and whether the namespace is accepted.
 	queue        lifecycle.QueueRef
+	phase        lifecycle.Phase
 	podsReady    bool
 	admission    *berthv1.Admission
 	provisioning *berthv1.ProvisioningStatus
@@ -29,7 +33,7 @@ type fedInput struct {
 // keeps, as callers may change wl after.
 func inputOf(wl *berthv1.Workload, q lifecycle.QueueRef) fedInput {
 	return fedInput{
-		uid: wl.UID, generation: wl.Generation, queue: q,
+		uid: wl.UID, generation: wl.Generation, queue: q, phase: lifecycle.PhaseOf(wl),
 		podsReady:    meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionPodsReady),
 		admission:    wl.Status.Admission.DeepCopy(),
 		provisioning: wl.Status.Provisioning.DeepCopy(),
@@ -41,7 +45,7 @@ func inputOf(wl *berthv1.Workload, q lifecycle.QueueRef) fedInput {
 // same.
 func (f fedInput) same(o fedInput) bool {
 	return f.generation != 0 && f.uid == o.uid && f.generation == o.generation && f.queue == o.queue &&
-		f.podsReady == o.podsReady && equality.Semantic.DeepEqual(f.admission, o.admission) &&
+		f.phase == o.phase && f.podsReady == o.podsReady && equality.Semantic.DeepEqual(f.admission, o.admission) &&
 		equality.Semantic.DeepEqual(f.provisioning, o.provisioning)
 }
 
@@ -68,5 +72,8 @@ func (f fedInputs) forgetDecided(res admission.Result) {
 	}
 	for _, b := range res.Bookings {
 		delete(f, b.Key)
+	}
+	for _, e := range res.Evictions {
+		delete(f, e.Key)
 	}
 }

@@ -48,6 +48,15 @@ func TestUnchangedWorkloadNotFedAgain(t *testing.T) {
 			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1.ConditionPodsReady,
 				Status: metav1.ConditionTrue, Reason: "Ready", Message: "ready"})
 		}, fed: true},
+		{name: "an eviction written", change: func(wl *berthv1.Workload, _ *lifecycle.QueueRef, _ *Scheduler) {
+			wl.Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{
+				Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "cpu"}}}}
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1.ConditionEvicted,
+				Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonDeactivated), Message: "deactivated"})
+		}, fed: true},
+		{name: "its LocalQueue stopped", change: func(_ *berthv1.Workload, q *lifecycle.QueueRef, _ *Scheduler) {
+			q.LocalQueueState = admission.LocalQueueHold
+		}, fed: true},
 		{name: "its LocalQueue's weight", change: func(_ *berthv1.Workload, q *lifecycle.QueueRef, _ *Scheduler) {
 			q.LocalQueueWeight = 2000
 		}, fed: true},

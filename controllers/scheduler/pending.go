@@ -17,12 +17,12 @@ func actionable(r admission.PendingReason) bool {
 		admission.ExceedsMaxQuota, admission.UnknownTopologyLevel, admission.ExceedsDomainCapacity:
 		return true
 	}
-	return false
+	return r.Unqueueable()
 }
 
 // outdated reports whether a reason on record in a Workload's status asks
-// someone to act — an engine reason that is actionable, or one of the
-// reasons the queue resolution writes — so that it must be replaced as soon
+// someone to act — an engine reason that is actionable, or an invalid spec
+// the scheduler reported — so that it must be replaced as soon
 // as the workload merely waits: a status telling its owner to fix what is
 // no longer broken is worse than none.
 func outdated(r admission.PendingReason) bool {
@@ -77,7 +77,9 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 		return
 	}
 	last, recorded := p.written[u.Key]
-	if recorded && last == u.Reason {
+	// Why a workload cannot be queued names what to fix (which LocalQueue,
+	// which stopPolicy): its message is written whenever it changes.
+	if recorded && last == u.Reason && !u.Reason.Unqueueable() {
 		delete(p.notes, u.Key) // the reason on record still holds
 		return
 	}

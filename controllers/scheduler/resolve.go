@@ -10,13 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// Unqueueable says why a workload cannot be queued at all: it is
-// deactivated, its LocalQueue is missing or stopped, or its ClusterQueue
-// does not accept the workload's namespace.
+// Unqueueable says why the engine refused a workload's spec: the API's
+// validation makes that rare. Whether a workload may be queued at all
+// (deactivated, LocalQueue missing or stopped, namespace not accepted) is
+// the engine's decision, reported as a pending reason.
 type Unqueueable struct {
 	// Reason is a pending reason.
 	Reason berthv1.WorkloadReason
@@ -24,73 +26,73 @@ type Unqueueable struct {
 	Message string
 }
 
-// ResolveQueue finds the ClusterQueue a pending workload is queued in, and
-// its LocalQueue's weight. An admitted workload is in the ClusterQueue of its
-// admission. It returns a non-nil Unqueueable, not an error, when the
-// workload's queue setup is wrong; errors are reserved for failed reads.
-func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (lifecycle.QueueRef, *Unqueueable, error) {
-	if wl.Status.Admission != nil {
-		return lifecycle.QueueRef{ClusterQueue: wl.Status.Admission.ClusterQueue}, nil, nil
-	}
-	if !wl.IsActive() {
-		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonDeactivated, Message: fmt.Sprintf(
-			"the Workload is deactivated (spec.active is false); it waits until activated: kubectl berth activate workload %s -n %s",
-			wl.Name, wl.Namespace)}, nil
+// ResolveQueue resolves the API objects a workload is queued through into
+// the plain facts the engine decides on: the ClusterQueue it is queued in
+// (an admitted one, the ClusterQueue of its admission) with its
+// LocalQueue's weight, whether its LocalQueue is missing or stopped, and
+// whether the ClusterQueue accepts its namespace. Errors are reserved for
+// failed reads.
+func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (lifecycle.QueueRef, error) {
+	admitted := wl.Status.Admission != nil
+	if !admitted && !wl.IsActive() {
+		return lifecycle.QueueRef{}, nil // held as deactivated whatever its queues
 	}
 	lq := &berthv1.LocalQueue{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: wl.Spec.QueueName}, lq)
-	if apierrors.IsNotFound(err) {
-		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: fmt.Sprintf(
-			"LocalQueue %q does not exist in namespace %q: create it, or set the %s label to an existing LocalQueue",
-			wl.Spec.QueueName, wl.Namespace, berthv1.QueueNameLabel)}, nil
-	}
-	if err != nil {
-		return lifecycle.QueueRef{}, nil, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
-	}
-	if p := lq.Spec.StopPolicy; p == berthv1.StopPolicyHold || p == berthv1.StopPolicyHoldAndDrain {
-		return lifecycle.QueueRef{}, &Unqueueable{Reason: berthv1.ReasonLocalQueueStopped, Message: fmt.Sprintf(
-			"LocalQueue %q is stopped (stopPolicy %s); its workloads wait until it is resumed: kubectl berth resume localqueue %s -n %s",
-			lq.Name, p, lq.Name, lq.Namespace)}, nil
+	switch {
+	case apierrors.IsNotFound(err):
+		q := lifecycle.QueueRef{LocalQueueState: admission.LocalQueueMissing}
+		if admitted {
+			q.ClusterQueue = wl.Status.Admission.ClusterQueue
+		}
+		return q, nil
+	case err != nil:
+		return lifecycle.QueueRef{}, fmt.Errorf("reading LocalQueue %s/%s: %w", wl.Namespace, wl.Spec.QueueName, err)
 	}
 	q := lifecycle.QueueOf(lq)
-	unq, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
-	if err != nil || unq != nil {
-		return lifecycle.QueueRef{}, unq, err
+	if admitted {
+		// Admitted workloads keep running where they were admitted: only a
+		// drain or a deactivation evicts them.
+		return lifecycle.QueueRef{ClusterQueue: wl.Status.Admission.ClusterQueue, LocalQueueState: q.LocalQueueState}, nil
 	}
-	return q, nil, nil
+	if q.LocalQueueState != admission.LocalQueueOpen {
+		return q, nil
+	}
+	refusal, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
+	q.NamespaceRefusal = refusal
+	return q, err
 }
 
-// checkClusterQueue says whether a ClusterQueue accepts workloads from a
+// checkClusterQueue says whether a ClusterQueue refuses workloads from a
 // namespace. A missing ClusterQueue is no reason to refuse: the engine holds
 // the workload and reports ClusterQueueNotFound until it is created.
-func checkClusterQueue(ctx context.Context, r client.Reader, cqName, namespace string) (*Unqueueable, error) {
+func checkClusterQueue(ctx context.Context, r client.Reader, cqName, namespace string) (admission.NamespaceRefusal, error) {
 	cq := &berthv1.ClusterQueue{}
 	err := r.Get(ctx, client.ObjectKey{Name: cqName}, cq)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return admission.NamespaceSelected, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
+		return admission.NamespaceSelected, fmt.Errorf("reading ClusterQueue %s: %w", cqName, err)
 	}
 	ok, err := NamespaceAllowed(ctx, r, cq, namespace)
-	if err != nil {
-		return nil, err
+	switch {
+	case err != nil || ok:
+		return admission.NamespaceSelected, err
+	case cq.Spec.NamespaceSelector == nil:
+		return admission.NamespaceNoSelector, nil
 	}
-	if !ok {
-		return &Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: NotAllowedMessage(cq, namespace)}, nil
-	}
-	return nil, nil
+	return admission.NamespaceNotSelected, nil
 }
 
 // NotAllowedMessage says why a ClusterQueue refuses a namespace and who
-// can change that.
+// can change that: the engine's words for its NamespaceNotAllowed reason.
 func NotAllowedMessage(cq *berthv1.ClusterQueue, namespace string) string {
+	refusal := admission.NamespaceNotSelected
 	if cq.Spec.NamespaceSelector == nil {
-		return fmt.Sprintf("ClusterQueue %q has no namespaceSelector, which selects no namespace: "+
-			"its administrator sets one that matches namespace %q ({} for every namespace), or use another LocalQueue", cq.Name, namespace)
+		refusal = admission.NamespaceNoSelector
 	}
-	return fmt.Sprintf("ClusterQueue %q does not accept workloads from namespace %q: "+
-		"its administrator changes its namespaceSelector, or use another LocalQueue", cq.Name, namespace)
+	return admission.NotAllowedMessage(refusal, cq.Name, namespace)
 }
 
 // NamespaceAllowed reports whether the ClusterQueue's namespaceSelector

@@ -1,7 +1,10 @@
 // Package scheduler is the shell around the admission engine: it feeds the
-// engine what the API server says about queues and workloads, runs
-// admission cycles, and writes the engine's decisions back — admissions,
-// evictions and pending reasons — as Workload status.
+// engine what the API server says about queues and workloads, resolved into
+// the engine's plain facts, runs admission cycles, and writes the engine's
+// decisions back — admissions, bookings, pending reasons and every eviction
+// (preemptions, failed bookings, drains, deactivations, changed jobs) — as
+// Workload status, with their metrics and events. It is the one writer of
+// evictions.
 //
 // The engine is not safe for concurrent use; Scheduler serialises every call
 // into it with one mutex and never holds that mutex across an API call.
@@ -23,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -93,6 +97,9 @@ type Scheduler struct {
 	// fed is what the engine was last given per workload: an event that
 	// changed none of it is not converted again.
 	fed fedInputs
+	// jobs are the jobs whose change was reported (ReportChange), until
+	// their eviction is told on them.
+	jobs map[admission.WorkloadKey]runtime.Object
 
 	// serving is true while Start runs with the cluster loaded: the engine
 	// then answers for the whole cluster.
@@ -129,7 +136,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
 		engine: engine, assumed: map[admission.WorkloadKey]string{}, fed: fedInputs{}, wake: make(chan struct{}, 1),
-		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(),
+		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(), jobs: map[admission.WorkloadKey]runtime.Object{},
 	}, nil
 }
 
@@ -188,10 +195,11 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 	} else if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		s.pending.recorded(key, berthv1.WorkloadReason(c.Reason))
 	}
-	s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	in := inputOf(wl, q)
 	if s.fed.unchanged(key, in) {
-		return nil // the engine holds this workload as it is: no cycle either
+		// The engine holds this workload as it is, and its LocalQueue
+		// counts it as they did: no conversion, no cycle.
+		return nil
 	}
 	ew := lifecycle.WorkloadToEngine(wl, q)
 	wasBooking := s.engine.Booking(key)
@@ -203,6 +211,12 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 	if wasBooking && ew.Admission != nil && !s.engine.Booking(key) {
 		// The booking is provisioned: the gang may start now.
 		s.opts.Metrics.ObserveAdmissionWait(ew.Admission.ClusterQueue, metrics.PathProvisioned, s.now().Sub(wl.CreationTimestamp.Time))
+	}
+	if _, held := s.engine.Held(key); held {
+		// Not queued at all: it counts in no LocalQueue.
+		s.queues.remove(key)
+	} else {
+		s.queues.set(key, wl.Spec.QueueName, wl.Status.Admission != nil)
 	}
 	s.poke()
 	return nil
@@ -216,6 +230,7 @@ func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	delete(s.fed, key)
 	s.pending.forget(key)
 	s.queues.remove(key)
+	delete(s.jobs, key)
 	s.engine.DeleteWorkload(key)
 	s.poke()
 }
@@ -350,16 +365,18 @@ func (s *Scheduler) load(ctx context.Context) error {
 }
 
 // Sync feeds one workload to the engine as its current state demands: a
-// finished workload releases its quota, an unqueueable one leaves the queue,
-// any other is upserted. It returns why the workload cannot be queued, if so.
+// finished workload releases its quota, any other is upserted with the facts
+// of its queues, from which the engine decides whether it may be queued and
+// whether it must be evicted.
 func (s *Scheduler) Sync(ctx context.Context, wl *berthv1.Workload) error {
 	_, err := s.SyncWorkload(ctx, wl)
 	return err
 }
 
-// SyncWorkload is Sync that also returns why the workload cannot be queued.
-// A workload that holds quota stays in the engine until it is gone, even
-// while it is being deleted: its finalizer keeps it until its pods are.
+// SyncWorkload is Sync that also returns why the engine refused the
+// workload's spec, if it did. A workload that holds quota stays in the engine
+// until it is gone, even while it is being deleted: its finalizer keeps it
+// until its pods are.
 func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Unqueueable, error) {
 	phase := lifecycle.PhaseOf(wl)
 	if phase == lifecycle.Finished || phase == lifecycle.GaveUp || (!wl.DeletionTimestamp.IsZero() && !lifecycle.HoldsQuota(phase)) {
@@ -367,13 +384,9 @@ func (s *Scheduler) SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*Un
 		s.DeleteWorkload(lifecycle.KeyOf(wl))
 		return nil, nil
 	}
-	q, unq, err := ResolveQueue(ctx, s.client, wl)
+	q, err := ResolveQueue(ctx, s.client, wl)
 	if err != nil {
 		return nil, err
-	}
-	if unq != nil {
-		s.DeleteWorkload(lifecycle.KeyOf(wl))
-		return unq, nil
 	}
 	if err := s.UpsertWorkload(wl, q); err != nil {
 		// Invalid input never reaches the engine; the API's own validation
@@ -404,7 +417,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		s.pending.note(p, now)
 	}
 	s.mu.Unlock()
-	if len(res.Admitted)+len(res.Preemptions)+len(res.Bookings) == 0 {
+	if len(res.Admitted)+len(res.Preemptions)+len(res.Bookings)+len(res.Evictions) == 0 {
 		s.flushPending(ctx)
 		return
 	}
@@ -426,6 +439,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	for _, d := range res.Bookings {
 		run(func() { s.applyBooking(ctx, d) })
+	}
+	for _, ev := range res.Evictions {
+		run(func() { s.applyEviction(ctx, ev) })
 	}
 	wg.Wait()
 	s.flushPending(ctx)

@@ -36,7 +36,6 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
-	"github.com/berth-dev/berth/controllers/lifecycle/persist"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/provisioning"
@@ -144,7 +143,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if p.provisioning {
 		reconcilers = append(reconcilers, provisioning.New(recorder, sched, o.Provisioning))
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers)}
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
+		Changes: sched}
 	kinds, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
 		return nil, err
@@ -175,7 +175,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 // plan has it, the capacity reconciler, which the scheduler waits for
 // before its first cycle.
 func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.Metrics, recorder events.EventRecorder) (*scheduler.Scheduler, []Reconciler, error) {
-	writer := persist.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: o.Clock}
 	var capacityRec *capacity.Reconciler
 	so := scheduler.Options{Engine: o.Engine, Workers: o.ApplyWorkers, PendingStatusDelay: o.PendingStatusDelay, Metrics: m, Clock: o.Clock}
 	if p.capacity {
@@ -187,9 +186,9 @@ func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.M
 	}
 	limits := queue.StatusLimits{Interval: o.StatusInterval, Rate: o.StatusRate}
 	reconcilers := []Reconciler{
-		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock, m.Queues),
-		queue.NewClusterQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues),
-		queue.NewLocalQueueReconciler(mgr.GetClient(), writer, sched, limits, m.Queues, o.LocalQueueMetrics),
+		workload.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), sched, recorder, o.Clock),
+		queue.NewClusterQueueReconciler(mgr.GetClient(), sched, limits, m.Queues),
+		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, limits, m.Queues, o.LocalQueueMetrics),
 	}
 	if p.capacity {
 		if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses); err != nil {

@@ -40,24 +40,16 @@ func queueCases(engineErr error) []reconcileCase {
 			wantErr: engineErr.Error(), wantSynced: 1, check: unchanged,
 		},
 		{
-			name: "a missing LocalQueue is recorded with a warning on the workload and its job",
-			objs: []client.Object{workload()}, unq: noLQ(), wantSynced: 1,
+			name: "a spec the engine refused is recorded with a warning on the workload and its job",
+			objs: []client.Object{workload()}, unq: refused(), wantSynced: 1,
 			wantEvents: []string{lifecycle.EventUnqueueable + " Workload", lifecycle.EventUnqueueable + " Job"},
-			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonLocalQueueNotFound, noLQ().Message),
+			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonInvalidSpec, refused().Message),
 		},
 		{
-			name: "an unqueueable workload's Admitted condition says it waits",
-			objs: []client.Object{workload()}, unq: noLQ(), wantSynced: 1,
+			name: "a refused workload's Admitted condition says it waits",
+			objs: []client.Object{workload()}, unq: refused(), wantSynced: 1,
 			wantEvents: []string{lifecycle.EventUnqueueable + " Workload", lifecycle.EventUnqueueable + " Job"},
 			check:      wantCondition(berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonPending, "waiting for quota"),
-		},
-		{
-			name: "a namespace the ClusterQueue does not select is recorded",
-			objs: []client.Object{workload()}, wantSynced: 1,
-			unq:        &scheduler.Unqueueable{Reason: berthv1.ReasonNamespaceNotAllowed, Message: "namespace team-a is not selected"},
-			wantEvents: []string{lifecycle.EventUnqueueable + " Workload", lifecycle.EventUnqueueable + " Job"},
-			check: wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonNamespaceNotAllowed,
-				"namespace team-a is not selected"),
 		},
 		{
 			name: "an invalid spec the engine refused is recorded",
@@ -69,37 +61,37 @@ func queueCases(engineErr error) []reconcileCase {
 		},
 		{
 			name: "an owner that is not the controller gets no event",
-			objs: []client.Object{workload(notControlled)}, unq: noLQ(), wantSynced: 1,
+			objs: []client.Object{workload(notControlled)}, unq: refused(), wantSynced: 1,
 			wantEvents: []string{lifecycle.EventUnqueueable + " Workload"},
-			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonLocalQueueNotFound, ""),
+			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonInvalidSpec, ""),
 		},
 		{
 			name: "a reason already on record is neither written nor announced again",
-			objs: []client.Object{workload(queued(noLQ().Reason, noLQ().Message))}, unq: noLQ(), wantSynced: 1,
-			check: wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonLocalQueueNotFound, noLQ().Message),
+			objs: []client.Object{workload(queued(refused().Reason, refused().Message))}, unq: refused(), wantSynced: 1,
+			check: wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonInvalidSpec, refused().Message),
 		},
 		{
 			name: "a new reason replaces the one on record",
 			objs: []client.Object{workload(queued(berthv1.ReasonClusterQueueStopped, "ClusterQueue cq is stopped"))},
-			unq:  noLQ(), wantSynced: 1,
+			unq:  refused(), wantSynced: 1,
 			wantEvents: []string{lifecycle.EventUnqueueable + " Workload", lifecycle.EventUnqueueable + " Job"},
-			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonLocalQueueNotFound, noLQ().Message),
+			check:      wantCondition(berthv1.ConditionQuotaReserved, metav1.ConditionFalse, berthv1.ReasonInvalidSpec, refused().Message),
 		},
 		{
 			name: "a status write that fails is an error and announces nothing",
-			objs: []client.Object{workload()}, unq: noLQ(), wantSynced: 1,
+			objs: []client.Object{workload()}, unq: refused(), wantSynced: 1,
 			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload"}},
 			wantErr: "Queue on workload team-a/train", check: unchanged,
 		},
 		{
 			name: "a status write that keeps conflicting is an error after the re-reads",
-			objs: []client.Object{workload()}, unq: noLQ(), wantSynced: 1,
+			objs: []client.Object{workload()}, unq: refused(), wantSynced: 1,
 			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload", Err: conflict()}},
 			wantErr: "Queue on workload team-a/train", check: unchanged,
 		},
 		{
 			name: "a conflict that outlasts the retries is returned as the API server's, to be retried",
-			objs: []client.Object{workload()}, unq: noLQ(), wantSynced: 1,
+			objs: []client.Object{workload()}, unq: refused(), wantSynced: 1,
 			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload", Err: conflict()}},
 			wantErr: "Operation cannot be fulfilled", check: unchanged,
 		},
@@ -120,50 +112,23 @@ func queueCases(engineErr error) []reconcileCase {
 	}
 }
 
-// deactivateCases evict deactivated workloads that hold quota.
+// deactivateCases feed deactivated workloads to the engine, which decides
+// whether they are held or evicted; the scheduler writes its decisions, so
+// the reconciler writes nothing, counts nothing and announces nothing.
 func deactivateCases() []reconcileCase {
-	deactivated := "the Workload was deactivated (spec.active is false)"
 	return []reconcileCase{
 		{
-			name: "a deactivated admitted workload is evicted, counted and announced",
-			objs: []client.Object{workload(admitted, inactive)}, wantSynced: 1,
-			wantEvents:  []string{lifecycle.EventDeactivated + " Workload"},
-			wantEvicted: []string{"cq/" + string(berthv1.ReasonDeactivated)},
-			check:       wantCondition(berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonDeactivated, deactivated),
+			name: "a deactivated admitted workload is fed to the engine and not evicted here",
+			objs: []client.Object{workload(admitted, inactive)}, wantSynced: 1, check: unchanged,
 		},
 		{
-			name: "a deactivated admitted workload keeps its admission until its pods are gone",
-			objs: []client.Object{workload(admitted, inactive)}, wantSynced: 1,
-			wantEvents:  []string{lifecycle.EventDeactivated + " Workload"},
-			wantEvicted: []string{"cq/" + string(berthv1.ReasonDeactivated)},
-			check: func(t *testing.T, c client.Client) {
-				wl := get(t, c)
-				if wl.Status.Admission == nil || lifecycle.PhaseOf(wl) != lifecycle.Evicting {
-					t.Errorf("phase = %s, admission %v; want Evicting with its admission", lifecycle.PhaseOf(wl), wl.Status.Admission)
-				}
-			},
-		},
-		{
-			name: "a deactivated pending workload holds no quota: nothing to evict",
+			name: "a deactivated pending workload is fed to the engine and nothing is written",
 			objs: []client.Object{workload(inactive)}, wantSynced: 1, check: unchanged,
 		},
 		{
-			name: "a deactivated workload already evicting is not evicted again",
+			name: "a deactivated workload already evicting is fed to the engine and nothing is written",
 			objs: []client.Object{workload(evicting, inactive)}, wantSynced: 1,
 			check: wantCondition(berthv1.ConditionEvicted, metav1.ConditionTrue, berthv1.ReasonPreempted, ""),
-		},
-		{
-			name: "a deactivation whose write fails is an error, neither counted nor announced",
-			objs: []client.Object{workload(admitted, inactive)}, wantSynced: 1,
-			fail:    []fakeapi.Failure{{Verb: fakeapi.SubResourcePatch, Kind: "Workload"}},
-			wantErr: "Evict on workload team-a/train", check: unchanged,
-		},
-		{
-			name: "a deactivated admitted workload the engine cannot queue is evicted, not marked unqueueable",
-			objs: []client.Object{workload(admitted, inactive)}, unq: noLQ(), wantSynced: 1,
-			wantEvents:  []string{lifecycle.EventDeactivated + " Workload"},
-			wantEvicted: []string{"cq/" + string(berthv1.ReasonDeactivated)},
-			check:       wantCondition(berthv1.ConditionAdmitted, metav1.ConditionFalse, berthv1.ReasonEvicted, deactivated),
 		},
 	}
 }

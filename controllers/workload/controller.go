@@ -1,8 +1,10 @@
 // Package workload reconciles Workloads into the admission engine: every
 // change of a Workload, of its LocalQueue or of its ClusterQueue re-feeds the
-// workload to the scheduler, and a workload that cannot be queued at all
-// (missing LocalQueue, namespace not accepted) gets a condition and an event
-// that say what to fix. It also owns the Workload finalizer: a Workload that
+// workload to the scheduler, with the facts the engine decides on — whether
+// it is active, whether its LocalQueue exists and runs, whether its
+// ClusterQueue accepts its namespace. The engine decides whether it may be
+// queued and whether a deactivated one is evicted, and the scheduler writes
+// those decisions; only a spec the engine refuses is reported here. It also owns the Workload finalizer: a Workload that
 // is being deleted, or whose job went away with orphan propagation, keeps
 // its quota until no pod of its job runs, and only then goes.
 package workload
@@ -52,15 +54,12 @@ type Reconciler struct {
 	sched    Engine
 	recorder events.EventRecorder
 	writer   persist.Writer
-	queues   Evictions
 }
 
 // NewReconciler returns a Workload reconciler; reader is an uncached reader.
-// The evictions it writes (of deactivated workloads) are counted in queues,
-// with the scheduler's and the queues' own.
-func NewReconciler(c Store, reader client.Reader, sched Engine, recorder events.EventRecorder, clk clock.PassiveClock, queues Evictions) *Reconciler {
+func NewReconciler(c Store, reader client.Reader, sched Engine, recorder events.EventRecorder, clk clock.PassiveClock) *Reconciler {
 	return &Reconciler{client: c, reader: reader, sched: sched, recorder: recorder,
-		writer: persist.Writer{Client: c, Reader: reader, Clock: clk}, queues: queues}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: clk}}
 }
 
 // Name of the controller.
@@ -129,12 +128,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return r.release(ctx, wl)
 	}
+	// A deactivated workload that holds quota is evicted by the engine,
+	// from the fact this sync feeds it; the scheduler writes the eviction.
 	unq, err := r.sched.SyncWorkload(ctx, wl)
 	if err != nil {
 		return reconcile.Result{}, err
-	}
-	if !wl.IsActive() && lifecycle.HoldsQuota(lifecycle.PhaseOf(wl)) {
-		return reconcile.Result{}, r.deactivate(ctx, wl)
 	}
 	if unq == nil {
 		return reconcile.Result{}, nil
@@ -145,32 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if written {
 		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", unq.Message)
-		if owner := ownerOf(wl); owner != nil {
+		if owner := lifecycle.OwnerOf(wl); owner != nil {
 			r.recorder.Eventf(owner, wl, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", unq.Message)
 		}
 	}
 	return reconcile.Result{}, nil
-}
-
-// deactivate evicts a workload that holds quota and was deactivated: its
-// job adapter stops the job, and once the pods are gone the workload is
-// requeued, where ResolveQueue holds it until it is activated. The
-// eviction is counted against the ClusterQueue the workload was admitted
-// by, read before the write changes wl.
-func (r *Reconciler) deactivate(ctx context.Context, wl *berthv1.Workload) error {
-	var cq string
-	if a := wl.Status.Admission; a != nil {
-		cq = a.ClusterQueue
-	}
-	msg := "the Workload was deactivated (spec.active is false)"
-	written, err := r.writer.Write(ctx, wl, lifecycle.Evict{Reason: berthv1.ReasonDeactivated, Message: msg})
-	if written && cq != "" {
-		r.queues.Evicted(cq, string(berthv1.ReasonDeactivated))
-	}
-	if err == nil && written {
-		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventDeactivated, "Evict", msg)
-	}
-	return err
 }
 
 // gone reports whether the Workload's job is going or gone: the Workload
@@ -211,19 +188,6 @@ func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconci
 		ctrl.LoggerFrom(ctx).Info("deleted a workload whose job was deleted with orphan propagation, once its pods were gone", "workload", wl.Name)
 	}
 	return reconcile.Result{}, nil
-}
-
-// ownerOf is a reference object for the workload's controlling owner (its
-// job), so events about the workload also show on the job users look at.
-func ownerOf(wl *berthv1.Workload) *metav1.PartialObjectMetadata {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil {
-		return nil
-	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: ref.Name, UID: ref.UID},
-	}
 }
 
 func (r *Reconciler) forLocalQueue(ctx context.Context, o client.Object) []reconcile.Request {

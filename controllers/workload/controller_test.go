@@ -47,11 +47,6 @@ func (e *fakeEngine) SyncWorkload(_ context.Context, wl *berthv1.Workload) (*sch
 
 func (e *fakeEngine) DeleteWorkload(key admission.WorkloadKey) { e.deleted = append(e.deleted, key) }
 
-// evictions records the evictions counted, as "clusterQueue/reason".
-type evictions []string
-
-func (e *evictions) Evicted(cq, reason string) { *e = append(*e, cq+"/"+reason) }
-
 // workload is a Workload berth created for a Job: owned, with the
 // finalizer, queued in LocalQueue "lq"; opts change it.
 func workload(opts ...func(*berthv1.Workload)) *berthv1.Workload {
@@ -113,9 +108,11 @@ func pod(name string, uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 	}
 }
 
-// noLQ is the engine's answer for a workload whose LocalQueue is missing.
-func noLQ() *scheduler.Unqueueable {
-	return &scheduler.Unqueueable{Reason: berthv1.ReasonLocalQueueNotFound, Message: "LocalQueue team-a/lq does not exist"}
+// refused is the scheduler's answer for a workload whose spec the engine
+// refused. (Whether a workload may be queued at all is the engine's
+// decision, which the scheduler writes: the reconciler only feeds it.)
+func refused() *scheduler.Unqueueable {
+	return &scheduler.Unqueueable{Reason: berthv1.ReasonInvalidSpec, Message: "pod set main asks for no resources"}
 }
 
 // reconcileCase is one call of Reconcile: the objects in the API, what the
@@ -132,7 +129,6 @@ type reconcileCase struct {
 	wantSynced  int
 	wantDeleted bool
 	wantEvents  []string // "Reason Kind" in order
-	wantEvicted []string
 	// check looks at the API afterwards.
 	check func(t *testing.T, c client.Client)
 }
@@ -154,8 +150,7 @@ func runCase(t *testing.T, tc reconcileCase) {
 	c := fakeapi.Failing(base, tc.fail...)
 	eng := &fakeEngine{unq: tc.unq, err: tc.engineErr}
 	rec := &fakeapi.Recorder{}
-	ev := &evictions{}
-	r := NewReconciler(c, c, eng, rec, clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), ev)
+	r := NewReconciler(c, c, eng, rec, clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))
 
 	res, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: wlName}})
 	switch {
@@ -183,9 +178,6 @@ func runCase(t *testing.T, tc reconcileCase) {
 	}
 	if !slices.Equal(events, tc.wantEvents) {
 		t.Errorf("events = %q, want %q", events, tc.wantEvents)
-	}
-	if !slices.Equal(*ev, tc.wantEvicted) {
-		t.Errorf("evictions counted = %q, want %q", *ev, tc.wantEvicted)
 	}
 	if tc.check != nil {
 		tc.check(t, base)

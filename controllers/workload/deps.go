@@ -24,15 +24,9 @@ type Store interface {
 // Engine is the part of the admission engine the reconciler feeds;
 // *scheduler.Scheduler implements it.
 type Engine interface {
-	// SyncWorkload feeds wl to the engine and says why it cannot be
-	// queued, if so.
+	// SyncWorkload feeds wl to the engine, with the facts of its queues,
+	// and says why the engine refused its spec, if it did.
 	SyncWorkload(ctx context.Context, wl *berthv1.Workload) (*scheduler.Unqueueable, error)
 	// DeleteWorkload forgets a workload, releasing its quota.
 	DeleteWorkload(key admission.WorkloadKey)
-}
-
-// Evictions counts the evictions the reconciler writes; *metrics.Queues
-// implements it.
-type Evictions interface {
-	Evicted(clusterQueue, reason string)
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
 	"github.com/berth-dev/berth/controllers/jobs"
@@ -153,10 +154,10 @@ func runCases() []jobCase {
 			wantErr: "starting team-a/train", check: jobSuspended(true),
 		},
 		{
-			name: "a job that grew before it started is queued again as it is", job: trainJob(suspended), objs: flavor, queued: true,
-			wl: []func(*berthv1.Workload){admit}, after: []func(*batchv1.Job){parallel(3)},
-			wantEvents: []string{jobs.EventResized},
-			check:      func(t *testing.T, c client.Client) { jobSuspended(true)(t, c); phaseIs(lifecycle.Evicting)(t, c) },
+			name: "a job that grew before it started is reported to the engine, not started, and not evicted here", job: trainJob(suspended),
+			objs: flavor, queued: true, wl: []func(*berthv1.Workload){admit}, after: []func(*batchv1.Job){parallel(3)},
+			wantChanges: []admission.Change{{Kind: admission.ChangeBeforeStart}},
+			check:       func(t *testing.T, c client.Client) { jobSuspended(true)(t, c); phaseIs(lifecycle.Admitted)(t, c) },
 		},
 		{
 			name: "an evicted running job is suspended", job: trainJob(suspended), objs: flavor, queued: true,

@@ -1,6 +1,7 @@
 package batchjob
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
 	"github.com/berth-dev/berth/controllers/jobs"
@@ -104,7 +106,17 @@ type jobCase struct {
 	wantErr    string
 	wantResult reconcile.Result
 	wantEvents []string
-	check      func(t *testing.T, c client.Client)
+	// wantChanges are the changes reported to the engine, which decides
+	// the evictions they call for (the scheduler writes them).
+	wantChanges []admission.Change
+	check       func(t *testing.T, c client.Client)
+}
+
+// changes records what the reconciler reports to the engine.
+type changes []admission.Change
+
+func (c *changes) ReportChange(_ admission.WorkloadKey, ch admission.Change, _ runtime.Object) {
+	*c = append(*c, ch)
 }
 
 func TestReconcile(t *testing.T) {
@@ -130,11 +142,13 @@ func runJobCase(t *testing.T, tc jobCase) {
 		}
 		return nil
 	}).Build()
-	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))}
+	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: &changes{}}
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "train"}}
 	if tc.queued {
 		prepare(t, base, opts, req, tc)
 	}
+	reported := &changes{}
+	opts.Changes = reported
 	c := fakeapi.Failing(base, tc.fail...)
 	rec := &fakeapi.Recorder{}
 	res, err := jobs.NewReconciler(c, c, rec, Kind{}, opts).Reconcile(t.Context(), req)
@@ -146,6 +160,9 @@ func runJobCase(t *testing.T, tc jobCase) {
 	}
 	if got := rec.Reasons(); !slices.Equal(got, tc.wantEvents) {
 		t.Errorf("events %v, want %v", got, tc.wantEvents)
+	}
+	if !slices.Equal(*reported, tc.wantChanges) {
+		t.Errorf("changes reported %v, want %v", *reported, tc.wantChanges)
 	}
 	if tc.check != nil {
 		tc.check(t, base)
