@@ -24,10 +24,10 @@ func (e *Engine) Cycle(now time.Time) Result {
 	e.clock.now = now.UnixNano()
 	var res Result
 	e.books.decideBookings(&res)
-	e.decideEvictions(&res)
+	e.evict.decide(&res)
 	e.elig.report(&res)
 	if e.topo.freed {
-		e.capacityChanged()
+		e.wakes.capacityChanged()
 	}
 	if len(e.books.backoffs) > 0 {
 		e.books.wakeBackoffs()

@@ -41,6 +41,8 @@
 //     all, held out of every queue, and their reasons.
 //   - evictions (evictions.go): evictions decided from the caller's facts and
 //     reported job changes.
+//   - wakes (wakes.go): making workloads that waited for topology capacity
+//     candidates again when capacity changed.
 //
 // A workload's state (wl) is one record per concern embedded in it (wlQueueing,
 // wlFair, wlTopology, wlBooking, wlPreemption, wlEviction), declared with the part

@@ -125,16 +125,17 @@ func newEligibility() *eligibility {
 	return &eligibility{held: map[WorkloadKey]heldNote{}, dirty: map[WorkloadKey]struct{}{}}
 }
 
-// hold takes a pending workload that cannot be queued out of every queue and
-// notes its reason, to be reported by the next Cycle when it changed.
-func (e *Engine) hold(w *Workload, reason PendingReason, msg string) {
-	prev, was := e.elig.held[w.Key]
-	_, unreported := e.elig.dirty[w.Key]
-	e.DeleteWorkload(w.Key) // forgets the note too
+// hold takes a pending workload that cannot be queued out of every queue —
+// drop deletes it from the engine, which forgets its note too — and notes its
+// reason, to be reported by the next Cycle when it changed.
+func (elig *eligibility) hold(key WorkloadKey, reason PendingReason, msg string, drop func(WorkloadKey)) {
+	prev, was := elig.held[key]
+	_, unreported := elig.dirty[key]
+	drop(key)
 	n := heldNote{reason: reason, message: msg}
-	e.elig.held[w.Key] = n
+	elig.held[key] = n
 	if !was || prev != n || unreported {
-		e.elig.dirty[w.Key] = struct{}{}
+		elig.dirty[key] = struct{}{}
 	}
 }
 

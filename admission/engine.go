@@ -68,6 +68,7 @@ type Engine struct {
 	books  *bookings      // capacity bookings: records, answers, deadlines
 	elig   *eligibility   // pending workloads that cannot be queued at all
 	evict  *evictions     // evictions decided from the caller's facts
+	wakes  *wakes         // waking workloads that waited for topology capacity
 }
 
 // New returns an empty Engine, or an error if opts are invalid.
@@ -91,7 +92,8 @@ func New(opts Options) (*Engine, error) {
 	e.pre = &preemption{opts: &e.opts, names: e.names, topo: e.topo, fair: e.fair, workloads: e.workloads, queues: e.queues, order: e.order}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
 	e.books.queues, e.books.order, e.books.fair = e.queues, e.order, e.fair
-	e.elig, e.evict = newEligibility(), newEvictions()
+	e.elig, e.evict = newEligibility(), newEvictions(e.workloads, e.queues)
+	e.wakes = &wakes{workloads: e.workloads, queues: e.queues, order: e.order, fair: e.fair, topo: e.topo, books: e.books}
 	return e, nil
 }
 

@@ -80,108 +80,115 @@ type wlEviction struct {
 	evictedAs EvictionReason
 }
 
-// evictions holds the reported changes and the workloads to look at.
+// evictions holds the reported changes and the workloads to look at. It reads
+// the Engine's workloads and the ClusterQueues' stop policies.
 type evictions struct {
-	changes map[WorkloadKey]Change
+	workloads map[WorkloadKey]*wl
+	queues    *clusterQueues
+	changes   map[WorkloadKey]Change
 	// dirty are the workloads whose facts, reports or decisions changed.
 	dirty map[WorkloadKey]struct{}
 	// drained are ClusterQueues upserted with Drain since the last cycle.
 	drained map[string]struct{}
 }
 
-func newEvictions() *evictions {
-	return &evictions{changes: map[WorkloadKey]Change{}, dirty: map[WorkloadKey]struct{}{}, drained: map[string]struct{}{}}
+func newEvictions(workloads map[WorkloadKey]*wl, queues *clusterQueues) *evictions {
+	return &evictions{workloads: workloads, queues: queues,
+		changes: map[WorkloadKey]Change{}, dirty: map[WorkloadKey]struct{}{}, drained: map[string]struct{}{}}
 }
 
 // ReportChange records that the job of an admitted workload changed under its
 // admission; the next Cycle evicts it. A report about a workload that is not
 // admitted is about an admission that is over, and ignored; a report lasts until
 // the workload is upserted without Admission or deleted.
-func (e *Engine) ReportChange(key WorkloadKey, c Change) {
-	w, ok := e.workloads[key]
+func (e *Engine) ReportChange(key WorkloadKey, c Change) { e.evict.report(key, c) }
+
+// report records a change of an admitted workload's job (ReportChange).
+func (ev *evictions) report(key WorkloadKey, c Change) {
+	w, ok := ev.workloads[key]
 	if !ok || w.phase == phasePending {
 		return
 	}
-	e.evict.changes[key] = c
-	e.evict.dirty[key] = struct{}{}
+	ev.changes[key] = c
+	ev.dirty[key] = struct{}{}
 }
 
-// takeEvictionFacts takes an upsert's eviction facts onto the workload it left in
+// takeFacts takes an upsert's eviction facts onto the workload it left in
 // the engine, unless the upsert was a stale event the engine ignored.
-func (e *Engine) takeEvictionFacts(in *Workload) {
-	if w, ok := e.workloads[in.Key]; ok && (in.Admission != nil || w.phase == phasePending) {
-		e.evictionFacts(w, in)
+func (ev *evictions) takeFacts(in *Workload) {
+	if w, ok := ev.workloads[in.Key]; ok && (in.Admission != nil || w.phase == phasePending) {
+		ev.facts(w, in)
 	}
 }
 
-// evictionFacts takes an upsert's eviction facts onto w and marks it to be looked
+// facts takes an upsert's eviction facts onto w and marks it to be looked
 // at when they may evict it.
-func (e *Engine) evictionFacts(w *wl, in *Workload) {
+func (ev *evictions) facts(w *wl, in *Workload) {
 	w.inactive, w.lqState, w.inEviction = in.Inactive, in.LocalQueueState, in.Evicting
 	if in.Admission == nil {
 		w.evictedAs = ""
-		delete(e.evict.changes, w.key)
+		delete(ev.changes, w.key)
 		return
 	}
-	_, reported := e.evict.changes[w.key]
-	if w.inactive || w.lqState == LocalQueueHoldAndDrain || reported || e.drains(in.Admission.ClusterQueue) {
-		e.evict.dirty[w.key] = struct{}{}
+	_, reported := ev.changes[w.key]
+	if w.inactive || w.lqState == LocalQueueHoldAndDrain || reported || ev.drains(in.Admission.ClusterQueue) {
+		ev.dirty[w.key] = struct{}{}
 	}
 }
 
 // drains reports whether the named ClusterQueue is stopped with HoldAndDrain.
-func (e *Engine) drains(name string) bool {
-	c, ok := e.queues.cqs[name]
+func (ev *evictions) drains(name string) bool {
+	c, ok := ev.queues.cqs[name]
 	return ok && c.spec != nil && c.spec.Drain
 }
 
-// decideEvictions adds the evictions due to res, in key order.
-func (e *Engine) decideEvictions(res *Result) {
-	if len(e.evict.drained) > 0 {
-		for _, w := range e.workloads {
-			if _, ok := e.evict.drained[w.admCQ]; ok && w.phase == phaseAdmitted {
-				e.evict.dirty[w.key] = struct{}{}
+// decide adds the evictions due to res, in key order.
+func (ev *evictions) decide(res *Result) {
+	if len(ev.drained) > 0 {
+		for _, w := range ev.workloads {
+			if _, ok := ev.drained[w.admCQ]; ok && w.phase == phaseAdmitted {
+				ev.dirty[w.key] = struct{}{}
 			}
 		}
-		clear(e.evict.drained)
+		clear(ev.drained)
 	}
-	if len(e.evict.dirty) == 0 {
+	if len(ev.dirty) == 0 {
 		return
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(e.evict.dirty), cmpKey) {
-		w, ok := e.workloads[k]
+	for _, k := range slices.SortedFunc(maps.Keys(ev.dirty), cmpKey) {
+		w, ok := ev.workloads[k]
 		// One eviction at a time: a preemption or a failed booking being
 		// written, or an eviction in progress, goes first.
 		if !ok || w.phase != phaseAdmitted || w.evicting || w.deciding != 0 || w.inEviction || w.evictedAs != "" {
 			continue
 		}
-		if ev, due := e.evictionOf(w); due {
-			w.evictedAs = ev.Reason
-			res.Evictions = append(res.Evictions, ev)
+		if out, due := ev.of(w); due {
+			w.evictedAs = out.Reason
+			res.Evictions = append(res.Evictions, out)
 		}
 	}
-	clear(e.evict.dirty)
+	clear(ev.dirty)
 }
 
-// evictionOf is the eviction an admitted workload's facts call for, if any.
-func (e *Engine) evictionOf(w *wl) (Eviction, bool) {
-	ev := Eviction{Key: w.key}
+// of is the eviction an admitted workload's facts call for, if any.
+func (ev *evictions) of(w *wl) (Eviction, bool) {
+	out := Eviction{Key: w.key}
 	switch {
 	case w.inactive:
-		ev.Reason, ev.Message = EvictDeactivated, "the Workload was deactivated (spec.active is false)"
-	case e.drains(w.admCQ):
-		ev.Reason, ev.Message = EvictClusterQueueStopped, fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", w.admCQ)
+		out.Reason, out.Message = EvictDeactivated, "the Workload was deactivated (spec.active is false)"
+	case ev.drains(w.admCQ):
+		out.Reason, out.Message = EvictClusterQueueStopped, fmt.Sprintf("ClusterQueue %s is stopped with stopPolicy HoldAndDrain", w.admCQ)
 	case w.lqState == LocalQueueHoldAndDrain:
-		ev.Reason, ev.Message = EvictLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", w.lq)
+		out.Reason, out.Message = EvictLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with stopPolicy HoldAndDrain", w.lq)
 	default:
-		c, ok := e.evict.changes[w.key]
+		c, ok := ev.changes[w.key]
 		if !ok {
 			return Eviction{}, false
 		}
-		ev.Change = c
-		ev.Reason, ev.Message = changeEviction(c)
+		out.Change = c
+		out.Reason, out.Message = changeEviction(c)
 	}
-	return ev, true
+	return out, true
 }
 
 // changeEviction is the reason and message of an eviction for a changed job.
@@ -197,13 +204,13 @@ func changeEviction(c Change) (EvictionReason, string) {
 	return EvictResized, "the job changed after it was admitted: it is queued again as it is now"
 }
 
-// rollbackEviction undoes an eviction the caller could not write: it is decided
+// rollback undoes an eviction the caller could not write: it is decided
 // again in the next Cycle.
-func (e *Engine) rollbackEviction(w *wl) {
+func (ev *evictions) rollback(w *wl) {
 	// Also after a preemption or booking decision was rolled back: an eviction
 	// its facts call for was put off for it.
 	w.evictedAs = ""
 	if w.phase == phaseAdmitted {
-		e.evict.dirty[w.key] = struct{}{}
+		ev.dirty[w.key] = struct{}{}
 	}
 }

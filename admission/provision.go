@@ -124,7 +124,7 @@ func (e *Engine) UpsertPool(p Pool) error {
 	tf := e.topo.topoFlavorFor(p.Flavor)
 	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
 	tf.invalidate()
-	e.capacityChanged()
+	e.wakes.capacityChanged()
 	return nil
 }
 
@@ -139,7 +139,7 @@ func (e *Engine) DeletePool(name string) {
 	if tp.reserved == 0 {
 		delete(e.topo.pools, name)
 	}
-	e.capacityChanged()
+	e.wakes.capacityChanged()
 }
 
 // provisioningFlavor returns the flavor, among those chosen for w's resource

@@ -288,7 +288,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 	tf.levels = slices.Clone(f.Levels)
 	tf.policy = f.Provisioning
 	tf.invalidate()
-	e.capacityChanged()
+	e.wakes.capacityChanged()
 	return nil
 }
 
@@ -297,7 +297,7 @@ func (e *Engine) DeleteFlavor(name string) {
 	if tf, ok := e.topo.flavorTopo[name]; ok {
 		tf.levels, tf.policy = nil, ProvisioningPolicy{}
 		tf.invalidate()
-		e.capacityChanged()
+		e.wakes.capacityChanged()
 	}
 }
 
@@ -331,9 +331,9 @@ func (e *Engine) UpsertNode(n Node) error {
 		e.topo.capacityMoved(tn, before)
 		switch {
 		case allocChanged:
-			e.capacityChanged()
+			e.wakes.capacityChanged()
 		case grew:
-			e.nodeGrew(tn)
+			e.wakes.nodeGrew(tn)
 		}
 		return nil
 	}
@@ -351,7 +351,7 @@ func (e *Engine) UpsertNode(n Node) error {
 		tf.nodes = insertByName(tf.nodes, tn, func(x *topoNode) string { return x.name })
 		tf.invalidate()
 	}
-	e.capacityChanged()
+	e.wakes.capacityChanged()
 	return nil
 }
 
@@ -378,31 +378,7 @@ func (e *Engine) DeleteNode(name string) {
 	if tn.reserved.isZero() {
 		delete(e.topo.nodes, name)
 	}
-	e.capacityChanged()
-}
-
-// nodeGrew wakes the workloads waiting for topology capacity that n, whose
-// free capacity grew, can now take a pod of. The others cannot fit any
-// better: no other node changed, and n still takes none of their pods.
-// Waking every waiting gang on every pod that ends would re-place each of
-// them on every node of its flavor, for nothing, many times a second on a
-// busy cluster.
-func (e *Engine) nodeGrew(n *topoNode) {
-	e.books.settleAwaiting()
-	if e.topo.freed {
-		e.capacityChanged() // a reservation was returned: anything may fit
-		return
-	}
-	kept := e.topo.topoWaiting[:0]
-	for _, w := range e.topo.topoWaiting {
-		if w.phase == phasePending && e.workloads[w.key] == w && !w.takesAPodOf(n) {
-			kept = append(kept, w)
-			continue
-		}
-		e.wakeTopo(w)
-	}
-	clear(e.topo.topoWaiting[len(kept):])
-	e.topo.topoWaiting = kept
+	e.wakes.capacityChanged()
 }
 
 // takesAPodOf reports whether node n has room for one pod of some pod set
@@ -415,33 +391,6 @@ func (w *wl) takesAPodOf(n *topoNode) bool {
 		}
 	}
 	return false
-}
-
-// wakeTopo makes a workload that waited for topology capacity a candidate
-// again.
-func (e *Engine) wakeTopo(w *wl) {
-	w.topoWait = false
-	if w.phase == phasePending && e.workloads[w.key] == w {
-		c := e.queues.cqs[w.cqName]
-		if e.fair.work != nil {
-			e.order.freshLater = append(e.order.freshLater, w)
-		} else {
-			e.order.makeFresh(c, w)
-		}
-		e.fair.rekey(c)
-	}
-}
-
-// capacityChanged makes every workload waiting for topology capacity a candidate
-// again, after moving the reservations of provisioned gangs whose new nodes
-// arrived onto those nodes.
-func (e *Engine) capacityChanged() {
-	e.books.settleAwaiting()
-	e.topo.freed = false
-	for _, w := range e.topo.topoWaiting {
-		e.wakeTopo(w)
-	}
-	e.topo.topoWaiting = e.topo.topoWaiting[:0]
 }
 
 // domainsOf lists the distinct domains (label values of levels 0..l) of the

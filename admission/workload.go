@@ -29,7 +29,7 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 	if reason, msg := w.Unqueueable(); reason != "" && w.Admission == nil && !gaveUp && (!exists || old.phase != phaseAssumed) {
 		// Held whatever its spec, as if deleted: see eligibility.go. One
 		// that gave up is dropped below, with no reason to report.
-		e.hold(&w, reason, msg)
+		e.elig.hold(w.Key, reason, msg, e.DeleteWorkload)
 		return nil
 	}
 	nw, err := e.names.compileWorkload(&w)
@@ -39,10 +39,10 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 	e.elig.forget(w.Key)
 	defer func() {
 		if e.topo.freed {
-			e.capacityChanged()
+			e.wakes.capacityChanged()
 		}
 	}()
-	defer e.takeEvictionFacts(&w)
+	defer e.evict.takeFacts(&w)
 	if w.Admission == nil && w.Booking != nil && w.Booking.GaveUp && (!exists || old.phase != phaseAssumed) {
 		e.DeleteWorkload(w.Key)
 		return nil
@@ -155,7 +155,7 @@ func (e *Engine) Rollback(key WorkloadKey) {
 	if w.evicting {
 		e.pre.clearEviction(w)
 	}
-	e.rollbackEviction(w)
+	e.evict.rollback(w)
 	if w.phase != phaseAssumed {
 		return
 	}
@@ -273,7 +273,7 @@ func (e *Engine) release(w *wl) {
 	w.deciding = 0
 	e.topo.reserve(w.placed, -1)
 	w.placed = nil
-	e.capacityChanged()
+	e.wakes.capacityChanged()
 	c := e.queues.cqs[w.admCQ]
 	c.admitted.remove(w)
 	if w.evicting {

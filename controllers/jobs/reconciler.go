@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -505,33 +503,6 @@ func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string
 		log.FromContext(ctx).V(2).Info("deleted workload of deleted job or gang", "workload", wls.Items[i].Name)
 	}
 	return nil
-}
-
-// WorkloadName is the deterministic name of the Workload of a job: kind,
-// job name and a hash of the job's UID, so a job re-created under the same
-// name gets a new Workload.
-func WorkloadName(kind string, obj client.Object) string {
-	sum := sha256.Sum256([]byte(obj.GetUID()))
-	suffix := hex.EncodeToString(sum[:])[:5]
-	prefix := strings.ToLower(kind) + "-" + obj.GetName()
-	const maxLen = 253 - 6
-	if len(prefix) > maxLen {
-		prefix = prefix[:maxLen]
-	}
-	return prefix + "-" + suffix
-}
-
-// GangWorkloadName is the deterministic name of the Workload of one gang of
-// an object that runs several (see Splitter).
-func GangWorkloadName(kind string, obj client.Object, suffix string) string {
-	sum := sha256.Sum256([]byte(string(obj.GetUID()) + "/" + suffix))
-	hash := hex.EncodeToString(sum[:])[:5]
-	prefix := strings.ToLower(kind) + "-" + obj.GetName()
-	maxLen := 253 - 7 - len(suffix)
-	if len(prefix) > maxLen {
-		prefix = prefix[:maxLen]
-	}
-	return prefix + "-" + suffix + "-" + hash
 }
 
 // mustStop reports whether a job that may not run must be stopped: it is
