@@ -216,3 +216,52 @@ func runDecisionCase(t *testing.T, tc decisionCase) {
 		t.Errorf("%d events after another cycle, want %d", n, len(wantEvents))
 	}
 }
+
+// TestPodsReadyWritten: the engine's decision that every pod of a booked
+// gang was Ready in time is written as PodsReady, counting the gang's pods,
+// with no event and no eviction; written once, however often it is applied.
+func TestPodsReadyWritten(t *testing.T) {
+	twoSets := func(wl *berthv1.Workload) {
+		wl.Spec.PodSets = append(wl.Spec.PodSets, berthv1.PodSet{Name: "workers", Count: 2,
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})
+	}
+	admitTwo := func(wl *berthv1.Workload) {
+		a := &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{
+			{Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "f"}},
+			{Name: "workers", Count: 2, Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "f"}}}}
+		if err := lifecycle.Apply(wl, lifecycle.Admit{Admission: a, Generation: wl.Generation, Message: "admitted by cq"}, metav1.Unix(2, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := fakeapi.Builder(testWL(twoSets, admitTwo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.WithStatusSubresource(&berthv1.Workload{}).Build()
+	rec, m := &fakeapi.Recorder{}, metrics.New()
+	s, err := New(c, c, rec, Options{Metrics: m, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := admission.BookingDecision{Key: admission.WorkloadKey{Namespace: ns, Name: "w"}, Attempt: 1, Action: admission.BookingPodsReady}
+	for range 2 {
+		s.applyBooking(t.Context(), d)
+	}
+	wl := &berthv1.Workload{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w"}, wl); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionPodsReady)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "all 3 pods were Ready in time" {
+		t.Fatalf("PodsReady = %+v, want True, all 3 pods were Ready in time", cond)
+	}
+	if lifecycle.PhaseOf(wl) != lifecycle.Running {
+		t.Errorf("phase %s, want Running", lifecycle.PhaseOf(wl))
+	}
+	if n := len(rec.Events()); n != 0 {
+		t.Errorf("%d events, want none", n)
+	}
+	if got := testutil.ToFloat64(m.Queues.EvictedWorkloadsTotal.WithLabelValues("cq", "PodsNotReady")); got != 0 {
+		t.Errorf("evictions counted = %v, want 0", got)
+	}
+}
