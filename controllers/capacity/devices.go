@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -54,6 +57,14 @@ type devices struct {
 	// pods reads bound pods.
 	pods      client.Reader
 	selectors *Selectors
+	// api reads ResourceClaims from the API server, for pools published
+	// after since (see allocated); nil never reads them there.
+	api   client.Reader
+	since time.Time
+	// mu guards confirmed: the pools (driver/pool@generation) whose claims
+	// were read from the API server once.
+	mu        sync.Mutex
+	confirmed map[string]bool
 }
 
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices;resourceclaims;deviceclasses,verbs=get;list;watch
@@ -93,7 +104,8 @@ func newDevices(ctx context.Context, mgr ctrl.Manager, mapping jobs.DeviceClassM
 	if err := mgr.Add(claims); err != nil {
 		return nil, fmt.Errorf("adding the ResourceClaim cache: %w", err)
 	}
-	return &devices{mapping: mapping, client: mgr.GetClient(), claims: claims, claimCache: claims, pods: pods, selectors: NewSelectors()}, nil
+	return &devices{mapping: mapping, client: mgr.GetClient(), claims: claims, claimCache: claims, pods: pods, selectors: NewSelectors(),
+		api: mgr.GetAPIReader(), since: time.Now(), confirmed: map[string]bool{}}, nil
 }
 
 // claimPools are the driver/pool keys of a claim's allocated devices.
@@ -192,14 +204,14 @@ func (d *devices) add(ctx context.Context, node *corev1.Node, allocatable, free 
 	if d == nil {
 		return nil
 	}
-	owned, err := d.count(ctx, node.Name)
+	owned, fresh, err := d.count(ctx, node.Name)
 	if err != nil {
 		return err
 	}
 	if len(owned) == 0 {
 		return nil
 	}
-	held, err := d.allocated(ctx, owned)
+	held, err := d.allocated(ctx, owned, fresh)
 	if err != nil {
 		return err
 	}
@@ -225,21 +237,23 @@ func addQuantity(l corev1.ResourceList, name corev1.ResourceName, q resource.Qua
 }
 
 // count returns the node's devices of a mapped class, each with the class
-// it counts for. A device that several mapped classes select counts once,
+// it counts for, and the pools (driver/pool@generation) published after
+// berth started whose claims were not yet read from the API server (see
+// allocated). A device that several mapped classes select counts once,
 // for the first of them by name, so that overlapping classes do not
 // multiply it. Only slices of a pool's newest generation count, as the
 // scheduler ignores older ones while a driver republishes.
-func (d *devices) count(ctx context.Context, node string) (map[deviceKey]string, error) {
+func (d *devices) count(ctx context.Context, node string) (map[deviceKey]string, map[string]string, error) {
 	list := &resourcev1.ResourceSliceList{}
 	if err := d.client.List(ctx, list, client.MatchingFields{sliceNodeIndex: node}); err != nil {
-		return nil, fmt.Errorf("listing the ResourceSlices of node %s: %w", node, err)
+		return nil, nil, fmt.Errorf("listing the ResourceSlices of node %s: %w", node, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	classes, err := d.classes(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	newest := map[string]int64{}
 	for i := range list.Items {
@@ -247,11 +261,15 @@ func (d *devices) count(ctx context.Context, node string) (map[deviceKey]string,
 		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
 		newest[k] = max(newest[k], s.Spec.Pool.Generation)
 	}
-	out := map[deviceKey]string{}
+	out, fresh := map[deviceKey]string{}, map[string]string{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Spec.Pool.Generation < newest[s.Spec.Driver+"/"+s.Spec.Pool.Name] {
+		pool := s.Spec.Driver + "/" + s.Spec.Pool.Name
+		if s.Spec.Pool.Generation < newest[pool] {
 			continue
+		}
+		if version := fmt.Sprintf("%s@%d", pool, s.Spec.Pool.Generation); d.unconfirmed(version, s.CreationTimestamp.Time) {
+			fresh[pool] = version
 		}
 		for j := range s.Spec.Devices {
 			dev := &s.Spec.Devices[j]
@@ -260,7 +278,20 @@ func (d *devices) count(ctx context.Context, node string) (map[deviceKey]string,
 			}
 		}
 	}
-	return out, nil
+	return out, fresh, nil
+}
+
+// unconfirmed reports whether a pool version, published at created, must
+// have its claims read from the API server: it was published after berth
+// started (those published before are in the claim cache, which synced
+// before the first count) and was not read yet.
+func (d *devices) unconfirmed(version string, created time.Time) bool {
+	if d.api == nil || !created.After(d.since) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.confirmed[version]
 }
 
 // classes reads the mapped DeviceClasses that exist, sorted by name.
@@ -304,19 +335,26 @@ func (d *devices) classOf(ctx context.Context, classes []*resourcev1.DeviceClass
 // does not belong to a placed gang. The engine reserves the capacity of
 // placed gangs itself, as it does for their pods' requests; claims used
 // with admin access do not take the device from others.
-func (d *devices) allocated(ctx context.Context, owned map[deviceKey]string) (map[deviceKey]bool, error) {
+//
+// Claims come from the claim cache, except for the pools in fresh: a pool
+// published while berth runs (a node joined, a driver republished its
+// devices) may have claims allocated from it that the claim cache has not
+// caught up with — its informer and the slices' are independent — and
+// counting their devices free would admit onto them. Those pools' claims
+// are read once from the API server.
+func (d *devices) allocated(ctx context.Context, owned map[deviceKey]string, fresh map[string]string) (map[deviceKey]bool, error) {
 	pools := map[string]bool{}
 	for k := range owned {
 		pools[k.driver+"/"+k.pool] = true
 	}
 	held := map[deviceKey]bool{}
 	for pool := range pools {
-		claims := &resourcev1.ResourceClaimList{}
-		if err := d.claims.List(ctx, claims, client.MatchingFields{claimPoolIndex: pool}); err != nil {
-			return nil, fmt.Errorf("listing the ResourceClaims allocated from pool %s: %w", pool, err)
+		claims, err := d.claimsOf(ctx, pool, fresh[pool])
+		if err != nil {
+			return nil, err
 		}
-		for i := range claims.Items {
-			rc := &claims.Items[i]
+		for i := range claims {
+			rc := &claims[i]
 			placed, err := d.placed(ctx, rc)
 			if err != nil {
 				return nil, err
@@ -333,6 +371,62 @@ func (d *devices) allocated(ctx context.Context, owned map[deviceKey]string) (ma
 		}
 	}
 	return held, nil
+}
+
+// claimsOf lists the claims allocated from pool: from the claim cache, or,
+// for a fresh pool version, from the API server, after which the version
+// is confirmed and read from the cache again.
+func (d *devices) claimsOf(ctx context.Context, pool, freshVersion string) ([]resourcev1.ResourceClaim, error) {
+	cached := &resourcev1.ResourceClaimList{}
+	if err := d.claims.List(ctx, cached, client.MatchingFields{claimPoolIndex: pool}); err != nil {
+		return nil, fmt.Errorf("listing the ResourceClaims allocated from pool %s: %w", pool, err)
+	}
+	if freshVersion == "" {
+		return cached.Items, nil
+	}
+	fromAPI, err := d.apiClaimsOf(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	// Confirmed once the cache holds every claim the API server does: from
+	// then on the cache is as good, and its events keep the count right.
+	inCache := map[types.NamespacedName]bool{}
+	for _, rc := range cached.Items {
+		inCache[types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}] = true
+	}
+	caughtUp := true
+	for _, rc := range fromAPI {
+		caughtUp = caughtUp && inCache[types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name}]
+	}
+	if caughtUp {
+		d.mu.Lock()
+		d.confirmed[freshVersion] = true
+		d.mu.Unlock()
+	}
+	return fromAPI, nil
+}
+
+// apiClaimsOf reads the claims allocated from pool from the API server, a
+// page at a time: no index serves it there.
+func (d *devices) apiClaimsOf(ctx context.Context, pool string) ([]resourcev1.ResourceClaim, error) {
+	var out []resourcev1.ResourceClaim
+	opts := []client.ListOption{client.Limit(500)}
+	for {
+		page := &resourcev1.ResourceClaimList{}
+		if err := d.api.List(ctx, page, opts...); err != nil {
+			return nil, fmt.Errorf("reading the ResourceClaims of newly published pool %s from the API server: %w", pool, err)
+		}
+		for _, rc := range page.Items {
+			if slices.Contains(claimPools(&rc), pool) {
+				out = append(out, rc)
+			}
+		}
+		if page.Continue == "" {
+			break
+		}
+		opts = []client.ListOption{client.Limit(500), client.Continue(page.Continue)}
+	}
+	return out, nil
 }
 
 // placed reports whether a pod of a placed gang uses the claim: one it is

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -204,4 +205,74 @@ func TestPoolToEngineCountsTemplateDevices(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDevicesFreshPool: the claims of a pool published after berth started
+// are read from the API server until the claim cache holds them all, so a
+// claim the cache has not caught up with still holds its device.
+func TestDevicesFreshPool(t *testing.T) {
+	gpus := jobs.DeviceClassMapping{"gpu": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("1")}}
+	h200 := gpuClass("gpu", `device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].product == "H200"`)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: rl("cpu", "8")}}
+	since := time.Unix(1000, 0)
+	published := func(at time.Time) *resourcev1.ResourceSlice {
+		s := slice("s1", "n1", 1, "H200", 4)
+		s.CreationTimestamp = metav1.NewTime(at)
+		return s
+	}
+	held := claim("n1", "p1", "dev-0")
+	tests := []struct {
+		name       string
+		slice      *resourcev1.ResourceSlice
+		cacheHas   bool // the claim cache has caught up with the claim
+		wantFree   string
+		wantReread bool // the next count reads the API server again
+	}{
+		{name: "a pool older than berth is read from the cache", slice: published(since.Add(-time.Hour)), wantFree: "4"},
+		{name: "a new pool's claim the cache lacks still holds its device", slice: published(since.Add(time.Minute)),
+			wantFree: "3", wantReread: true},
+		{name: "a new pool whose claims the cache holds is confirmed", slice: published(since.Add(time.Minute)), cacheHas: true,
+			wantFree: "3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []client.Object{h200, tc.slice, pod("p1", false)}
+			if tc.cacheHas {
+				objs = append(objs, held.DeepCopy())
+			}
+			d := newTestDevices(t, gpus, objs...)
+			api := &countingReader{Reader: newTestDevices(t, gpus, held.DeepCopy()).claims}
+			d.api, d.since, d.confirmed = api, since, map[string]bool{}
+			for range 2 {
+				alloc, free := node.Status.Allocatable.DeepCopy(), node.Status.Allocatable.DeepCopy()
+				if err := d.add(context.Background(), node, alloc, free); err != nil {
+					t.Fatalf("add: %v", err)
+				}
+				if got := free["nvidia.com/gpu"]; got.String() != tc.wantFree {
+					t.Fatalf("free = %s, want %s", got.String(), tc.wantFree)
+				}
+			}
+			wantReads := 0
+			switch {
+			case tc.wantReread:
+				wantReads = 2
+			case tc.slice.CreationTimestamp.After(since):
+				wantReads = 1
+			}
+			if api.lists != wantReads {
+				t.Errorf("the API server was read %d times in two counts, want %d", api.lists, wantReads)
+			}
+		})
+	}
+}
+
+// countingReader counts the lists it serves.
+type countingReader struct {
+	client.Reader
+	lists int
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.lists++
+	return r.Reader.List(ctx, list, opts...)
 }
