@@ -73,7 +73,8 @@ type Flavor struct {
 type Node struct {
 	// Name of the node.
 	Name string
-	// Flavors the node belongs to (its labels and taints match them).
+	// Flavors the node belongs to (its labels match theirs; its taints are
+	// matched per pod set, see Taints).
 	Flavors []string
 	// Labels of the node; those of the flavors' levels place it in the topology.
 	Labels map[string]string
