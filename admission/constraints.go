@@ -65,11 +65,18 @@ func (ps *podSetSpec) admitsLabels(name string, labels map[string]string, cache 
 	return ok
 }
 
-// admitsNode reports whether the pod set may use node n.
-func (ps *podSetSpec) admitsNode(n *topoNode) bool { return ps.admitsLabels(n.name, n.labels, &n.fits) }
+// admitsNode reports whether the pod set, placed on flavor tf, may use node
+// n: its filter admits the node and it tolerates the node's taints.
+func (ps *podSetSpec) admitsNode(tf *topoFlavor, n *topoNode) bool {
+	return ps.admitsLabels(n.name, n.labels, &n.fits) && ps.toleratesAll(tf, n.taints)
+}
 
-// admitsPool reports whether the pod set may use a new node of pool p.
-func (ps *podSetSpec) admitsPool(p *topoPool) bool { return ps.admitsLabels("", p.labels, &p.fits) }
+// admitsPool reports whether the pod set, placed on flavor tf, may use a new
+// node of pool p: its filter admits the pool's labels and it tolerates the
+// taints of the pool's template.
+func (ps *podSetSpec) admitsPool(tf *topoFlavor, p *topoPool) bool {
+	return ps.admitsLabels("", p.labels, &p.fits) && ps.toleratesAll(tf, p.taints)
+}
 
 // score is the pod set's preference for a node with these labels.
 func (ps *podSetSpec) score(labels map[string]string) int64 {
@@ -79,10 +86,11 @@ func (ps *podSetSpec) score(labels map[string]string) int64 {
 	return ps.nodes.Score(labels)
 }
 
-// admitsAny reports whether some pod set of w may use node n.
-func (w *wl) admitsAny(n *topoNode) bool {
+// admitsAny reports whether some pod set of w, placed on flavor tf, may use
+// node n.
+func (w *wl) admitsAny(tf *topoFlavor, n *topoNode) bool {
 	for i := range w.podSets {
-		if w.podSets[i].admitsNode(n) {
+		if w.podSets[i].admitsNode(tf, n) {
 			return true
 		}
 	}
@@ -127,10 +135,10 @@ func compileApart(sets []PodSet, specs []podSetSpec) error {
 	return nil
 }
 
-// sameConstraints reports whether two pod sets have the same filter and are
-// kept apart from the same pod sets.
+// sameConstraints reports whether two pod sets have the same filter and
+// tolerations and are kept apart from the same pod sets.
 func sameConstraints(a, b podSetSpec) bool {
-	return a.filterKey() == b.filterKey() && slices.Equal(a.apart, b.apart)
+	return a.filterKey() == b.filterKey() && slices.Equal(a.apart, b.apart) && sameTolerations(a, b)
 }
 
 // validateFilter rejects a filter whose description is empty: messages must
@@ -168,10 +176,11 @@ func (w *wl) constraintNote() string {
 	return " on the nodes its pods' own constraints allow (" + strings.Join(parts, "; ") + ")"
 }
 
-// admitsAnyPool reports whether some pod set of w may use a new node of p.
-func (w *wl) admitsAnyPool(p *topoPool) bool {
+// admitsAnyPool reports whether some pod set of w, placed on flavor tf, may
+// use a new node of p.
+func (w *wl) admitsAnyPool(tf *topoFlavor, p *topoPool) bool {
 	for i := range w.podSets {
-		if w.podSets[i].admitsPool(p) {
+		if w.podSets[i].admitsPool(tf, p) {
 			return true
 		}
 	}

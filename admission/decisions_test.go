@@ -56,12 +56,16 @@ func decisionInput(i int) []byte {
 
 func TestDecisionsUnchanged(t *testing.T) {
 	for _, target := range []struct {
-		name string
-		run  func(*fuzzRun)
-	}{{"engine", runEngine}, {"convergence", runConvergence}, {"facts", runFacts}} {
+		name  string
+		setup func(*testing.T, []byte) *fuzzRun
+		run   func(*fuzzRun)
+	}{
+		{"engine", fuzzSetup, runEngine}, {"convergence", fuzzSetup, runConvergence}, {"facts", fuzzSetup, runFacts},
+		{"taints", fuzzSetupTainted, runEngine},
+	} {
 		t.Run(target.name, func(t *testing.T) {
 			path := filepath.Join(*decisionsDir, target.name+".txt")
-			got := replayDecisions(t, target.run)
+			got := replayDecisions(t, target.setup, target.run)
 			if *decisionsUpdate {
 				writeDecisions(t, path, got)
 				return
@@ -82,7 +86,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 // replayDecisions digests the decisions for -decisions.n inputs, or, when
 // recording with -decisions.for, for as many as that time allows: a twin
 // check then replays exactly the inputs the old engine got through.
-func replayDecisions(t *testing.T, run func(*fuzzRun)) []string {
+func replayDecisions(t *testing.T, setup func(*testing.T, []byte) *fuzzRun, run func(*fuzzRun)) []string {
 	var got []string
 	deadline := time.Now().Add(*decisionsFor)
 	for i := 0; ; i++ {
@@ -93,7 +97,7 @@ func replayDecisions(t *testing.T, run func(*fuzzRun)) []string {
 		} else if i >= *decisionsN {
 			break
 		}
-		r := fuzzSetup(t, decisionInput(i))
+		r := setup(t, decisionInput(i))
 		r.decisions = fnv.New64a()
 		run(r)
 		if r.stuck {

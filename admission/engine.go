@@ -129,6 +129,9 @@ type podSetSpec struct {
 	// apart are the pod sets (indices, itself included for one pod per
 	// node) whose pods these must not share a node with; sorted.
 	apart []int
+	// tols are the pods' own tolerations (the flavor's are added where the
+	// pod set is placed).
+	tols []Toleration
 }
 
 type wlPhase uint8

@@ -125,6 +125,9 @@ type fuzzRun struct {
 	// stuck says a convergence run found no fixed point: recorded as a
 	// decision when decisions are recorded, a failure otherwise.
 	stuck bool
+	// taints: the capacity carries taints and workloads may tolerate them
+	// (FuzzTaints); off, the inputs mean what they meant before taints.
+	taints bool
 }
 
 // object is the workload name as the API server holds it.
@@ -154,7 +157,7 @@ func (r *fuzzRun) step() {
 		if _, ok := r.m.specs[name]; ok && r.m.phase[name] != phasePending {
 			return
 		}
-		w := fuzzWorkload(s, name, r.clock)
+		w := r.tolerate(fuzzWorkload(s, name, r.clock))
 		r.m.specs[name], r.m.phase[name] = w, phasePending
 		delete(r.m.adm, name)
 		if _, ok := r.e.workloads[key(name)]; !ok {
@@ -416,7 +419,7 @@ func runConvergence(r *fuzzRun) {
 		for range 5 + r.s.n(20) {
 			r.clock++
 			name := fmt.Sprintf("w%d", r.clock)
-			w := fuzzWorkload(r.s, name, r.clock)
+			w := r.tolerate(fuzzWorkload(r.s, name, r.clock))
 			w.Priority += 2 * wave
 			r.upsert(w)
 			r.m.specs[name], r.m.phase[name] = w, phasePending
@@ -507,6 +510,7 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[s
 		}
 	}
 	r.checkConstraints(res)
+	r.checkTaints(res)
 	// The cycle's admissions reserve only what is free. (A provisioned gang the
 	// cycle re-planned onto existing nodes may be charged beyond: the engine
 	// counts pods that fit nowhere on the domain's first node.)
@@ -555,9 +559,10 @@ func (r *fuzzRun) checkConstraints(res Result) {
 		if w.placed == nil {
 			continue
 		}
+		tf := r.e.topo.flavorTopo[w.placed.assign.Flavor]
 		for _, sh := range w.placed.shares {
 			n := r.e.topo.nodes[sh.node]
-			if n == nil || !w.admitsAny(n) {
+			if n == nil || !w.admitsAny(tf, n) {
 				r.t.Fatalf("%s: planned on node %s, which none of its pod sets admits", a.Key, sh.node)
 			}
 			ps := w.podSets[0]

@@ -121,27 +121,30 @@ func (topo *topology) noDomain(tf *topoFlavor, w *wl, flavor string, li int, lev
 	case tf.policy.books():
 		suffix = "; the flavor has no CapacityPool, so berth cannot ask for capacity in one domain"
 	}
+	// Taints the gang does not tolerate are said in either message: they may
+	// be why no domain can take it.
+	taints := w.taintNote(tf, levels[0], withPools)
 	domains := 0
 	for _, l := range levels {
 		for _, key := range domainsOf(tf, l, withPools) {
 			domains++
 			if topo.fitsEver(tf, w, key, withPools) {
-				return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix), flavor
+				return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix) + taints, flavor
 			}
 		}
 	}
 	if domains == 0 {
 		// No node or pool in any domain yet: they may come.
-		return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix), flavor
+		return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix) + taints, flavor
 	}
-	return nil, ExceedsDomainCapacity, topo.names.msgNeverFits(tf, w, flavor, li, withPools), flavor
+	return nil, ExceedsDomainCapacity, topo.names.msgNeverFits(tf, w, flavor, li, withPools) + taints, flavor
 }
 
 // fitsEver reports whether the gang would fit the domain with all its nodes empty
 // and its pools grown to their maximum.
 func (topo *topology) fitsEver(tf *topoFlavor, w *wl, key []string, withPools bool) bool {
 	for _, n := range tf.nodesIn(key) {
-		if n.alloc == nil && w.admitsAny(n) {
+		if n.alloc == nil && w.admitsAny(tf, n) {
 			return true // its capacity is unknown: it might
 		}
 	}
@@ -311,7 +314,7 @@ func (topo *topology) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, 
 	}
 	onNode := make([]int32, len(w.podSets))
 	for _, n := range tf.nodesIn(key) {
-		if !w.admitsAny(n) {
+		if !w.admitsAny(tf, n) {
 			continue
 		}
 		free, reserved := n.free, n.reserved
@@ -322,7 +325,7 @@ func (topo *topology) packNodes(tf *topoFlavor, w *wl, key []string, dom int32, 
 		clear(onNode)
 		for i := range w.podSets {
 			ps := &w.podSets[i]
-			if !ps.admitsNode(n) {
+			if !ps.admitsNode(tf, n) {
 				continue
 			}
 			k := w.apartRoom(i, onNode, podsThatFit(free, reserved, ps.req, extra, remaining[i]))
@@ -429,7 +432,7 @@ func replanShares(tf *topoFlavor, w *wl, key []string, charge bool) ([]nodeShare
 		ps := &w.podSets[i]
 		left := ps.count
 		for _, n := range tf.nodesIn(key) {
-			if !ps.admitsNode(n) {
+			if !ps.admitsNode(tf, n) {
 				continue
 			}
 			if first == nil {
@@ -491,7 +494,7 @@ func (nm *names) msgNoDomain(tf *topoFlavor, w *wl, flavor string, l int, suffix
 	for _, key := range domainsOf(tf, l, false) {
 		var free int64
 		for _, n := range tf.nodesIn(key) {
-			if w.admitsAny(n) {
+			if w.admitsAny(tf, n) {
 				free += max(0, n.left(dom, nil))
 			}
 		}
@@ -523,14 +526,14 @@ func (nm *names) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 	for _, key := range domainsOf(tf, max(l, -1), withPools) {
 		var total int64
 		for _, n := range tf.nodesIn(key) {
-			if w.admitsAny(n) {
+			if w.admitsAny(tf, n) {
 				total += n.alloc.at(dom)
 			}
 		}
 		if withPools {
 			var largest int64
 			for _, p := range tf.pools {
-				if inDomain(tf, p.labels, key) && w.admitsAnyPool(p) {
+				if inDomain(tf, p.labels, key) && w.admitsAnyPool(tf, p) {
 					largest = max(largest, p.node.at(dom)*int64(p.avail))
 				}
 			}

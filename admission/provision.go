@@ -85,6 +85,9 @@ type Pool struct {
 	// Available is how many more nodes the pool can create (its maximum minus the
 	// nodes it has and those being created).
 	Available int32
+	// Taints every node of the pool carries (its template's); a pod set that
+	// does not tolerate one that excludes cannot be booked in the pool.
+	Taints []Taint
 }
 
 // topoPool is a pool's capacity and the new nodes reserved in it.
@@ -95,6 +98,8 @@ type topoPool struct {
 	node     vec
 	avail    int32
 	reserved int32
+	// taints that exclude, sorted (see compileTaints).
+	taints []Taint
 	// fits caches which pod set filters admit the pool's nodes, by key.
 	fits map[string]bool
 }
@@ -120,6 +125,7 @@ func (e *Engine) UpsertPool(p Pool) error {
 	e.topo.unlinkPool(tp)
 	tp.flavor, tp.node, tp.avail = p.Flavor, node, p.Available
 	tp.labels = maps.Clone(p.Labels)
+	tp.taints = compileTaints(p.Taints)
 	tp.fits = nil
 	tf := e.topo.topoFlavorFor(p.Flavor)
 	tf.pools = insertByName(tf.pools, tp, func(x *topoPool) string { return x.name })
@@ -175,7 +181,7 @@ func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32, ever bool
 		if ever {
 			limit = p.avail
 		}
-		if n, ok := newNodesFor(p, w, remaining, limit); ok && (best == nil || n < fewest) {
+		if n, ok := newNodesFor(tf, p, w, remaining, limit); ok && (best == nil || n < fewest) {
 			best, fewest = p, n
 		}
 	}
@@ -187,7 +193,7 @@ func packPools(tf *topoFlavor, w *wl, key []string, remaining []int32, ever bool
 
 // newNodesFor returns how many new nodes of pool p hold the remaining pods of
 // w, each node filled before the next, and false if more than limit would.
-func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, bool) {
+func newNodesFor(tf *topoFlavor, p *topoPool, w *wl, remaining []int32, limit int32) (int32, bool) {
 	remaining = slices.Clone(remaining)
 	onNode := make([]int32, len(w.podSets))
 	var n int32
@@ -200,7 +206,7 @@ func newNodesFor(p *topoPool, w *wl, remaining []int32, limit int32) (int32, boo
 		clear(onNode)
 		for i := range w.podSets {
 			ps := &w.podSets[i]
-			if remaining[i] == 0 || !ps.admitsPool(p) {
+			if remaining[i] == 0 || !ps.admitsPool(tf, p) {
 				continue
 			}
 			k := w.apartRoom(i, onNode, podsThatFit(p.node, nil, ps.req, used, remaining[i]))

@@ -64,13 +64,17 @@ type Flavor struct {
 	// through a ProvisioningRequest, and how bookings are retried; the zero value
 	// never books.
 	Provisioning ProvisioningPolicy
+	// Tolerations are added to the pods released on the flavor, so every pod
+	// set placed on it tolerates what they match (see taints.go).
+	Tolerations []Toleration
 }
 
 // Node is one schedulable node as capacity.
 type Node struct {
 	// Name of the node.
 	Name string
-	// Flavors the node belongs to (its labels and taints match them).
+	// Flavors the node belongs to (its labels match theirs; its taints are
+	// matched per pod set, see Taints).
 	Flavors []string
 	// Labels of the node; those of the flavors' levels place it in the topology.
 	Labels map[string]string
@@ -81,14 +85,19 @@ type Node struct {
 	// fit a domain is judged from it. Unset: unknown, and no gang is judged unable
 	// ever to fit a domain of the node.
 	Allocatable Resources
+	// Taints of the node: a pod set that does not tolerate one whose effect
+	// is NoSchedule or NoExecute cannot use the node (see taints.go).
+	Taints []Taint
 }
 
 // topoFlavor is a flavor's topology, provisioning policy, nodes and pools.
 type topoFlavor struct {
 	levels []string
 	policy ProvisioningPolicy
-	nodes  []*topoNode // sorted by name
-	pools  []*topoPool // sorted by name
+	// tols are the flavor's tolerations, which every pod set placed on it has.
+	tols  []Toleration
+	nodes []*topoNode // sorted by name
+	pools []*topoPool // sorted by name
 	// index caches the flavor's domains and each domain's nodes; nil once
 	// its nodes, pools or levels changed (see domainIndex).
 	index *domainIndex
@@ -195,6 +204,8 @@ type topoNode struct {
 	free     vec
 	alloc    vec
 	reserved vec
+	// taints that exclude, sorted (see compileTaints).
+	taints []Taint
 	// fits caches which pod set filters admit the node, by filter key.
 	fits map[string]bool
 }
@@ -287,6 +298,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 	tf := e.topo.topoFlavorFor(f.Name)
 	tf.levels = slices.Clone(f.Levels)
 	tf.policy = f.Provisioning
+	tf.tols = slices.Clone(f.Tolerations)
 	tf.invalidate()
 	e.wakes.capacityChanged()
 	return nil
@@ -295,7 +307,7 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 // DeleteFlavor forgets a flavor's topology levels (its nodes stay known).
 func (e *Engine) DeleteFlavor(name string) {
 	if tf, ok := e.topo.flavorTopo[name]; ok {
-		tf.levels, tf.policy = nil, ProvisioningPolicy{}
+		tf.levels, tf.policy, tf.tols = nil, ProvisioningPolicy{}, nil
 		tf.invalidate()
 		e.wakes.capacityChanged()
 	}
@@ -319,8 +331,10 @@ func (e *Engine) UpsertNode(n Node) error {
 	flavors := slices.Clone(n.Flavors)
 	slices.Sort(flavors)
 	flavors = slices.Compact(flavors)
+	taints := compileTaints(n.Taints)
 	tn, ok := e.topo.nodes[n.Name]
-	if ok && tn.flavors != nil && slices.Equal(tn.flavors, flavors) && maps.Equal(tn.labels, n.Labels) {
+	if ok && tn.flavors != nil && slices.Equal(tn.flavors, flavors) && maps.Equal(tn.labels, n.Labels) &&
+		slices.Equal(tn.taints, taints) {
 		// Only its capacity changed, as on every pod bound or gone: its
 		// place in the topology, and the domain index, stay. Less free
 		// capacity cannot make a gang that waits for capacity fit, so only
@@ -344,6 +358,7 @@ func (e *Engine) UpsertNode(n Node) error {
 	e.topo.unlinkNode(tn)
 	tn.flavors = flavors
 	tn.labels = maps.Clone(n.Labels)
+	tn.taints = taints
 	tn.fits = nil // the labels may have changed
 	tn.free, tn.alloc = free, alloc
 	for _, f := range tn.flavors {
@@ -382,12 +397,15 @@ func (e *Engine) DeleteNode(name string) {
 }
 
 // takesAPodOf reports whether node n has room for one pod of some pod set
-// of w that may run there.
-func (w *wl) takesAPodOf(n *topoNode) bool {
-	for i := range w.podSets {
-		ps := &w.podSets[i]
-		if ps.admitsNode(n) && podsThatFit(n.free, n.reserved, ps.req, nil, 1) > 0 {
-			return true
+// of w that may run there, placed on one of the node's flavors.
+func (topo *topology) takesAPodOf(w *wl, n *topoNode) bool {
+	for _, f := range n.flavors {
+		tf := topo.flavorTopo[f]
+		for i := range w.podSets {
+			ps := &w.podSets[i]
+			if ps.admitsNode(tf, n) && podsThatFit(n.free, n.reserved, ps.req, nil, 1) > 0 {
+				return true
+			}
 		}
 	}
 	return false

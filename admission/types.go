@@ -140,6 +140,9 @@ type PodSet struct {
 	// not share a node with — its own name for one pod per node (required
 	// pod anti-affinity on the hostname among the gang's pods).
 	Apart []string
+	// Tolerations are the pods' own; those of the flavor the pod set is
+	// placed on are added to them (see taints.go).
+	Tolerations []Toleration
 }
 
 // Workload is one gang: every pod of every pod set is admitted together or not at all.

@@ -28,7 +28,7 @@ func (wk *wakes) nodeGrew(n *topoNode) {
 	}
 	kept := wk.topo.topoWaiting[:0]
 	for _, w := range wk.topo.topoWaiting {
-		if w.phase == phasePending && wk.workloads[w.key] == w && !w.takesAPodOf(n) {
+		if w.phase == phasePending && wk.workloads[w.key] == w && !wk.topo.takesAPodOf(w, n) {
 			kept = append(kept, w)
 			continue
 		}

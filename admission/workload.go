@@ -420,7 +420,7 @@ func (nm *names) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]in
 	if err := validateFilter(ps.Nodes); err != nil {
 		return podSetSpec{}, err
 	}
-	spec := podSetSpec{name: ps.Name, count: ps.Count, nodes: ps.Nodes}
+	spec := podSetSpec{name: ps.Name, count: ps.Count, nodes: ps.Nodes, tols: slices.Clone(ps.Tolerations)}
 	for r, q := range ps.Requests {
 		if r == "" {
 			return podSetSpec{}, errors.New("request with an empty resource name")

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -274,7 +273,7 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	if node.Spec.Unschedulable || !ready(node) || !node.DeletionTimestamp.IsZero() {
 		return admission.Node{}, false, nil
 	}
-	n := admission.Node{Name: node.Name, Labels: node.Labels}
+	n := admission.Node{Name: node.Name, Labels: node.Labels, Taints: lifecycle.TaintsToEngine(node.Spec.Taints)}
 	for i := range flavors {
 		if Matches(&flavors[i], node) {
 			n.Flavors = append(n.Flavors, flavors[i].Name)
@@ -321,29 +320,13 @@ func ready(node *corev1.Node) bool {
 }
 
 // Matches reports whether the node is of the flavor: it carries the
-// flavor's node labels, and the flavor tolerates its NoSchedule and
-// NoExecute taints.
+// flavor's node labels. Its taints do not decide it: the engine gets them
+// with the node and keeps off it the pod sets that tolerate them neither by
+// their own tolerations nor by the flavor's, which berth adds to the pods
+// it releases on the flavor — so pods that tolerate a taint on their own
+// may use a node the flavor does not, as the scheduler lets them.
 func Matches(rf *berthv1.ResourceFlavor, node *corev1.Node) bool {
-	if !labels.SelectorFromSet(rf.Spec.NodeLabels).Matches(labels.Set(node.Labels)) {
-		return false
-	}
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		tolerated := false
-		for j := range rf.Spec.Tolerations {
-			if rf.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return false
-		}
-	}
-	return true
+	return labels.SelectorFromSet(rf.Spec.NodeLabels).Matches(labels.Set(node.Labels))
 }
 
 // Load gives the sink every flavor and node at once; the scheduler calls it

@@ -29,7 +29,9 @@ func TestMatches(t *testing.T) {
 		{"labels match, no taints", node(map[string]string{"gpu": "h200", "rack": "r1"}), true},
 		{"label missing", node(map[string]string{"rack": "r1"}), false},
 		{"tolerated taint", node(map[string]string{"gpu": "h200"}, corev1.Taint{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}), true},
-		{"untolerated taint", node(map[string]string{"gpu": "h200"}, corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute}), false},
+		// Taints go to the engine with the node, which matches them
+		// against the pods' and the flavor's tolerations.
+		{"untolerated taint: still of the flavor", node(map[string]string{"gpu": "h200"}, corev1.Taint{Key: "example.com/reserved", Effect: corev1.TaintEffectNoExecute}), true},
 		{"PreferNoSchedule does not exclude", node(map[string]string{"gpu": "h200"}, corev1.Taint{Key: "x", Effect: corev1.TaintEffectPreferNoSchedule}), true},
 	}
 	for _, tc := range tests {

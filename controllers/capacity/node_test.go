@@ -35,6 +35,7 @@ func TestReconcileNode(t *testing.T) {
 		wantErr     string
 		wantDeleted bool
 		wantFreeGPU int64 // in milli-units; -1: no upsert
+		wantTaints  []admission.Taint
 	}{
 		{name: "a node that is gone leaves the engine", objs: []client.Object{flavor}, wantDeleted: true, wantFreeGPU: -1},
 		{name: "a read that fails names the node", objs: []client.Object{flavor, gpuNode()},
@@ -47,7 +48,10 @@ func TestReconcileNode(t *testing.T) {
 		{name: "a node without a Ready condition offers nothing", objs: []client.Object{flavor, gpuNode(noCondition)}, wantDeleted: true, wantFreeGPU: -1},
 		{name: "a node being deleted offers nothing", objs: []client.Object{flavor, gpuNode(deleting)}, wantDeleted: true, wantFreeGPU: -1},
 		{name: "a node of no flavor offers nothing", objs: []client.Object{flavor, gpuNode(cpuOnly)}, wantDeleted: true, wantFreeGPU: -1},
-		{name: "a taint the flavor does not tolerate excludes the node", objs: []client.Object{flavor, gpuNode(tainted)}, wantDeleted: true, wantFreeGPU: -1},
+		// The engine matches the taint against the pods' and the flavor's
+		// tolerations: the node stays of the flavor, carrying it.
+		{name: "a node's taints go to the engine with it", objs: []client.Object{flavor, gpuNode(tainted)}, wantFreeGPU: 8000,
+			wantTaints: []admission.Taint{{Key: "maintenance", Effect: admission.TaintNoSchedule}}},
 		{name: "running pods' requests are taken off",
 			objs:        []client.Object{flavor, gpuNode(), boundPod("a", "2", corev1.PodRunning, nil), boundPod("b", "1", corev1.PodPending, nil)},
 			wantFreeGPU: 5000},
@@ -91,6 +95,9 @@ func TestReconcileNode(t *testing.T) {
 			}
 			if got := n.Allocatable[admission.ResourceName("nvidia.com/gpu")]; got != 8000 {
 				t.Errorf("allocatable GPUs = %d, want 8000", got)
+			}
+			if !slices.Equal(n.Taints, tc.wantTaints) {
+				t.Errorf("taints = %+v, want %+v", n.Taints, tc.wantTaints)
 			}
 			if !slices.Equal(n.Flavors, []string{"h200"}) || n.Labels["rack"] != "r1" {
 				t.Errorf("node = %+v, want flavor h200 in rack r1", n)

@@ -19,9 +19,9 @@ import (
 // podNodes is a pod set's own node constraints, matched with
 // kube-scheduler's rules (k8s.io/component-helpers): its node selector and
 // required node affinity admit nodes, its preferred node affinity scores
-// them. A node of the flavor carries only taints the flavor tolerates, and
-// berth adds the flavor's tolerations to the pods, so the pods' own
-// tolerations cannot exclude such a node: they are not matched here.
+// them. Taints are not matched here: the engine matches a node's and a
+// pool's taints against the pods' own tolerations and those of the flavor
+// it places them on (taints.go).
 type podNodes struct {
 	key       string
 	required  nodeaffinity.RequiredNodeAffinity

@@ -25,6 +25,24 @@ func pool(name string, labels map[string]string, names ...string) *Pool {
 	return &Pool{Name: name, Labels: labels, Allocatable: rl("nvidia.com/gpu", "8", "cpu", "64"), Names: names, Max: int32(len(names))}
 }
 
+var reservedTaint = corev1.Taint{Key: "example.com/reserved", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// tainted gives p's template taints.
+func tainted(p *Pool, taints ...corev1.Taint) *Pool {
+	p.Taints = taints
+	return p
+}
+
+// tolerate gives pods (which share one spec) tolerations.
+func tolerate(pods []Pod, tols ...corev1.Toleration) []Pod {
+	spec := pods[0].Spec.DeepCopy()
+	spec.Tolerations = tols
+	for i := range pods {
+		pods[i].Spec = spec
+	}
+	return pods
+}
+
 func TestPlace(t *testing.T) {
 	rackA := map[string]string{"rack": "a"}
 	rackB := map[string]string{"rack": "b"}
@@ -71,6 +89,24 @@ func TestPlace(t *testing.T) {
 			assigned: []string{"b-0", "b-0", "b-1", "b-1"},
 			newNodes: []NewNode{{Name: "b-0", Pool: "b"}, {Name: "b-1", Pool: "b"}},
 			chosen:   "b",
+		},
+		{
+			// As cluster-autoscaler runs the scheduler's predicates against
+			// the template node: a template taint the pods do not tolerate
+			// keeps them off every node the pool could create.
+			name:     "a pool whose template taint the pods do not tolerate creates nothing for them",
+			pods:     gpuPods(0, 2, "8", rackA),
+			pools:    []*Pool{tainted(pool("a", rackA, "a-0", "a-1"), reservedTaint)},
+			assigned: []string{"", ""},
+			unplaced: []int{0, 1},
+		},
+		{
+			name:     "pods that tolerate the template taint get the pool's nodes",
+			pods:     tolerate(gpuPods(0, 2, "8", rackA), corev1.Toleration{Key: reservedTaint.Key, Operator: corev1.TolerationOpExists}),
+			pools:    []*Pool{tainted(pool("a", rackA, "a-0", "a-1"), reservedTaint)},
+			assigned: []string{"a-0", "a-1"},
+			newNodes: []NewNode{{Name: "a-0", Pool: "a"}, {Name: "a-1", Pool: "a"}},
+			chosen:   "a",
 		},
 		{
 			name:     "existing capacity before new nodes",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	"github.com/berth-dev/berth/controllers/capacity"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // The capacity feed: what berth's capacity controller tells the engine
@@ -73,7 +74,8 @@ func (s *engineShell) tellNode(n *node) {
 		}
 		s.nodeFlavors[n] = flavors
 	}
-	en := admission.Node{Name: n.name, Labels: n.labels, Flavors: flavors, Free: admission.Resources{}, Allocatable: admission.Resources{}}
+	en := admission.Node{Name: n.name, Labels: n.labels, Flavors: flavors, Free: admission.Resources{}, Allocatable: admission.Resources{},
+		Taints: lifecycle.TaintsToEngine(n.taints)}
 	if len(en.Flavors) == 0 {
 		return
 	}

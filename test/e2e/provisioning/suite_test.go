@@ -164,6 +164,12 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) stri
 // 8-GPU nodes of the flavor in rack, whose nodes also carry extra labels;
 // it and its nodes are deleted after the spec.
 func addPool(ctx context.Context, flavor, rack string, maxNodes int32, extra map[string]string) {
+	addPoolWith(ctx, flavor, rack, maxNodes, extra, nil)
+}
+
+// addPoolWith is addPool whose template also carries taints, which every
+// node the autoscaler creates from it carries.
+func addPoolWith(ctx context.Context, flavor, rack string, maxNodes int32, extra map[string]string, taints []corev1.Taint) {
 	labels := rackLabels(flavor, rack)
 	maps.Copy(labels, extra)
 	labels[berthv1.CapacityPoolLabel] = flavor + "-" + rack
@@ -171,7 +177,7 @@ func addPool(ctx context.Context, flavor, rack string, maxNodes int32, extra map
 	pool := &berthv1.CapacityPool{
 		ObjectMeta: metav1.ObjectMeta{Name: flavor + "-" + rack},
 		Spec: berthv1.CapacityPoolSpec{Flavor: flavor, MaxNodes: maxNodes, NodeTemplate: berthv1.NodeTemplate{
-			Labels: labels, Allocatable: template.Status.Allocatable,
+			Labels: labels, Allocatable: template.Status.Allocatable, Taints: taints,
 		}},
 	}
 	Expect(env.Client.Create(ctx, pool)).To(Succeed())
@@ -184,8 +190,9 @@ func rackLabels(flavor, rack string) map[string]string {
 }
 
 // addNode creates a Ready kwok node with 8 GPUs, deleted after the spec.
-func addNode(ctx context.Context, name string, labels map[string]string) {
+func addNode(ctx context.Context, name string, labels map[string]string, taints ...corev1.Taint) {
 	node := controlplane.GPUNode(name, 8, labels)
+	node.Spec.Taints = taints
 	Expect(env.Client.Create(ctx, node)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) error { return client.IgnoreNotFound(env.Client.Delete(ctx, node)) })
 	Expect(controlplane.WaitForNodeReady(ctx, env.Client, name)).To(Succeed())
