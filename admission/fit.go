@@ -23,7 +23,9 @@ type outcome struct {
 // Flavor choice, per resource group (all pod sets of a workload get the same flavor
 // for a group, so a gang lands on one kind of hardware): the first flavor, in the
 // queue's order, where the whole workload fits without borrowing; else the first
-// where it fits by borrowing; else the group does not fit.
+// where it fits by borrowing; else the group does not fit. A topology gang that no
+// domain of its flavor takes falls back to the group's next flavor whose quota
+// fits, in the same order (see fallback.go).
 func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	if w.notBefore != 0 && e.books.backoffUntil(w) {
 		return outcome{reason: ProvisioningBackoff, msg: msgBackoff(w.notBefore)}
@@ -56,6 +58,9 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	}
 	if w.topo != nil || len(e.topo.flavorTopo) > 0 {
 		out.place, out.reason, out.msg, out.flavor = e.topo.placeIn(c, w, out.flavors)
+		if w.topo != nil && fallsBack(out.reason) {
+			e.topo.fallBack(c, w, &out)
+		}
 	}
 	return out
 }
