@@ -31,8 +31,9 @@
 //     cycle tries, parking, StrictFIFO's head, BestEffortFIFO's skips and reservations.
 //   - fairSharing (fairshare.go, lqfair.go, index.go): the order between queues and
 //     between LocalQueues.
-//   - topology (topologystate.go, topology.go, placement.go): flavors' levels, nodes
-//     and pools, what admissions reserved, and where a gang fits.
+//   - topology (topologystate.go, topology.go, placement.go, fallback.go): flavors'
+//     levels, nodes and pools, what admissions reserved, where a gang fits, and
+//     which flavor a topology gang falls back to when its first has no room.
 //   - preemption (preempt.go): victims, the quota held for a preemptor, and readying
 //     it when they are gone.
 //   - bookings (bookingstate.go, booking.go, provision.go): capacity bookings, the
