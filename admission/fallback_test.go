@@ -62,6 +62,15 @@ func TestTopologyFlavorFallback(t *testing.T) {
 				"; flavor h100: no example.com/rack domain of flavor h100 has free capacity for all 2 pods; most free: 4 nvidia.com/gpu",
 			},
 		},
+		{
+			name: "a flavor that may take it later outweighs one that never can", nominal: []int64{100, 100},
+			nodes: []Node{sized(flavorNode("a1", "h200", "r1", 8), 8), flavorNode("b1", "h100", "r9", 4)},
+			pods:  2, wantReason: TopologyUnavailable,
+			wantMsg: []string{
+				"flavor h200: no example.com/rack domain of flavor h200 can ever hold all 2 pods",
+				"; flavor h100: no example.com/rack domain of flavor h100 has free capacity for all 2 pods; most free: 4 nvidia.com/gpu",
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +106,10 @@ func TestTopologyFlavorFallback(t *testing.T) {
 				p, _ := pendingReason(res, "g")
 				if p.Reason != tc.wantReason || !strings.HasPrefix(p.Message, tc.wantMsg[0]) || !strings.Contains(p.Message, tc.wantMsg[1]) {
 					t.Fatalf("pending %s %q, want %s with %q", p.Reason, p.Message, tc.wantReason, tc.wantMsg)
+				}
+				// Explain evaluates the same way: the same reason and message.
+				if ex, ok := e.Explain(key("g")); !ok || ex.Reason != p.Reason || ex.Message != p.Message {
+					t.Fatalf("explain %s %q, want %s %q", ex.Reason, ex.Message, p.Reason, p.Message)
 				}
 				return
 			}
