@@ -20,9 +20,10 @@ import (
 //
 // Only kinds whose gang is read from the object alone are memoised: a job
 // that is not a Splitter, Resolver or Releaser, whose spec changes bump
-// metadata.generation. What the gang reads outside the spec — the labels
-// and annotations below — is part of the stamp. A PriorityClass's value is
-// immutable, so the priority read once stays right.
+// metadata.generation, and whose pods use no ResourceClaims. What the gang
+// reads outside the spec — the labels and annotations below — is part of
+// the stamp. A PriorityClass's value is immutable and tenants cannot
+// create one, so the priority read once stays right.
 type specMemo struct {
 	mu      sync.Mutex
 	inStep  map[types.NamespacedName]specStamp
@@ -55,6 +56,16 @@ func newSpecMemo(kind Kind) *specMemo {
 func stampOf(job GenericJob, wl *berthv1.Workload) (specStamp, bool) {
 	if _, releases := job.(Releaser); releases {
 		return specStamp{}, false
+	}
+	// A pod that uses ResourceClaims costs what its claims' templates ask
+	// for, and a tenant may delete and recreate a ResourceClaimTemplate
+	// under the same name without changing the job: such a gang is read on
+	// every event, so a larger claim is seen before the job starts or
+	// replaces a pod.
+	for _, t := range job.PodTemplates() {
+		if t.Spec != nil && len(t.Spec.ResourceClaims) > 0 {
+			return specStamp{}, false
+		}
 	}
 	obj := job.Object()
 	if obj.GetGeneration() == 0 || wl.UID == "" || wl.Generation == 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -119,4 +120,27 @@ func withOwnerIndex(t *testing.T, objs ...client.Object) client.WithWatch {
 		}
 		return nil
 	}).Build()
+}
+
+// TestGangWithClaimsReadEveryTime: a job whose pods use ResourceClaims is
+// read on every event — a ResourceClaimTemplate can be replaced under the
+// same name without changing the job.
+func TestGangWithClaimsReadEveryTime(t *testing.T) {
+	job := trainJob(func(j *batchv1.Job) {
+		j.Generation = 1
+		j.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
+	})
+	reads := 0
+	c := fakeapi.Generations(withOwnerIndex(t, job))
+	r := jobs.NewReconciler(c, c, &fakeapi.Recorder{}, countingKind{reads: &reads},
+		jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "train"}}
+	for i := 1; i <= 3; i++ {
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		if reads != i {
+			t.Fatalf("after %d reconciles the gang was read %d times, want every time", i, reads)
+		}
+	}
 }
