@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
@@ -68,14 +70,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
 		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
 		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
-		Berth: framework.BerthOptions{Setup: setup.Options{Notifications: notify.Options{
-			Enabled: true, Namespace: "default", HTTPClient: slack.Client(), Egress: slack.Egress(),
-			// A hanging sink holds its worker for the whole attempt: long
-			// enough that another tenant's report can only arrive through
-			// another worker.
-			Dispatch: notify.DispatchOptions{QueueSize: 8, Attempts: 2, Backoff: 100 * time.Millisecond,
-				MaxBackoff: time.Second, Timeout: 30 * time.Second},
-		}}},
+		Berth: framework.BerthOptions{Setup: setup.Options{
+			// Devices of gpuClass count as GPUs (attacks_dra_test.go).
+			DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
+			Notifications: notify.Options{
+				Enabled: true, Namespace: "default", HTTPClient: slack.Client(), Egress: slack.Egress(),
+				// A hanging sink holds its worker for the whole attempt: long
+				// enough that another tenant's report can only arrive through
+				// another worker.
+				Dispatch: notify.DispatchOptions{QueueSize: 8, Attempts: 2, Backoff: 100 * time.Millisecond,
+					MaxBackoff: time.Second, Timeout: 30 * time.Second},
+			}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	// What the install gives tenants, as a cluster has it: the tenant
