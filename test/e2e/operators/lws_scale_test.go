@@ -2,10 +2,12 @@ package operators_test
 
 import (
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +56,16 @@ func replicaStates(ctx SpecContext, g Gomega, set *lwsv1.LeaderWorkerSet, replic
 	return running, gated
 }
 
+// addedReplicas lists the pods of the set's replicas from..to-1, by index.
+func addedReplicas(ctx SpecContext, set *lwsv1.LeaderWorkerSet, from, to int) map[string][]corev1.Pod {
+	out := map[string][]corev1.Pod{}
+	for i := from; i < to; i++ {
+		idx := strconv.Itoa(i)
+		out[idx] = podsWith(ctx, Default, set.Namespace, map[string]string{lwsv1.SetNameLabelKey: set.Name, lwsv1.GroupIndexLabelKey: idx})
+	}
+	return out
+}
+
 var _ = Describe("a LeaderWorkerSet scaled like a model server", func() {
 	It("queues the replicas an HPA adds as gangs, admits all that quota allows, and releases removed ones at once", func(ctx SpecContext) {
 		ns := setup(ctx)
@@ -69,6 +81,7 @@ var _ = Describe("a LeaderWorkerSet scaled like a model server", func() {
 		}, timeout, interval).Should(Equal(1))
 
 		By("scaling from 1 to 20 in one step: four replicas run, sixteen wait whole with a Workload each")
+		scaled := time.Now()
 		scaleTo(ctx, set, 20)
 		Eventually(func(g Gomega) {
 			g.Expect(workloadsOf(ctx, g, set)).To(HaveLen(20))
@@ -88,6 +101,8 @@ var _ = Describe("a LeaderWorkerSet scaled like a model server", func() {
 			}
 			g.Expect(waiting).To(Equal(16))
 		}, timeout, interval).Should(Succeed())
+
+		reportStarts(ctx, "scale 1 to 20: added replicas", scaled, 3*time.Minute, addedReplicas(ctx, set, 1, 20))
 
 		By("a 4-GPU job queued behind the waiting replicas")
 		job := builders.Job(ns, "next", "team").Request(builders.GPU, "4").Obj()
