@@ -47,11 +47,19 @@ type Options struct {
 	// PhaseTimeout bounds each run's wait for every pod to be bound.
 	// Default 10m.
 	PhaseTimeout time.Duration
+	// DeletePage is how many pods one collection delete removes when a run
+	// is cleaned up. One delete of a whole burst's pods outlives the API
+	// server's request timeout on a 2-core machine ("the server was unable
+	// to return a response in the time allotted"). Default 500.
+	DeletePage int64
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
 
 func (o *Options) defaults() {
+	if o.DeletePage == 0 {
+		o.DeletePage = 500
+	}
 	if o.Gangs == 0 {
 		o.Gangs = 2000
 	}

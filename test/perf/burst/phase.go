@@ -133,7 +133,7 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		return ph, fmt.Errorf("%d of %d pods bound: %w", seen.count(), ph.Pods, waitErr)
 	}
 	if !throughBerth {
-		return ph, emptyNamespace(ctx, p.env.Client, ns)
+		return ph, emptyNamespace(ctx, p.env.Client, ns, p.o.DeletePage)
 	}
 	return ph, nil
 }
@@ -303,21 +303,29 @@ func admittedWorkloads(ctx context.Context, c client.Client, ns string) (int, er
 	return n, nil
 }
 
-// emptyNamespace deletes every pod in ns at once (no kubelet waits for
-// them) and waits until they are gone, freeing their nodes.
-func emptyNamespace(ctx context.Context, c client.Client, ns string) error {
-	if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
-		return fmt.Errorf("deleting the pods in %s: %w", ns, err)
-	}
+// emptyNamespace deletes every pod in ns (no kubelet waits for them), page
+// pods at a time (Options.DeletePage), and waits until they are gone,
+// freeing their nodes.
+func emptyNamespace(ctx context.Context, c client.Client, ns string, page int64) error {
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
-			return false, err
+		pods := &metav1.PartialObjectMetadataList{}
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := c.List(ctx, pods, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, fmt.Errorf("listing the pods in %s: %w", ns, err)
 		}
-		return len(pods.Items) == 0, nil
+		if len(pods.Items) == 0 {
+			return true, nil
+		}
+		// The API server's collection delete lists with the limit and
+		// deletes that page only.
+		page := &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: ns, Limit: page}}
+		if err := c.DeleteAllOf(ctx, &corev1.Pod{}, page, client.GracePeriodSeconds(0)); err != nil {
+			return false, fmt.Errorf("deleting a page of the pods in %s: %w", ns, err)
+		}
+		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the pods in %s to go: %w", ns, err)
+		return fmt.Errorf("emptying %s: %w", ns, err)
 	}
 	return nil
 }

@@ -19,7 +19,9 @@ var _ = Describe("a small burst on the full plane", func() {
 	It("binds every gang whole, with kube-scheduler alone and through berth, and reports both", func(ctx SpecContext) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		const gangs = 24
-		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, Progress: GinkgoWriter})
+		// Pages of ten: the floor's pods are deleted in several pages
+		// before the berth run needs their nodes.
+		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Progress: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		pods := burst.Pods(gangs, 4)
 		Expect(rep.Pods).To(Equal(pods))
