@@ -41,6 +41,10 @@ const (
 type ProvisioningPolicy struct {
 	// Mode says when to book; "" means ProvisionNever.
 	Mode ProvisioningMode
+	// SinglePodJobs says whether a workload of one pod with no topology
+	// request books (see singlepod.go); "" means SinglePodAutoscaler with
+	// ProvisionIfNeeded and SinglePodBook with ProvisionAlways.
+	SinglePodJobs SinglePodPolicy
 	// MaxAttempts is how many bookings in a row may fail before the engine gives up.
 	MaxAttempts int32
 	// Backoff is the wait after the first failure; it doubles after each further one.
@@ -80,7 +84,7 @@ func (p ProvisioningPolicy) validate() error {
 	}
 	switch p.Mode {
 	case "", ProvisionNever, ProvisionIfNeeded, ProvisionAlways:
-		return nil
+		return p.validateSinglePods()
 	}
 	return fmt.Errorf("provisioning %q must be Never, IfNeeded or Always", p.Mode)
 }

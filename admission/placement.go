@@ -93,11 +93,20 @@ func (topo *topology) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []To
 			return topo.noDomain(tf, w, name, li, levels, false)
 		}
 		// Without CapacityPools berth cannot tell where capacity can be
-		// created: an unpinned request lets the autoscaler choose.
+		// created: an unpinned request lets the autoscaler choose, and so
+		// does its scale-up for the pending pod of a single-pod job.
+		if tf.policy.leftToAutoscaler(w) {
+			return &placement{}, "", "", name
+		}
 		return &placement{provision: true, scaleUp: true, flavor: name}, "", "", name
 	}
 	for _, l := range levels {
 		if p := topo.search(tf, name, w, l, true, avoid); p != nil {
+			if tf.policy.leftToAutoscaler(w) {
+				// A pool can create a node for the pod: the autoscaler's
+				// scale-up for pending pods will (singlepod.go).
+				return &placement{}, "", "", name
+			}
 			if l < 0 {
 				p.shares = nil
 			}

@@ -31,6 +31,11 @@ func ProvisioningModes() []ProvisioningMode {
 	return []ProvisioningMode{ProvisioningNever, ProvisioningIfNeeded, ProvisioningAlways}
 }
 
+// SinglePodJobsPolicies lists every SinglePodJobsPolicy.
+func SinglePodJobsPolicies() []SinglePodJobsPolicy {
+	return []SinglePodJobsPolicy{SinglePodJobsBook, SinglePodJobsAutoscaler}
+}
+
 // ProvisioningStates lists every ProvisioningState.
 func ProvisioningStates() []ProvisioningState {
 	return []ProvisioningState{ProvisioningPending, ProvisioningProvisioned, ProvisioningFailed, ProvisioningCapacityNotFound,

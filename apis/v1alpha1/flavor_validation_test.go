@@ -38,6 +38,13 @@ func TestResourceFlavorValidate(t *testing.T) {
 			want: "may be set only with effect NoExecute"},
 		{name: "topology level", spec: ResourceFlavorSpec{TopologyLevels: []string{"rack id"}},
 			want: "spec.topologyLevels[0]: Invalid value: \"rack id\": must be a node label key"},
+		{name: "single-pod jobs left to the autoscaler when provisioning IfNeeded",
+			spec: ResourceFlavorSpec{Provisioning: &ProvisioningPolicy{Mode: ProvisioningIfNeeded, SinglePodJobs: SinglePodJobsAutoscaler}}},
+		{name: "single-pod jobs booked when provisioning Always",
+			spec: ResourceFlavorSpec{Provisioning: &ProvisioningPolicy{Mode: ProvisioningAlways, SinglePodJobs: SinglePodJobsBook}}},
+		{name: "single-pod jobs left to the autoscaler when provisioning Always",
+			spec: ResourceFlavorSpec{Provisioning: &ProvisioningPolicy{Mode: ProvisioningAlways, SinglePodJobs: SinglePodJobsAutoscaler}},
+			want: "spec.provisioning.singlePodJobs: Invalid value: \"Autoscaler\": contradicts mode: Always, which books capacity for every admission: set mode: IfNeeded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

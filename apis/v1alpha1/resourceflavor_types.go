@@ -56,12 +56,47 @@ const (
 	ProvisioningAlways ProvisioningMode = "Always"
 )
 
+// SinglePodJobsPolicy says how a flavor that provisions gets capacity for
+// a single-pod job: a workload of one pod in all, with no topology request.
+// +kubebuilder:validation:Enum=Book;Autoscaler
+type SinglePodJobsPolicy string
+
+const (
+	// SinglePodJobsBook books capacity for a single-pod job as for a gang:
+	// a ProvisioningRequest of its own when it does not fit existing free
+	// capacity (with mode Always, for every admission).
+	SinglePodJobsBook SinglePodJobsPolicy = "Book"
+	// SinglePodJobsAutoscaler admits a single-pod job by quota, without a
+	// ProvisioningRequest, once existing free capacity or a CapacityPool
+	// that can still grow can take its pod, and releases it unpinned:
+	// cluster-autoscaler's own scale-up for pending pods gives it a node,
+	// packing such pods onto as few nodes as it can.
+	SinglePodJobsAutoscaler SinglePodJobsPolicy = "Autoscaler"
+)
+
 // ProvisioningPolicy configures the ProvisioningRequests of a flavor.
+// +kubebuilder:validation:XValidation:rule="!(has(self.singlePodJobs) && self.singlePodJobs == 'Autoscaler' && has(self.mode) && self.mode == 'Always')",message="singlePodJobs: Autoscaler contradicts mode: Always, which books capacity for every admission: set mode: IfNeeded to leave single-pod jobs to the autoscaler, or remove singlePodJobs to book them"
 type ProvisioningPolicy struct {
 	// mode says when to book capacity.
 	// +optional
 	// +kubebuilder:default=IfNeeded
 	Mode ProvisioningMode `json:"mode,omitempty"`
+
+	// singlePodJobs says how capacity is found for a single-pod job: one
+	// pod in all, with no berth.dev/topology-required or -preferred
+	// annotation. Such a job needs no gang booked all or nothing, and no
+	// domain chosen for it. Book: it books a ProvisioningRequest of its
+	// own, as a gang does. Autoscaler: it is admitted by quota once
+	// existing free capacity or a CapacityPool that can still grow can
+	// take its pod, and released unpinned without a request;
+	// cluster-autoscaler's scale-up for pending pods packs such pods onto
+	// new nodes together, where one request per job would create a node
+	// per job. Unset: Autoscaler with mode IfNeeded, Book with mode Always
+	// (which books every admission, and refuses Autoscaler). Gangs and
+	// jobs with a topology request always book. With mode Never nothing
+	// is booked and the field has no effect.
+	// +optional
+	SinglePodJobs SinglePodJobsPolicy `json:"singlePodJobs,omitempty"`
 
 	// parameters are copied to every ProvisioningRequest's spec.parameters.
 	// +optional

@@ -84,6 +84,10 @@ func (rf *ResourceFlavor) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(spec.Child("topologyLevels").Index(i), l, "must be a node label key: "+msg))
 		}
 	}
+	if p := rf.Spec.Provisioning; p != nil && p.Mode == ProvisioningAlways && p.SinglePodJobs == SinglePodJobsAutoscaler {
+		errs = append(errs, field.Invalid(spec.Child("provisioning", "singlePodJobs"), p.SinglePodJobs,
+			"contradicts mode: Always, which books capacity for every admission: set mode: IfNeeded to leave single-pod jobs to the autoscaler, or remove singlePodJobs to book them"))
+	}
 	return errs
 }
 

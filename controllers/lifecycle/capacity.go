@@ -20,6 +20,7 @@ func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
 	if p := rf.Spec.Provisioning; p != nil {
 		f.Provisioning = admission.ProvisioningPolicy{
 			Mode: provisioningModes.engine(p.Mode), MaxAttempts: p.MaxAttempts,
+			SinglePodJobs:           singlePodJobs.engine(p.SinglePodJobs),
 			Backoff:                 seconds(p.BackoffSeconds),
 			CapacityNotFoundTimeout: seconds(p.CapacityNotFoundSeconds),
 			AnswerTimeout:           seconds(p.AnswerTimeoutSeconds),

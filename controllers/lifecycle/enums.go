@@ -45,6 +45,10 @@ var (
 		berthv1.ProvisioningIfNeeded: admission.ProvisionIfNeeded,
 		berthv1.ProvisioningAlways:   admission.ProvisionAlways,
 	}
+	singlePodJobs = enumTable[berthv1.SinglePodJobsPolicy, admission.SinglePodPolicy]{
+		berthv1.SinglePodJobsBook:       admission.SinglePodBook,
+		berthv1.SinglePodJobsAutoscaler: admission.SinglePodAutoscaler,
+	}
 	bookingStates = enumTable[berthv1.ProvisioningState, admission.BookingState]{
 		berthv1.ProvisioningPending:          admission.BookingPending,
 		berthv1.ProvisioningProvisioned:      admission.BookingProvisioned,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
@@ -36,12 +37,13 @@ func tableTrip[A, E ~string](values []A, t enumTable[A, E]) roundTrip {
 // enumTrips lists every API enum the engine reads, by type name.
 func enumTrips() map[string]roundTrip {
 	return map[string]roundTrip{
-		"QueueingStrategy":  tableTrip(berthv1.QueueingStrategies(), queueingStrategies),
-		"PreemptionMode":    tableTrip(berthv1.PreemptionModes(), preemptionModes),
-		"TopologyMode":      tableTrip(berthv1.TopologyModes(), topologyModes),
-		"ProvisioningMode":  tableTrip(berthv1.ProvisioningModes(), provisioningModes),
-		"ProvisioningState": tableTrip(berthv1.ProvisioningStates(), bookingStates),
-		"ProvisioningClass": tableTrip(berthv1.ProvisioningClasses(), classes),
+		"QueueingStrategy":    tableTrip(berthv1.QueueingStrategies(), queueingStrategies),
+		"PreemptionMode":      tableTrip(berthv1.PreemptionModes(), preemptionModes),
+		"TopologyMode":        tableTrip(berthv1.TopologyModes(), topologyModes),
+		"ProvisioningMode":    tableTrip(berthv1.ProvisioningModes(), provisioningModes),
+		"SinglePodJobsPolicy": tableTrip(berthv1.SinglePodJobsPolicies(), singlePodJobs),
+		"ProvisioningState":   tableTrip(berthv1.ProvisioningStates(), bookingStates),
+		"ProvisioningClass":   tableTrip(berthv1.ProvisioningClasses(), classes),
 	}
 }
 
@@ -176,6 +178,25 @@ func addTypedStrings(out map[string][]string, vs *ast.ValueSpec) {
 		if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 			s, _ := strconv.Unquote(lit.Value)
 			out[id.Name] = append(out[id.Name], s)
+		}
+	}
+}
+
+// TestFlavorSinglePodJobs: a flavor's singlePodJobs reaches the engine as
+// written, unset staying unset (the engine's default for the mode).
+func TestFlavorSinglePodJobs(t *testing.T) {
+	for _, tc := range []struct {
+		in   berthv1.SinglePodJobsPolicy
+		want admission.SinglePodPolicy
+	}{
+		{"", ""},
+		{berthv1.SinglePodJobsBook, admission.SinglePodBook},
+		{berthv1.SinglePodJobsAutoscaler, admission.SinglePodAutoscaler},
+	} {
+		rf := &berthv1.ResourceFlavor{Spec: berthv1.ResourceFlavorSpec{Provisioning: &berthv1.ProvisioningPolicy{SinglePodJobs: tc.in}}}
+		f := FlavorToEngine(rf)
+		if f.Provisioning.SinglePodJobs != tc.want || f.Provisioning.Mode != admission.ProvisionIfNeeded {
+			t.Errorf("singlePodJobs %q: engine policy %+v, want %q with mode IfNeeded", tc.in, f.Provisioning, tc.want)
 		}
 	}
 }

@@ -208,9 +208,16 @@ func TestBusyGPUHoursAreTheWorkDone(t *testing.T) {
 // shipped reads a shipped scenario and generates its trace.
 func shipped(t *testing.T, name string) (Scenario, trace.Trace) {
 	t.Helper()
-	dir := "../../../test/simulation/" + name + "/"
-	sc := readScenarioFile(t, dir+"scenario.yaml")
-	f, err := os.Open(dir + "mix.yaml")
+	return shippedWith(t, name, name)
+}
+
+// shippedWith reads the shipped scenario name and generates its trace from
+// the mix of the shipped scenario mixOf.
+func shippedWith(t *testing.T, name, mixOf string) (Scenario, trace.Trace) {
+	t.Helper()
+	dir := "../../../test/simulation/"
+	sc := readScenarioFile(t, dir+name+"/scenario.yaml")
+	f, err := os.Open(dir + mixOf + "/mix.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

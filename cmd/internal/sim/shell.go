@@ -25,9 +25,9 @@ import (
 // then books unpinned capacity for every admission, as Kueue's
 // ProvisioningRequest admission check does: the engine is told neither the
 // nodes, nor the pools, nor the flavors' topology, and every booking
-// flavor books every admission; a gang's topology becomes required pod
-// affinity among its pods, which is what a user writes without a queue
-// that places gangs.
+// flavor books every admission, single pods too; a gang's topology
+// becomes required pod affinity among its pods, which is what a user
+// writes without a queue that places gangs.
 type engineShell struct {
 	r         *run
 	eng       *admission.Engine
@@ -80,6 +80,11 @@ func (s *engineShell) load() error {
 			f.Levels = nil
 			if f.Provisioning.Mode == admission.ProvisionIfNeeded {
 				f.Provisioning.Mode = admission.ProvisionAlways
+			}
+			if f.Provisioning.Mode == admission.ProvisionAlways {
+				// Kueue's ProvisioningRequest check books every workload,
+				// single pods too.
+				f.Provisioning.SinglePodJobs = admission.SinglePodBook
 			}
 		}
 		if err := s.eng.UpsertFlavor(f); err != nil {
