@@ -154,7 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	for _, k := range kinds {
 		reconcilers = append(reconcilers, jobs.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, k, jobsOpts))
 		if _, ok := k.(serving.DeploymentKind); ok {
-			reconcilers = append(reconcilers, serving.NewRollouts(mgr.GetClient(), recorder))
+			reconcilers = append(reconcilers, serving.NewRollouts(mgr.GetClient(), sched, recorder))
 		}
 	}
 	for _, r := range reconcilers {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // revisionAnnotation is the revision the Deployment controller writes on a
@@ -38,7 +41,8 @@ const EventSwapped = "Swapped"
 // full quota. With maxUnavailable 0 the Deployment controller deletes an
 // old pod only once a surge pod of the new ReplicaSet is Ready, and the
 // surge pod, a gang of its own, gets no quota while the old replicas hold
-// all of it. When a surge pod's Workload waits with InsufficientQuota,
+// all of it. When a surge pod's Workload waits with InsufficientQuota (as
+// the engine explains it),
 // Rollouts swaps: it marks the surge pod (berth.dev/swap-for) and deletes
 // one admitted replica of an older ReplicaSet of the same Deployment, whose
 // quota is released with its pod; the surge pod is then first in line for
@@ -48,12 +52,26 @@ const EventSwapped = "Swapped"
 // it.
 type Rollouts struct {
 	client   client.Client
+	engine   Explainer
 	recorder events.EventRecorder
 }
 
+// Explainer says why a pending workload is not admitted, as the engine
+// sees it now (the scheduler). A workload that merely waits its turn has
+// no reason in its status unless --pending-status-delay is set, so the
+// engine is asked.
+type Explainer interface {
+	Explain(key admission.WorkloadKey) (admission.Explanation, bool)
+}
+
+// retry is how soon a Deployment with a gated surge pod is looked at
+// again: whether the pod waits for quota is the engine's to say, and no
+// object changes when it starts to.
+const retry = 2 * time.Second
+
 // NewRollouts returns the rolling-update controller.
-func NewRollouts(c client.Client, recorder events.EventRecorder) *Rollouts {
-	return &Rollouts{client: c, recorder: recorder}
+func NewRollouts(c client.Client, engine Explainer, recorder events.EventRecorder) *Rollouts {
+	return &Rollouts{client: c, engine: engine, recorder: recorder}
 }
 
 // Name of the controller.
@@ -135,18 +153,15 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err := r.client.List(ctx, list, client.InNamespace(d.Namespace), client.HasLabels{berthv1.QueueNameLabel}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing pods of Deployment %s: %w", req, err)
 	}
-	own := map[types.UID]bool{}
-	for i := range rss.Items {
-		if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.UID == d.UID {
-			own[rss.Items[i].UID] = true
-		}
-	}
+	newRS, _ := splitReplicaSets(d, rss.Items)
 	waiting := map[string]bool{}
+	surging := false
 	for i := range list.Items {
 		p := &list.Items[i]
-		if ref := metav1.GetControllerOf(p); !pods.IsGated(p) || ref == nil || !own[ref.UID] {
+		if ref := metav1.GetControllerOf(p); !pods.IsGated(p) || ref == nil || ref.UID != newRS {
 			continue
 		}
+		surging = true
 		ok, err := r.waitsForQuota(ctx, p)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -155,13 +170,17 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	surge, donor := Swap(d, rss.Items, list.Items, waiting)
 	if surge == nil {
+		if surging {
+			return reconcile.Result{RequeueAfter: retry}, nil
+		}
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.swap(ctx, d, surge, donor)
 }
 
 // waitsForQuota reports whether a gated pod's Workload waits because the
-// quota is full (QuotaReserved=False, InsufficientQuota).
+// quota is full: not holding quota, and InsufficientQuota as the engine
+// explains it now (or, when pending reasons are written, in its status).
 func (r *Rollouts) waitsForQuota(ctx context.Context, p *corev1.Pod) (bool, error) {
 	wl := &berthv1.Workload{}
 	name := jobs.KeyWorkloadName(pods.DeploymentKind, p.Namespace, p.Name)
@@ -169,7 +188,14 @@ func (r *Rollouts) waitsForQuota(ctx context.Context, p *corev1.Pod) (bool, erro
 		return false, client.IgnoreNotFound(err)
 	}
 	c := apimeta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(berthv1.ReasonInsufficientQuota), nil
+	switch {
+	case c != nil && c.Status == metav1.ConditionTrue:
+		return false, nil
+	case c != nil && c.Reason == string(berthv1.ReasonInsufficientQuota):
+		return true, nil
+	}
+	e, ok := r.engine.Explain(lifecycle.KeyOf(wl))
+	return ok && e.Reason == admission.InsufficientQuota, nil
 }
 
 // swap marks the surge pod first, so that a swap interrupted between the

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -49,7 +50,14 @@ func sts(name, uid string, replicas int32) *appsv1.StatefulSet {
 }
 
 func fakeClient(objs ...client.Object) client.Client {
-	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := berthv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
 	for _, k := range []interface {
 		jobs.Kind
 		jobs.Resolver
