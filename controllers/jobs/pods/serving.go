@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -32,7 +33,7 @@ const WholeSetSuffix = "-set"
 // key of a queued pod controlled by an apps/v1 ReplicaSet or StatefulSet,
 // and false for every other pod (plain pods, a Job's, a LeaderWorkerSet's).
 // A Deployment replica and a StatefulSet ordinal are gangs of one, keyed by
-// the pod's name; the pods of a StatefulSet labelled berth.dev/gang: set
+// the pod's name (its UID when the name is too long for a label value); the pods of a StatefulSet labelled berth.dev/gang: set
 // share the key <set>-set. The key says which gang a pod claims; whether
 // the claim holds is checked against its controllers (ServingController).
 func ServingKey(p client.Object) (string, string, bool) {
@@ -48,14 +49,25 @@ func ServingKey(p client.Object) (string, string, bool) {
 	}
 	switch ref.Kind {
 	case "ReplicaSet":
-		return DeploymentKind, p.GetName(), true
+		return DeploymentKind, podKey(p), true
 	case StatefulSetKind:
 		if p.GetLabels()[berthv1.GangAnnotation] == berthv1.GangSet {
 			return StatefulSetKind, ref.Name + WholeSetSuffix, true
 		}
-		return StatefulSetKind, p.GetName(), true
+		return StatefulSetKind, podKey(p), true
 	}
 	return "", "", false
+}
+
+// podKey is a replica's gang key: its pod's name, or its UID when the name
+// is longer than a label value may be (the key is also the Workload's
+// berth.dev/job-key label, and a long Deployment name makes pod names of
+// up to 253 characters).
+func podKey(p client.Object) string {
+	if len(p.GetName()) <= validation.LabelValueMaxLength {
+		return p.GetName()
+	}
+	return string(p.GetUID())
 }
 
 // Serving is what a pod's controllers resolve to: the queued Deployment or

@@ -60,6 +60,11 @@ func TestServingKey(t *testing.T) {
 	}{
 		{name: "a Deployment's pod is its own gang", pod: servingPod("web-abc-x", ctrlRef("ReplicaSet", "web-abc", "rs1")),
 			kind: DeploymentKind, key: "web-abc-x"},
+		{name: "a pod whose name is too long for a label value is keyed by its UID", pod: func() *corev1.Pod {
+			p := servingPod(strings.Repeat("w", 64), ctrlRef("ReplicaSet", "web-abc", "rs1"))
+			p.UID = "u-long"
+			return p
+		}(), kind: DeploymentKind, key: "u-long"},
 		{name: "a StatefulSet ordinal is its own gang", pod: servingPod("db-1", ctrlRef("StatefulSet", "db", "s1")),
 			kind: StatefulSetKind, key: "db-1"},
 		{name: "a whole-set pod shares the set's key", pod: servingPod("db-1", ctrlRef("StatefulSet", "db", "s1"), berthv1.GangAnnotation, berthv1.GangSet),

@@ -183,7 +183,8 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 // explains it now (or, when pending reasons are written, in its status).
 func (r *Rollouts) waitsForQuota(ctx context.Context, p *corev1.Pod) (bool, error) {
 	wl := &berthv1.Workload{}
-	name := jobs.KeyWorkloadName(pods.DeploymentKind, p.Namespace, p.Name)
+	_, key, _ := pods.ServingKey(p)
+	name := jobs.KeyWorkloadName(pods.DeploymentKind, p.Namespace, key)
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, wl); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
