@@ -224,6 +224,7 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 			g.Expect(wls).To(HaveLen(1))
 			g.Expect(wls[0].Spec.PodSets[0].Count).To(BeEquivalentTo(2))
 		}, 2*timeout, interval).Should(Succeed())
-		Expect(events(ctx, Default, ns, s.Name)).To(ContainElement(HavePrefix("Resized:")))
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, s.Name) }, timeout, interval).
+			Should(ContainElement(HavePrefix("Resized:")))
 	})
 })
