@@ -301,8 +301,8 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=events,verbs=create;patch
 
 // CacheOptions bound what berth's informers hold: of all Pods in the
-// cluster, only those labelled with a queue name (pod groups and
-// LeaderWorkerSet pods) matter to berth, so only those are cached; and no
+// cluster, only those labelled with a queue name (pod groups, the pods of
+// LeaderWorkerSets, Deployments and StatefulSets) matter to berth, so only those are cached; and no
 // cached object keeps its managedFields, which berth never reads (its
 // patches are computed from the cached copy, so they leave them alone,
 // and its server-side applies build their own configurations).
