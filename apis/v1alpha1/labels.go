@@ -48,6 +48,22 @@ const (
 	// AdmissionGate is the scheduling gate berth puts on a labelled pod at
 	// creation, and removes when the pod's group is admitted.
 	AdmissionGate = "berth.dev/admission"
+
+	// GangAnnotation on a StatefulSet chooses its gangs: GangSet makes the
+	// whole StatefulSet one gang of spec.replicas pods that start together;
+	// without it each ordinal is a gang of one. berth's webhook copies it
+	// into the pod template as the label of the same key, which is what
+	// berth reads on the pods.
+	GangAnnotation = "berth.dev/gang"
+	// GangSet is the value of GangAnnotation that makes a StatefulSet one
+	// gang.
+	GangSet = "set"
+
+	// SwapAnnotation is set by berth on a gated surge pod of a Deployment's
+	// rolling update at full quota and names the admitted replica of an
+	// older ReplicaSet that berth deleted to make room for it. One swap per
+	// Deployment is under way while a gated pod carries it.
+	SwapAnnotation = "berth.dev/swap-for"
 )
 
 // Topology and capacity.

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
 // Part names a part of berth that Options.Parts selects. The core always
@@ -51,17 +52,23 @@ const (
 	LWS Part = "lws"
 	// PodGroup queues groups of plain pods: their controller.
 	PodGroup Part = "podgroup"
+	// Deployment queues the replicas of Deployments, each a gang of one
+	// pod: their controller, the rolling-update controller and webhooks.
+	Deployment Part = "deployment"
+	// StatefulSet queues the replicas of StatefulSets (a gang per ordinal,
+	// or the whole set): their controller and webhooks.
+	StatefulSet Part = "statefulset"
 )
 
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup}
+	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet}
 }
 
 // JobKinds are the parts that each queue one kind of job.
 func JobKinds() []Part {
-	return []Part{BatchJob, JobSet, LWS, PodGroup}
+	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet}
 }
 
 // plan is what Setup registers for a selection of parts.
@@ -125,6 +132,10 @@ func kindOf(p Part) jobs.Kind {
 		return jobset.Kind{}
 	case LWS:
 		return lws.Kind{}
+	case Deployment:
+		return serving.DeploymentKind{}
+	case StatefulSet:
+		return serving.StatefulSetKind{}
 	default:
 		return podgroup.Kind{}
 	}
@@ -140,6 +151,8 @@ const (
 	webhookJob            = "Job"
 	webhookJobSet         = "JobSet"
 	webhookLWS            = "LeaderWorkerSet"
+	webhookDeployment     = "Deployment"
+	webhookStatefulSet    = "StatefulSet"
 	// webhookPodDefaulter gates queued pods at creation.
 	webhookPodDefaulter = "Pod defaulter"
 	// webhookPodValidator guards berth's labels on every admitted pod and
@@ -152,19 +165,20 @@ const (
 // controller that does not run. The pod validator runs with any kind:
 // berth labels the pods of every kind it admits and it keeps others from
 // forging those labels. The pod defaulter runs with the kinds whose pods
-// berth holds with a scheduling gate (pod groups and LeaderWorkerSets):
+// berth holds with a scheduling gate (pod groups, LeaderWorkerSets,
+// Deployments and StatefulSets):
 // with neither, nothing would ever remove the gate it adds.
 func (p plan) webhooks() []string {
 	out := []string{webhookResourceFlavor, webhookClusterQueue}
 	for _, k := range []struct {
 		part Part
 		name string
-	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}} {
+	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet}} {
 		if p.has(k.part) {
 			out = append(out, k.name)
 		}
 	}
-	if p.has(PodGroup) || p.has(LWS) {
+	if p.has(PodGroup) || p.has(LWS) || p.has(Deployment) || p.has(StatefulSet) {
 		out = append(out, webhookPodDefaulter)
 	}
 	if len(p.kinds) > 0 {

@@ -10,12 +10,14 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
 // TestNewPlan: which controllers and webhooks a selection of parts runs,
 // and which selections are refused and why.
 func TestNewPlan(t *testing.T) {
-	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS, webhookPodDefaulter, webhookPodValidator}
+	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS,
+		webhookDeployment, webhookStatefulSet, webhookPodDefaulter, webhookPodValidator}
 	coreHooks := []string{webhookResourceFlavor, webhookClusterQueue}
 	for _, tc := range []struct {
 		name          string
@@ -45,6 +47,12 @@ func TestNewPlan(t *testing.T) {
 		{name: "LeaderWorkerSets need the pod defaulter for their gated pods", parts: []Part{LWS},
 			want:     plan{kinds: []Part{LWS}},
 			webhooks: append(slices.Clone(coreHooks), webhookLWS, webhookPodDefaulter, webhookPodValidator)},
+		{name: "Deployments need the pod defaulter for their gated pods", parts: []Part{Deployment},
+			want:     plan{kinds: []Part{Deployment}},
+			webhooks: append(slices.Clone(coreHooks), webhookDeployment, webhookPodDefaulter, webhookPodValidator)},
+		{name: "StatefulSets need the pod defaulter for their gated pods", parts: []Part{StatefulSet},
+			want:     plan{kinds: []Part{StatefulSet}},
+			webhooks: append(slices.Clone(coreHooks), webhookStatefulSet, webhookPodDefaulter, webhookPodValidator)},
 		{name: "JobSets without batch Jobs", parts: []Part{Core, JobSet},
 			want:     plan{kinds: []Part{JobSet}},
 			webhooks: append(slices.Clone(coreHooks), webhookJobSet, webhookPodValidator)},
@@ -92,7 +100,7 @@ func TestJobKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}}
+	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}}
 	got := p.jobKinds()
 	if len(got) != len(want) {
 		t.Fatalf("kinds = %v, want %v", got, want)

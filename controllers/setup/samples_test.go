@@ -3,18 +3,21 @@ package setup
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
 // TestSamplesDecode keeps config/samples in step with the API types: every
@@ -50,8 +53,13 @@ func TestSamplesDecode(t *testing.T) {
 				if len(bytes.TrimSpace(doc)) == 0 {
 					continue
 				}
-				if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
+				obj, _, err := decoder.Decode(doc, nil, nil)
+				if err != nil {
 					t.Errorf("decoding: %v", err)
+					continue
+				}
+				if err := admitSample(obj); err != nil {
+					t.Errorf("berth's webhook refuses it: %v", err)
 				}
 			}
 		})
@@ -59,3 +67,25 @@ func TestSamplesDecode(t *testing.T) {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// admitSample runs berth's validators of the kinds whose samples they
+// would refuse at the API server (a whole-set StatefulSet without
+// podManagementPolicy Parallel, say), and checks that a serving sample is
+// queued at all.
+func admitSample(obj runtime.Object) error {
+	ctx := context.Background()
+	var err error
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		_, err = serving.DeploymentValidator{}.ValidateCreate(ctx, o)
+		if _, ok := o.Labels[berthv1.QueueNameLabel]; !ok && err == nil {
+			err = errors.New("a Deployment sample without " + berthv1.QueueNameLabel)
+		}
+	case *appsv1.StatefulSet:
+		_, err = serving.StatefulSetValidator{}.ValidateCreate(ctx, o)
+		if _, ok := o.Labels[berthv1.QueueNameLabel]; !ok && err == nil {
+			err = errors.New("a StatefulSet sample without " + berthv1.QueueNameLabel)
+		}
+	}
+	return err
+}

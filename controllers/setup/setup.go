@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,6 +37,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/jobs/serving"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/provisioning"
@@ -151,6 +153,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	}
 	for _, k := range kinds {
 		reconcilers = append(reconcilers, jobs.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, k, jobsOpts))
+		if _, ok := k.(serving.DeploymentKind); ok {
+			reconcilers = append(reconcilers, serving.NewRollouts(mgr.GetClient(), sched, recorder))
+		}
 	}
 	for _, r := range reconcilers {
 		if err := r.Register(ctx, mgr); err != nil {
@@ -236,6 +241,12 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookLWS:
 			err = ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).
 				WithValidator(lws.Validator{Workloads: wls}).Complete()
+		case webhookDeployment:
+			err = ctrl.NewWebhookManagedBy(mgr, &appsv1.Deployment{}).WithDefaulter(serving.DeploymentDefaulter{}).
+				WithValidator(serving.DeploymentValidator{}).Complete()
+		case webhookStatefulSet:
+			err = ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(serving.StatefulSetDefaulter{}).
+				WithValidator(serving.StatefulSetValidator{}).Complete()
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
 		case webhookPodValidator:
@@ -290,8 +301,8 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:rbac:groups="",namespace=berth-system,resources=events,verbs=create;patch
 
 // CacheOptions bound what berth's informers hold: of all Pods in the
-// cluster, only those labelled with a queue name (pod groups and
-// LeaderWorkerSet pods) matter to berth, so only those are cached; and no
+// cluster, only those labelled with a queue name (pod groups, the pods of
+// LeaderWorkerSets, Deployments and StatefulSets) matter to berth, so only those are cached; and no
 // cached object keeps its managedFields, which berth never reads (its
 // patches are computed from the cached copy, so they leave them alone,
 // and its server-side applies build their own configurations).

@@ -96,7 +96,7 @@ type CleanOptions struct {
 // CleanOptions.Owners of a plane that runs the JobSet and LeaderWorkerSet
 // operators.
 func AllOwners() []client.Object {
-	return []client.Object{&jobsetv1.JobSet{}, &lwsv1.LeaderWorkerSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}}
+	return []client.Object{&jobsetv1.JobSet{}, &lwsv1.LeaderWorkerSet{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}}
 }
 
 // CleanNamespace deletes the owners of pods in ns (in the background),

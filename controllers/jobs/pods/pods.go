@@ -1,10 +1,12 @@
 // Package pods holds gangs of pods that berth holds with a scheduling gate
-// instead of a suspend field: pod groups and LeaderWorkerSet replicas. A
-// labelled pod gets the berth.dev/admission gate when it is created (see
-// Defaulter); berth removes it, adding the admitted flavor's node selector
-// and tolerations, once the pod's gang is admitted. A pod cannot be gated
-// again, so a gang is stopped by deleting its running pods: their owner
-// (a StatefulSet, or the user) creates them again, gated.
+// instead of a suspend field: pod groups, LeaderWorkerSet replicas, and the
+// replicas of Deployments and StatefulSets (serving.go tells those apart
+// by their controllers). A labelled pod gets the berth.dev/admission gate
+// when it is created (see Defaulter); berth removes it, adding the
+// admitted flavor's node selector and tolerations, once the pod's gang is
+// admitted. A pod cannot be gated again, so a gang is stopped by deleting
+// its running pods: their owner (a ReplicaSet, a StatefulSet, or the user)
+// creates them again, gated.
 package pods
 
 import (

@@ -45,12 +45,14 @@ var (
 	gatesPath  = field.NewPath("spec", "schedulingGates")
 	// controllerUsers may create pods that name a controller: the
 	// identities kube-controller-manager's Job and StatefulSet controllers
-	// use, with or without --use-service-account-credentials. Cluster
+	// use, with or without --use-service-account-credentials (the
+	// ReplicaSet controller creates a Deployment's pods). Cluster
 	// administrators (system:masters) may too.
 	controllerUsers = []string{
 		"system:kube-controller-manager",
 		"system:serviceaccount:kube-system:job-controller",
 		"system:serviceaccount:kube-system:statefulset-controller",
+		"system:serviceaccount:kube-system:replicaset-controller",
 	}
 )
 
@@ -122,7 +124,7 @@ func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 	if _, queued := old.Labels[berthv1.QueueNameLabel]; !queued {
 		return nil
 	}
-	for _, key := range []string{berthv1.QueueNameLabel, berthv1.PodGroupLabel} {
+	for _, key := range []string{berthv1.QueueNameLabel, berthv1.PodGroupLabel, berthv1.GangAnnotation} {
 		ov, oldOK := old.Labels[key]
 		nv, newOK := p.Labels[key]
 		if oldOK != newOK || ov != nv {
@@ -163,8 +165,15 @@ func (v Validator) validateController(ctx context.Context, p *corev1.Pod) (field
 	case isReplicaPod(p, ref):
 		return nil, nil
 	}
+	if _, _, ok := ServingKey(p); ok {
+		s, err := ServingController(ctx, p, v.Workloads.Cache, v.Workloads.API)
+		if err != nil || s.Owner != nil {
+			return nil, err
+		}
+		return field.ErrorList{field.Forbidden(ownersPath, "berth does not queue this pod: "+s.Why)}, nil
+	}
 	return field.ErrorList{field.Forbidden(ownersPath, fmt.Sprintf(
-		"berth queues pods without a controller (pod groups) and the pods of the Jobs and LeaderWorkerSets it queues; "+
+		"berth queues pods without a controller (pod groups) and the pods of the Jobs, LeaderWorkerSets, Deployments and StatefulSets it queues; "+
 			"controller %s %q is neither: remove the %s label or the controller ownerReference", ref.Kind, ref.Name, berthv1.QueueNameLabel))}, nil
 }
 
@@ -271,6 +280,13 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 		return jobs.WorkloadName("Job", job), "", nil
 	case isReplicaPod(p, ref):
 		return v.replicaWorkload(ctx, p)
+	}
+	if kind, key, ok := ServingKey(p); ok {
+		s, err := ServingController(ctx, p, v.Workloads.Cache, v.Workloads.API)
+		if err != nil || s.Owner == nil {
+			return "", "a pod berth does not queue: " + s.Why, err
+		}
+		return jobs.KeyWorkloadName(kind, p.Namespace, key), "", nil
 	}
 	return "", fmt.Sprintf("a pod of %s %q, which berth does not queue", ref.Kind, ref.Name), nil
 }

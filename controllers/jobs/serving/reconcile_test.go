@@ -1,0 +1,100 @@
+package serving
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/internal/fakeapi"
+	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/lifecycle"
+)
+
+type noChanges struct{}
+
+func (noChanges) ReportChange(admission.WorkloadKey, admission.Change, runtime.Object) {}
+
+// TestReplicaLifecycle drives the jobs reconciler through one Deployment
+// replica: its gated pod is queued as a Workload of one pod owned by the
+// pod; once admitted the pod is released on the flavor; once the pod is
+// gone the Workload, and its quota, go too.
+func TestReplicaLifecycle(t *testing.T) {
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d1", Labels: queued}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs1",
+			OwnerReferences: []metav1.OwnerReference{ref("Deployment", "web", "d1")}}},
+		&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"},
+			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "h200"}}},
+		gpuPod("web-1-a", ref("ReplicaSet", "web-1", "rs1"), 1),
+	}
+	b, err := fakeapi.Builder(objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := DeploymentKind{}
+	c := b.WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(k.GVK()), func(o client.Object) []string {
+		if key, ok := k.Key(o); ok {
+			return []string{key}
+		}
+		return nil
+	}).Build()
+	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: noChanges{}}
+	r := jobs.NewReconciler(c, c, &fakeapi.Recorder{}, k, opts)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "web-1-a"}}
+	reconcileOnce := func() {
+		t.Helper()
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wlKey := client.ObjectKey{Namespace: "ns", Name: jobs.KeyWorkloadName(pods.DeploymentKind, "ns", "web-1-a")}
+
+	reconcileOnce()
+	wl := &berthv1.Workload{}
+	if err := c.Get(t.Context(), wlKey, wl); err != nil {
+		t.Fatalf("the replica is queued: %v", err)
+	}
+	if o := wl.OwnerReferences; len(o) != 1 || o[0].Kind != "Pod" || o[0].Name != "web-1-a" {
+		t.Errorf("owners = %v, want the pod", o)
+	}
+	if ps := wl.Spec.PodSets; len(ps) != 1 || ps[0].Count != 1 || ps[0].Requests.Name("nvidia.com/gpu", "").Value() != 1 {
+		t.Errorf("pod sets = %+v, want one pod of 1 GPU", ps)
+	}
+
+	a := &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: PodSetName, Count: 1,
+		Flavors: map[corev1.ResourceName]string{"nvidia.com/gpu": "h200"}}}}
+	if err := lifecycle.Apply(wl, lifecycle.Admit{Admission: a, Generation: wl.Generation, Message: "admitted"}, metav1.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(t.Context(), wl); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	p := &corev1.Pod{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "web-1-a"}, p); err != nil {
+		t.Fatal(err)
+	}
+	if pods.IsGated(p) || p.Spec.NodeSelector["gpu"] != "h200" || p.Labels[berthv1.WorkloadLabel] != string(wl.UID) {
+		t.Errorf("released pod: gates %v, node selector %v, labels %v", p.Spec.SchedulingGates, p.Spec.NodeSelector, p.Labels)
+	}
+
+	if err := c.Delete(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	err = c.Get(t.Context(), wlKey, wl)
+	if !apierrors.IsNotFound(err) && wl.DeletionTimestamp.IsZero() {
+		t.Errorf("the Workload of a replica whose pod is gone is deleted: %v", err)
+	}
+}

@@ -1,0 +1,92 @@
+package bypass_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/test/builders"
+)
+
+// servingPods lists the pods labelled app: name in ns.
+func servingPods(ctx context.Context, g Gomega, ns, name string) []corev1.Pod {
+	list := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": name})).To(Succeed())
+	return list.Items
+}
+
+var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
+	It("gets no pod released from a ReplicaSet of its own that copies the Deployment's pod labels", func(ctx SpecContext) {
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		d := builders.Deployment(ns, "api", queue, 2, "1")
+		Expect(mallory.Create(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			running := 0
+			for _, p := range servingPods(ctx, g, ns, "api") {
+				if p.Spec.NodeName != "" {
+					running++
+				}
+			}
+			g.Expect(running).To(Equal(2))
+		}, timeout, interval).Should(Succeed())
+
+		By("creating a ReplicaSet whose pod template copies the Deployment's, queue label included")
+		fresh := &appsv1.Deployment{}
+		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(d), fresh)).To(Succeed())
+		template := fresh.Spec.Template.DeepCopy()
+		Expect(template.Labels).To(HaveKeyWithValue(berthv1.QueueNameLabel, queue), "berth copied the queue label into the template")
+		template.Labels["copy"] = "true"
+		rs := &appsv1.ReplicaSet{
+			// Labelled apart from the Deployment's selector, so that the
+			// Deployment controller does not adopt it.
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy", Labels: map[string]string{"copy": "true"}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"copy": "true"}}, Template: *template},
+		}
+		Expect(mallory.Create(ctx, rs)).To(Succeed())
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, rs.Name) }, timeout, interval).
+			Should(ContainElement(And(HavePrefix("FailedCreate:"), ContainSubstring(`its ReplicaSet "copy" is not controlled by a Deployment`))))
+		Consistently(func(g Gomega) {
+			list := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"copy": "true"})).To(Succeed())
+			for _, p := range list.Items {
+				g.Expect(p.Spec.NodeName).To(BeEmpty(), "pod %s of the tenant's ReplicaSet is not bound", p.Name)
+			}
+		}, quiet, interval).Should(Succeed())
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+
+	It("cannot remove the gate of a queued Deployment's pod", func(ctx SpecContext) {
+		ns := newTeam(ctx, "1")
+		mallory := editor(ctx, ns)
+		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 2, "1"))).To(Succeed())
+		var gated *corev1.Pod
+		Eventually(func(g Gomega) {
+			gated = nil
+			running := 0
+			for _, p := range servingPods(ctx, g, ns, "api") {
+				switch {
+				case p.Spec.NodeName != "":
+					running++
+				case pods.IsGated(&p):
+					gated = p.DeepCopy()
+				}
+			}
+			g.Expect(running).To(Equal(1))
+			g.Expect(gated).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+
+		Expect(update(ctx, mallory, gated, func(p *corev1.Pod) { p.Spec.SchedulingGates = nil })).
+			To(MatchError(ContainSubstring("the berth.dev/admission gate is removed by berth when the pod's gang is admitted, not before")))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+})
