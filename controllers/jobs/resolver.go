@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -68,9 +71,26 @@ func (r *Reconciler) registerResolved(ctx context.Context, mgr ctrl.Manager, res
 	return b.Complete(r)
 }
 
+// WaitError is what a Resolver returns for a gang that must not be queued
+// yet, for a reason that clears by itself: the key is looked at again after
+// Delay, and nothing is logged as an error.
+type WaitError struct {
+	// Reason says why the gang waits.
+	Reason string
+	// Delay is how soon to look again.
+	Delay time.Duration
+}
+
+// Error is the reason.
+func (e *WaitError) Error() string { return e.Reason }
+
 // reconcileResolved brings the gang of one key and its Workload in step.
 func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req reconcile.Request) (reconcile.Result, error) {
 	g, err := res.Resolve(ctx, r.client, req.Namespace, req.Name)
+	if wait := (*WaitError)(nil); errors.As(err, &wait) {
+		log.FromContext(ctx).V(1).Info("gang not queued yet", "reason", wait.Reason)
+		return reconcile.Result{RequeueAfter: wait.Delay}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading gang %s: %w", req, err)
 	}

@@ -132,6 +132,11 @@ func resolveReplica(ctx context.Context, c client.Reader, gvk schema.GroupVersio
 	if s.Missing && p.DeletionTimestamp.IsZero() {
 		return nil, fmt.Errorf("pod %s/%s: %s (retrying: the cache may not have it yet)", namespace, p.Name, s.Why)
 	}
+	if d, ok := s.Owner.(*appsv1.Deployment); ok {
+		if err := holdForSwap(ctx, c, d, s.ReplicaSet, &p); err != nil {
+			return nil, err
+		}
+	}
 	return newReplica(p, s.Why), nil
 }
 
