@@ -211,6 +211,11 @@ type BookingDecision struct {
 	MaxAttempts int32
 	// Detail says what happened, with the autoscaler's words.
 	Detail string
+	// Topology, for a BookingStart of a gang that awaited its new node
+	// (TopologyAssignment.AwaitsNode), is the admission's domain with the
+	// node it was pinned to: the caller writes it into the admission, and
+	// the gang's pods go to that node. nil otherwise.
+	Topology *TopologyAssignment `json:",omitempty"`
 }
 
 // bookingOf is w's booking record, or an empty one.
@@ -320,12 +325,22 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 		}
 		switch r.Answer {
 		case AnswerProvisioned:
+			var pinned *TopologyAssignment
+			if w.adm.Topology.AwaitsNode() {
+				// A gang that must fit one node starts once its node joined,
+				// pinned to it (provision_host.go).
+				if pinned = books.pinNewNode(w); pinned == nil {
+					books.awaitPin(w)
+					return BookingDecision{}, false
+				}
+				delete(books.pinning, w)
+			}
 			var failures int32 // the booking is good: see ChecksPodsReady
 			if pol.ChecksPodsReady {
 				failures = w.bk.Failures
 			}
 			return BookingDecision{Key: w.key, Action: BookingStart, Attempt: w.bk.Attempt, State: BookingProvisioned,
-				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message}, true
+				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message, Topology: pinned}, true
 		case AnswerFailed:
 			return books.fail(w, pol, BookingRetry, BookingFailed, "failed: "+orNone(r.Message)), true
 		case AnswerExpired:
@@ -509,8 +524,12 @@ func (books *bookings) settleBooked(w *wl) {
 	}
 }
 
-// settleAwaiting tries every provisioned gang still waiting for its new nodes.
+// settleAwaiting tries every provisioned gang still waiting for its new nodes,
+// and has the bookings of gangs waiting for their one new node decided again.
 func (books *bookings) settleAwaiting() {
+	if len(books.pinning) > 0 {
+		books.wakePinning()
+	}
 	if len(books.awaiting) == 0 {
 		return
 	}
