@@ -33,7 +33,9 @@ import (
 const HostnameLevel = "kubernetes.io/hostname"
 
 // isHostLevel reports whether level l of tf is the hostname level.
-func isHostLevel(tf *topoFlavor, l int) bool { return l >= 0 && l < len(tf.levels) && tf.levels[l] == HostnameLevel }
+func isHostLevel(tf *topoFlavor, l int) bool {
+	return l >= 0 && l < len(tf.levels) && tf.levels[l] == HostnameLevel
+}
 
 // AwaitsNode reports whether the assignment is a hostname domain whose node
 // is still to be created: its hostname value is empty until the booking's

@@ -57,13 +57,13 @@ func TestHostGangBooksOneNewNode(t *testing.T) {
 			w: gang("g", 2, 4, TopologyRequired, hostKey), wantDomain: []string{"a", "r1", "n1"},
 		},
 		{
-			name: "no pool's node holds the gang and no node ever could: the message compares the largest node with the need",
+			name:  "no pool's node holds the gang and no node ever could: the message compares the largest node with the need",
 			nodes: []Node{sized(rackNode("n1", "a", "r1", 0), 4)}, pools: []Pool{small},
 			w: gang("g", 2, 4, TopologyRequired, hostKey), wantReason: ExceedsDomainCapacity,
 			wantMsg: []string{"even with its nodes and one new node of a CapacityPool", "it needs 8 nvidia.com/gpu on one node, the largest node a pool offers has 4 (pool small)"},
 		},
 		{
-			name: "no pool's node holds the gang, an existing node could once it empties: it waits, and says the pools cannot help",
+			name:  "no pool's node holds the gang, an existing node could once it empties: it waits, and says the pools cannot help",
 			nodes: []Node{busyNode("n1", 0)}, pools: []Pool{small},
 			w: gang("g", 2, 4, TopologyRequired, hostKey), wantReason: TopologyUnavailable,
 			wantMsg: []string{"the largest node a pool offers has 4 (pool small)"},
@@ -76,7 +76,7 @@ func TestHostGangBooksOneNewNode(t *testing.T) {
 		{
 			name: "a pool at its maximum: the gang waits for its node, and the message names the pool", nodes: []Node{busyNode("n1", 0)},
 			pools: []Pool{small, withAvail(big, 0)},
-			w: gang("g", 2, 4, TopologyRequired, hostKey), wantReason: TopologyUnavailable,
+			w:     gang("g", 2, 4, TopologyRequired, hostKey), wantReason: TopologyUnavailable,
 			wantMsg: []string{"even with the nodes its CapacityPools can still create", "whole gang (big) can create no more nodes now"},
 		},
 		{
@@ -86,7 +86,7 @@ func TestHostGangBooksOneNewNode(t *testing.T) {
 		},
 		{
 			name: "a gang that tolerates the pool's taint books it", pools: []Pool{taintedPool(big, fuzzReserved)},
-			w:    tolerating(gang("g", 2, 4, TopologyRequired, hostKey), Toleration{Key: "reserved", Operator: TolerationExists}),
+			w:          tolerating(gang("g", 2, 4, TopologyRequired, hostKey), Toleration{Key: "reserved", Operator: TolerationExists}),
 			wantDomain: []string{"a", "r1", ""}, wantPool: "big",
 		},
 		{
