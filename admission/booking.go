@@ -211,10 +211,8 @@ type BookingDecision struct {
 	MaxAttempts int32
 	// Detail says what happened, with the autoscaler's words.
 	Detail string
-	// Topology, for a BookingStart of a gang that awaited its new node
-	// (TopologyAssignment.AwaitsNode), is the admission's domain with the
-	// node it was pinned to: the caller writes it into the admission, and
-	// the gang's pods go to that node. nil otherwise.
+	// Topology, for a BookingStart of a gang that awaited its new node, is
+	// the domain with the node it is pinned to, to write into the admission.
 	Topology *TopologyAssignment `json:",omitempty"`
 }
 
@@ -325,15 +323,9 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 		}
 		switch r.Answer {
 		case AnswerProvisioned:
-			var pinned *TopologyAssignment
-			if w.adm.Topology.AwaitsNode() {
-				// A gang that must fit one node starts once its node joined,
-				// pinned to it (provision_host.go).
-				if pinned = books.pinNewNode(w); pinned == nil {
-					books.awaitPin(w)
-					return BookingDecision{}, false
-				}
-				delete(books.pinning, w)
+			pinned, wait := books.pinOnStart(w)
+			if wait {
+				return BookingDecision{}, false
 			}
 			var failures int32 // the booking is good: see ChecksPodsReady
 			if pol.ChecksPodsReady {

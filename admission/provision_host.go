@@ -229,9 +229,21 @@ func carries(labels, want map[string]string) bool {
 	return true
 }
 
-// awaitPin lists a provisioned gang whose new node has not joined yet, so
-// that the next change of capacity decides its booking again.
-func (books *bookings) awaitPin(w *wl) { books.pinning[w] = struct{}{} }
+// pinOnStart is, for a provisioned booking about to start, the domain it
+// is pinned to: nil for a gang that awaits no node. wait is true while a
+// gang that must fit one node waits for its node to join; it is then
+// listed, so that the next change of capacity decides its booking again.
+func (books *bookings) pinOnStart(w *wl) (pinned *TopologyAssignment, wait bool) {
+	if !w.adm.Topology.AwaitsNode() {
+		return nil, false
+	}
+	if pinned = books.pinNewNode(w); pinned == nil {
+		books.pinning[w] = struct{}{}
+		return nil, true
+	}
+	delete(books.pinning, w)
+	return pinned, false
+}
 
 // wakePinning has the bookings of gangs awaiting their new node decided
 // again in the next Cycle: capacity changed, and their node may have
