@@ -122,6 +122,8 @@ const (
 	ReasonReservedForHead WorkloadReason = "ReservedForHead"
 	// ReasonTopologyUnavailable: quota fits, but no domain of the requested
 	// level has free (or bookable) capacity for every pod of the gang now.
+	// Not a turn in the queue: written at once, without an event, once
+	// while the workload stays pending.
 	ReasonTopologyUnavailable WorkloadReason = "TopologyUnavailable"
 )
 

@@ -20,6 +20,16 @@ func actionable(r admission.PendingReason) bool {
 	return r.Unqueueable()
 }
 
+// capacityWait reports whether a pending reason says that quota fits and
+// the gang waits for capacity in a topology domain: no existing nodes and
+// no node a CapacityPool can still create take it now. Unlike a turn in
+// the queue, that wait is not served by the queue moving on, and the
+// message says what the gang needs (a gang that must fit one node learns
+// there that no pool creates a node large enough, or that the pools are at
+// maxNodes), so it is written at once — once per stay in the queue, not
+// again when the gang waits for quota meanwhile and for capacity again.
+func capacityWait(r admission.PendingReason) bool { return r == admission.TopologyUnavailable }
+
 // outdated reports whether a reason on record in a Workload's status asks
 // someone to act — an engine reason that is actionable, or an invalid spec
 // the scheduler reported — so that it must be replaced as soon
@@ -38,7 +48,8 @@ func outdated(r admission.PendingReason) bool {
 // status. Writes are the API server's scarce resource, and in a deep
 // backlog almost every workload is pending for a while, so:
 //
-//   - an actionable reason is written at once;
+//   - an actionable reason is written at once, and so is a wait for
+//     capacity (capacityWait), without a warning event;
 //   - a waiting reason (insufficient quota, behind the head, waiting for
 //     preemption) is not written at all with no delay set — the visibility
 //     API, kubectl berth explain and the queue metrics carry it — or only
@@ -84,7 +95,7 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 		return
 	}
 	replaces := recorded && outdated(last)
-	if p.delay == 0 && !actionable(u.Reason) && !replaces {
+	if p.delay == 0 && !actionable(u.Reason) && !replaces && !capacityWait(u.Reason) {
 		delete(p.notes, u.Key) // waiting reasons are served, not written
 		return
 	}
@@ -92,7 +103,7 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 	if !ok {
 		n.due = now.Add(p.delay) // pending with a reason since now
 	}
-	if actionable(u.Reason) || replaces {
+	if actionable(u.Reason) || replaces || capacityWait(u.Reason) {
 		n.due = now
 	}
 	n.update = u
