@@ -54,6 +54,21 @@ func DomainString(t *berthv1.TopologyAssignment) string {
 	return strings.Join(parts, ",")
 }
 
+// NewNodePool is the CapacityPool of the one new node a gang that must fit
+// one node is booked on ("" for any other admission). Its request is pinned
+// to that pool, whose nodes carry berth.dev/capacity-pool: the engine chose
+// the pool whose one node holds every pod of the gang, and the autoscaler,
+// given the rack alone, could grow another node group of the rack, whose
+// smaller nodes would hold the pods only two by two. Given the pool, it
+// packs the request's pods onto the fewest nodes of that group — one — and
+// the gang is pinned to that node once it joined (lifecycle.Provision).
+func NewNodePool(a *berthv1.Admission) string {
+	if !a.Topology.AwaitsNode() || a.Provisioning == nil || len(a.Provisioning.NewNodes) != 1 {
+		return ""
+	}
+	return a.Provisioning.NewNodes[0].Pool
+}
+
 // unpinnedNote ends the messages of a booking that names no domain.
 const unpinnedNote = "; unpinned: the request names no topology domain (the gang requires none, or its flavor has no CapacityPool), so the autoscaler chooses where the nodes go"
 

@@ -36,7 +36,7 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 			selector = map[string]string{}
 		}
 		maps.Copy(selector, t.NodeSelector())
-		if pool := newNodePool(wl.Status.Admission); pool != "" {
+		if pool := lifecycle.NewNodePool(wl.Status.Admission); pool != "" {
 			selector[berthv1.CapacityPoolLabel] = pool
 		}
 	}
@@ -65,21 +65,6 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 		})
 	}
 	return pr, templates
-}
-
-// newNodePool is the CapacityPool of the one new node a gang that must fit
-// one node is booked on ("" for any other admission). Its request is pinned
-// to that pool, whose nodes carry berth.dev/capacity-pool: the engine chose
-// the pool whose one node holds every pod of the gang, and the autoscaler,
-// given the rack alone, could grow another node group of the rack, whose
-// smaller nodes would hold the pods only two by two. Given the pool, it
-// packs the request's pods onto the fewest nodes of that group — one — and
-// the gang is pinned to that node once it joined (lifecycle.Provision).
-func newNodePool(a *berthv1.Admission) string {
-	if !a.Topology.AwaitsNode() || a.Provisioning == nil || len(a.Provisioning.NewNodes) != 1 {
-		return ""
-	}
-	return a.Provisioning.NewNodes[0].Pool
 }
 
 // podTemplate is what the autoscaler simulates for one pod set: the pods
