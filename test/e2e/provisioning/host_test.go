@@ -70,10 +70,10 @@ func addSizedPool(ctx context.Context, flavor, name string, gpus int, maxNodes i
 	DeferCleanup(deleteNodesOf, pool.Name)
 }
 
-// hostGang submits a Job of pods pods of gpus GPUs each that must all run
+// hostGang submits a Job of two pods of gpus GPUs each that must both run
 // on one node.
-func hostGang(ctx context.Context, ns, name string, pods int32, gpus int64, runFor time.Duration) *batchv1.Job {
-	job := gangJob(ns, name, pods, runFor)
+func hostGang(ctx context.Context, ns, name string, gpus int64, runFor time.Duration) *batchv1.Job {
+	job := gangJob(ns, name, 2, runFor)
 	job.Annotations = map[string]string{berthv1.TopologyRequiredAnnotation: corev1.LabelHostname}
 	perPod := corev1.ResourceList{controlplane.GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
 	job.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: perPod, Limits: perPod}
@@ -101,7 +101,7 @@ var _ = Describe("a gang that must fit one node", func() {
 	It("(h1) a 2-pod gang required on one host, nothing free, a pool that can grow: one new node is created, both pods run on it", func(ctx SpecContext) {
 		ns := hostSetup(ctx, 2)
 		big := ns + "-r1"
-		job := hostGang(ctx, ns, "serve", 2, 4, 3*time.Second)
+		job := hostGang(ctx, ns, "serve", 4, 3*time.Second)
 
 		By("the request asks for both pods on one node of the pool whose node holds them, the node not named yet")
 		Eventually(func(g Gomega) {
@@ -135,7 +135,7 @@ var _ = Describe("a gang that must fit one node", func() {
 
 	It("(h2) a gang no pool's node can hold says so on its Workload, and books nothing", func(ctx SpecContext) {
 		ns := hostSetup(ctx, 2)
-		job := hostGang(ctx, ns, "serve", 2, 8, 3*time.Second)
+		job := hostGang(ctx, ns, "serve", 8, 3*time.Second)
 
 		Eventually(func(g Gomega) {
 			qr := meta.FindStatusCondition(workloadOf(ctx, g, job).Status.Conditions, berthv1.ConditionQuotaReserved)
@@ -152,11 +152,11 @@ var _ = Describe("a gang that must fit one node", func() {
 
 	It("(h3) a gang waiting for a node of a pool at its maximum says so on its Workload", func(ctx SpecContext) {
 		ns := hostSetup(ctx, 1)
-		first := hostGang(ctx, ns, "first", 2, 4, 30*time.Second)
+		first := hostGang(ctx, ns, "first", 4, 30*time.Second)
 		Eventually(nodesOf(ctx, first), timeout, interval).Should(HaveLen(2))
 
 		By("the pool's one node runs the first gang: the second waits, and its Workload says why")
-		second := hostGang(ctx, ns, "second", 2, 4, 3*time.Second)
+		second := hostGang(ctx, ns, "second", 4, 3*time.Second)
 		Eventually(func(g Gomega) {
 			qr := meta.FindStatusCondition(workloadOf(ctx, g, second).Status.Conditions, berthv1.ConditionQuotaReserved)
 			g.Expect(qr).NotTo(BeNil())
