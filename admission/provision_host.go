@@ -257,3 +257,15 @@ func (books *bookings) wakePinning() {
 		books.bookingDirty[w.key] = struct{}{}
 	}
 }
+
+// markBooking qualifies the pending update just reported for w, a gang
+// waiting for capacity (TopologyUnavailable), with whether the flavor it
+// waits for books capacity (PendingUpdate.BookingFlavor).
+func (topo *topology) markBooking(w *wl, out outcome, res *Result) {
+	if out.reason != TopologyUnavailable || len(res.Pending) == 0 || res.Pending[len(res.Pending)-1].Key != w.key {
+		return
+	}
+	if tf, ok := topo.flavorTopo[out.flavor]; ok && tf.policy.books() {
+		res.Pending[len(res.Pending)-1].BookingFlavor = true
+	}
+}

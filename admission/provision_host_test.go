@@ -241,3 +241,20 @@ func TestHostGangNodeNeverJoins(t *testing.T) {
 		t.Fatalf("failed domains %+v, want the new node's domain", fd)
 	}
 }
+
+// TestWaitOnBookingFlavorMarked: a gang waiting for capacity on a flavor
+// that books it is marked so (the autoscaler is not asked, and the caller
+// says why); one waiting for the nodes of a flavor that never books is not.
+func TestWaitOnBookingFlavorMarked(t *testing.T) {
+	for _, tc := range []struct {
+		mode ProvisioningMode
+		want bool
+	}{{ProvisionIfNeeded, true}, {ProvisionNever, false}} {
+		e := provEngine(t, tc.mode, []Node{busyNode("n1", 0)}, withAvail(hostPool("big", "r1", 8, 1), 0))
+		mustWL(t, e, gang("g", 2, 4, TopologyRequired, hostKey))
+		p, _ := pendingReason(cycle(t, e), "g")
+		if p.Reason != TopologyUnavailable || p.BookingFlavor != tc.want {
+			t.Errorf("%s: pending %+v, want TopologyUnavailable marked %t", tc.mode, p, tc.want)
+		}
+	}
+}
