@@ -215,6 +215,9 @@ type BookingDecision struct {
 	MaxAttempts int32
 	// Detail says what happened, with the autoscaler's words.
 	Detail string
+	// Topology, for a BookingStart of a gang that awaited its new node, is
+	// the domain with the node it is pinned to, to write into the admission.
+	Topology *TopologyAssignment `json:",omitempty"`
 }
 
 // bookingOf is w's booking record, or an empty one.
@@ -324,12 +327,16 @@ func (books *bookings) decide(w *wl, r BookingReport, reported bool) (BookingDec
 		}
 		switch r.Answer {
 		case AnswerProvisioned:
+			pinned, wait := books.pinOnStart(w)
+			if wait {
+				return BookingDecision{}, false
+			}
 			var failures int32 // the booking is good: see ChecksPodsReady
 			if pol.ChecksPodsReady {
 				failures = w.bk.Failures
 			}
 			return BookingDecision{Key: w.key, Action: BookingStart, Attempt: w.bk.Attempt, State: BookingProvisioned,
-				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message}, true
+				Failures: failures, MaxAttempts: pol.maxAttempts(), Detail: r.Message, Topology: pinned}, true
 		case AnswerFailed:
 			return books.fail(w, pol, BookingRetry, BookingFailed, "failed: "+orNone(r.Message)), true
 		case AnswerExpired:
@@ -513,8 +520,12 @@ func (books *bookings) settleBooked(w *wl) {
 	}
 }
 
-// settleAwaiting tries every provisioned gang still waiting for its new nodes.
+// settleAwaiting tries every provisioned gang still waiting for its new nodes,
+// and has the bookings of gangs waiting for their one new node decided again.
 func (books *bookings) settleAwaiting() {
+	if len(books.pinning) > 0 {
+		books.wakePinning()
+	}
 	if len(books.awaiting) == 0 {
 		return
 	}

@@ -21,6 +21,9 @@ type bookings struct {
 	// awaiting those provisioned whose new nodes are still reserved in pools.
 	booking  map[*wl]struct{}
 	awaiting map[*wl]struct{}
+	// pinning holds the workloads of booking whose capacity is provisioned
+	// and that wait for their new node to join (provision_host.go).
+	pinning map[*wl]struct{}
 	// reports are the latest answers about bookings; bookingDirty holds the
 	// workloads whose answer or record changed, bookingDue is the next time a
 	// bound elapses (0: none).
@@ -34,6 +37,6 @@ type bookings struct {
 }
 
 func newBookings(c *clock, workloads map[WorkloadKey]*wl, topo *topology) *bookings {
-	return &bookings{clock: c, workloads: workloads, topo: topo, booking: map[*wl]struct{}{}, awaiting: map[*wl]struct{}{},
+	return &bookings{clock: c, workloads: workloads, topo: topo, booking: map[*wl]struct{}{}, awaiting: map[*wl]struct{}{}, pinning: map[*wl]struct{}{},
 		reports: map[WorkloadKey]BookingReport{}, bookingDirty: map[WorkloadKey]struct{}{}, counts: map[WorkloadKey]BookingReport{}}
 }

@@ -172,6 +172,7 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 			return true
 		}
 		e.settle(c, w, out, res)
+		e.topo.markBooking(w, out, res)
 		if c.strict() {
 			e.order.blockBehind(c, w, res)
 			return false

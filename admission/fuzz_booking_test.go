@@ -93,6 +93,12 @@ func (r *fuzzRun) confirmBooking(d BookingDecision) {
 	switch d.Action {
 	case BookingStart:
 		next.Failures, next.CapacityNotFoundSince, next.RetryAfter = d.Failures, 0, 0
+		if d.Topology != nil { // pinned to the node that joined: written into the admission
+			adm := *r.m.adm[name]
+			pin := cloneAssignment(*d.Topology)
+			adm.Topology = &pin
+			r.m.adm[name] = &adm
+		}
 	case BookingPodsReady: // the booking proved good
 		next.Failures, next.PodsReady = 0, true
 	default:
@@ -114,7 +120,7 @@ func (r *fuzzRun) poolNode() {
 		r.both(func(e *Engine) error { e.DeleteNode(name); return nil })
 	} else {
 		n := Node{Name: name, Flavors: []string{"f1"}, Free: Resources{gpu: 4000, cpu: 8000}, Allocatable: Resources{gpu: 4000, cpu: 8000},
-			Labels: map[string]string{"zone": "z", "rack": "r", "host": name}}
+			Labels: map[string]string{"zone": "z", "rack": "r", r.hostKey(): name}}
 		r.both(func(e *Engine) error { return e.UpsertNode(n) })
 	}
 	joined := int32(0)

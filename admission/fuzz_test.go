@@ -128,6 +128,9 @@ type fuzzRun struct {
 	// taints: the capacity carries taints and workloads may tolerate them
 	// (FuzzTaints); off, the inputs mean what they meant before taints.
 	taints bool
+	// hosts: the flavors' finest level is kubernetes.io/hostname and some
+	// gangs must fit one node (FuzzHosts).
+	hosts bool
 }
 
 // object is the workload name as the API server holds it.
@@ -157,7 +160,7 @@ func (r *fuzzRun) step() {
 		if _, ok := r.m.specs[name]; ok && r.m.phase[name] != phasePending {
 			return
 		}
-		w := r.tolerate(fuzzWorkload(s, name, r.clock))
+		w := r.onHosts(r.tolerate(fuzzWorkload(s, name, r.clock)))
 		r.m.specs[name], r.m.phase[name] = w, phasePending
 		delete(r.m.adm, name)
 		if _, ok := r.e.workloads[key(name)]; !ok {
@@ -419,7 +422,7 @@ func runConvergence(r *fuzzRun) {
 		for range 5 + r.s.n(20) {
 			r.clock++
 			name := fmt.Sprintf("w%d", r.clock)
-			w := r.tolerate(fuzzWorkload(r.s, name, r.clock))
+			w := r.onHosts(r.tolerate(fuzzWorkload(r.s, name, r.clock)))
 			w.Priority += 2 * wave
 			r.upsert(w)
 			r.m.specs[name], r.m.phase[name] = w, phasePending
@@ -511,6 +514,7 @@ func (r *fuzzRun) checkPlacements(res Result, before map[string]vec, pools map[s
 	}
 	r.checkConstraints(res)
 	r.checkTaints(res)
+	r.checkHosts(res)
 	// The cycle's admissions reserve only what is free. (A provisioned gang the
 	// cycle re-planned onto existing nodes may be charged beyond: the engine
 	// counts pods that fit nowhere on the domain's first node.)

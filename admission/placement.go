@@ -101,7 +101,13 @@ func (topo *topology) placeAvoiding(c *cqState, w *wl, flavors []int, avoid []To
 		return &placement{provision: true, scaleUp: true, flavor: name}, "", "", name
 	}
 	for _, l := range levels {
-		if p := topo.search(tf, name, w, l, true, avoid); p != nil {
+		var p *placement
+		if isHostLevel(tf, l) {
+			p = topo.searchNewNode(tf, name, w, l, avoid) // one node, never two (provision_host.go)
+		} else {
+			p = topo.search(tf, name, w, l, true, avoid)
+		}
+		if p != nil {
 			if tf.policy.leftToAutoscaler(w) {
 				// A pool can create a node for the pod: the autoscaler's
 				// scale-up for pending pods will (singlepod.go).
@@ -132,12 +138,27 @@ func (topo *topology) noDomain(tf *topoFlavor, w *wl, flavor string, li int, lev
 	}
 	// Taints the gang does not tolerate are said in either message: they may
 	// be why no domain can take it.
-	taints := w.taintNote(tf, levels[0], withPools)
+	tl := levels[0]
+	if withPools && isHostLevel(tf, tl) {
+		tl-- // a pool's new nodes are in no hostname domain yet: say it of their coarser domain
+	}
+	taints := w.taintNote(tf, tl, withPools)
+	if withPools && isHostLevel(tf, li) {
+		suffix += topo.names.msgNewNodes(tf, w, li)
+	}
 	domains := 0
 	for _, l := range levels {
 		for _, key := range domainsOf(tf, l, withPools) {
 			domains++
 			if topo.fitsEver(tf, w, key, withPools) {
+				return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix) + taints, flavor
+			}
+		}
+		if withPools && isHostLevel(tf, l) {
+			// Every node a pool can create is a hostname domain of its own.
+			n, ever := newNodesEver(tf, w, l)
+			domains += n
+			if ever {
 				return nil, TopologyUnavailable, topo.names.msgNoDomain(tf, w, flavor, li, suffix) + taints, flavor
 			}
 		}
@@ -552,10 +573,17 @@ func (nm *names) msgNeverFits(tf *topoFlavor, w *wl, flavor string, l int, withP
 			bestKey, most = key, total
 		}
 	}
+	host := withPools && isHostLevel(tf, l)
+	if host {
+		what = "its nodes and one new node of a CapacityPool"
+	}
 	msg := fmt.Sprintf("no %s %s can ever hold all %d pods (%s %s)%s, even with %s", level, flavor, w.podCount(),
 		fmtAmount(w.reqAmt(dom)), nm.resources[dom], w.constraintNote(), what)
 	if l >= 0 && bestKey != nil {
 		msg += fmt.Sprintf("; the largest, %s=%s, has %s", tf.levels[l], bestKey[l], fmtAmount(max(most, 0)))
+	}
+	if host {
+		msg += nm.msgNewNodes(tf, w, l)
 	}
 	return msg + ": ask for a coarser level, split the gang, or add capacity"
 }

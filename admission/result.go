@@ -130,6 +130,12 @@ type PendingUpdate struct {
 	Reason PendingReason
 	// Message is human-readable and deterministic; it never includes the queue position.
 	Message string
+	// BookingFlavor qualifies TopologyUnavailable: the flavor the gang waits
+	// for books capacity, and neither its nodes nor its CapacityPools take
+	// the gang now, so no booking is made — its pools are at their maximum,
+	// or none creates a node that holds a gang that must fit one node. A
+	// caller that expects the autoscaler to be asked can say why it is not.
+	BookingFlavor bool `json:",omitempty"`
 }
 
 // Shortfall is how much of one resource one flavor lacks for a workload.

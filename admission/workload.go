@@ -270,6 +270,7 @@ func (e *Engine) admitExisting(w *wl) {
 func (e *Engine) release(w *wl) {
 	delete(e.books.booking, w)
 	delete(e.books.awaiting, w)
+	delete(e.books.pinning, w)
 	w.deciding = 0
 	e.topo.reserve(w.placed, -1)
 	w.placed = nil

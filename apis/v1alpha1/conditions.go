@@ -122,6 +122,10 @@ const (
 	ReasonReservedForHead WorkloadReason = "ReservedForHead"
 	// ReasonTopologyUnavailable: quota fits, but no domain of the requested
 	// level has free (or bookable) capacity for every pod of the gang now.
+	// On a flavor that books capacity (no ProvisioningRequest is made: its
+	// pools are at maxNodes, or none creates a node that large), written at
+	// once, without an event, once while the workload stays pending; on a
+	// flavor that never books, like ReasonInsufficientQuota.
 	ReasonTopologyUnavailable WorkloadReason = "TopologyUnavailable"
 )
 

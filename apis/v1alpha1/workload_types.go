@@ -228,7 +228,12 @@ type TopologyAssignment struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=317
 	Levels []string `json:"levels"`
-	// values are the domain's label values, one per level.
+	// values are the domain's label values, one per level. The last one
+	// is empty while the domain is a node still to be created: a gang that
+	// must fit one node (levels ending with kubernetes.io/hostname) booked
+	// on a new node of a CapacityPool is pinned to that node, and the value
+	// set, once the node joined and holds the whole gang; its pods are not
+	// started before.
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
@@ -237,15 +242,23 @@ type TopologyAssignment struct {
 	Values []string `json:"values"`
 }
 
-// NodeSelector is the node selector that keeps pods in the domain.
+// NodeSelector is the node selector that keeps pods in the domain. A level
+// whose value is empty (a node still to be created, see AwaitsNode) is
+// left out.
 func (t *TopologyAssignment) NodeSelector() map[string]string {
 	out := make(map[string]string, len(t.Levels))
 	for i, l := range t.Levels {
-		if i < len(t.Values) {
+		if i < len(t.Values) && t.Values[i] != "" {
 			out[l] = t.Values[i]
 		}
 	}
 	return out
+}
+
+// AwaitsNode reports whether the domain is a node still to be created: its
+// last value is empty until the gang is pinned to the node that joined.
+func (t *TopologyAssignment) AwaitsNode() bool {
+	return t != nil && len(t.Values) > 0 && t.Values[len(t.Values)-1] == ""
 }
 
 // ProvisioningState is where the latest capacity booking of a workload

@@ -421,6 +421,9 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 	} else if changed, err := r.changedSince(ctx, job, wl); err != nil || changed {
 		return reconcile.Result{}, err
 	}
+	if !releasable(wl) {
+		return reconcile.Result{}, nil // started again once pinned to its node
+	}
 	scheduling, missing, err := r.admittedScheduling(ctx, job, wl)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -53,6 +53,14 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 	return out, "", nil
 }
 
+// releasable reports whether the admission names every label value its
+// pods are pinned to. A gang that must fit one node booked on a new one is
+// released only once pinned to that node by hostname (lifecycle.Provision
+// writes the node, and refuses a start without it): released on its rack
+// alone, kube-scheduler could bind one pod to any node of the rack with
+// room for one, and the other to the new node.
+func releasable(wl *berthv1.Workload) bool { return !wl.Status.Admission.Topology.AwaitsNode() }
+
 // bookingAnnotations are the annotations that make the pods of a workload
 // admitted on provisioned capacity consume its booking; nil otherwise.
 func bookingAnnotations(wl *berthv1.Workload) map[string]string {

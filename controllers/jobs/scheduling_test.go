@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
 func TestWorkloadName(t *testing.T) {
@@ -61,5 +63,28 @@ func TestMergeScheduling(t *testing.T) {
 				t.Errorf("tolerations = %v, want %d without duplicates", tols, tc.wantTols)
 			}
 		})
+	}
+}
+
+// TestOneNodeGangReleasedPinned: a gang booked on one new node is not
+// released until pinned to it, and then with the node's hostname in its
+// selector.
+func TestOneNodeGangReleasedPinned(t *testing.T) {
+	admitted := func(values ...string) *berthv1.Workload {
+		return &berthv1.Workload{Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{Topology: &berthv1.TopologyAssignment{
+			Flavor: "h200", Levels: []string{"rack", corev1.LabelHostname}, Values: values}}}}
+	}
+	if wl := admitted("r1", ""); releasable(wl) {
+		t.Errorf("released before its node is named")
+	}
+	wl := admitted("r1", "big-r1-0")
+	if !releasable(wl) {
+		t.Fatalf("not released once pinned")
+	}
+	if sel := wl.Status.Admission.Topology.NodeSelector(); sel[corev1.LabelHostname] != "big-r1-0" || sel["rack"] != "r1" {
+		t.Errorf("selector %v, want the rack and the node", sel)
+	}
+	if !releasable(&berthv1.Workload{Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{}}}) {
+		t.Errorf("an admission without topology is held")
 	}
 }

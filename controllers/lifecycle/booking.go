@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,18 +35,38 @@ func ShortName(name string) string {
 }
 
 // DomainString names a topology domain for messages: "rack=r1" or
-// "zone=z1,rack=r1"; "any domain" when unpinned.
+// "zone=z1,rack=r1"; "any domain" when unpinned; a node still to be
+// created is "(a new node)".
 func DomainString(t *berthv1.TopologyAssignment) string {
 	if t == nil || len(t.Levels) == 0 {
 		return "any domain"
 	}
 	parts := make([]string, 0, len(t.Levels))
 	for i, l := range t.Levels {
-		if i < len(t.Values) {
+		switch {
+		case i >= len(t.Values):
+		case t.Values[i] == "":
+			parts = append(parts, l+"=(a new node)") // named once it joins
+		default:
 			parts = append(parts, l+"="+t.Values[i])
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// NewNodePool is the CapacityPool of the one new node a gang that must fit
+// one node is booked on ("" for any other admission). Its request is pinned
+// to that pool, whose nodes carry berth.dev/capacity-pool: the engine chose
+// the pool whose one node holds every pod of the gang, and the autoscaler,
+// given the rack alone, could grow another node group of the rack, whose
+// smaller nodes would hold the pods only two by two. Given the pool, it
+// packs the request's pods onto the fewest nodes of that group — one — and
+// the gang is pinned to that node once it joined (lifecycle.Provision).
+func NewNodePool(a *berthv1.Admission) string {
+	if !a.Topology.AwaitsNode() || a.Provisioning == nil || len(a.Provisioning.NewNodes) != 1 {
+		return ""
+	}
+	return a.Provisioning.NewNodes[0].Pool
 }
 
 // unpinnedNote ends the messages of a booking that names no domain.
@@ -149,6 +170,11 @@ type Provision struct {
 	Failures int32
 	// Detail is the autoscaler's words.
 	Detail string
+	// Pin, for a gang that must fit one node booked on a new one (its
+	// admission's topology awaits the node), is that domain with the node
+	// that joined and holds the gang: it becomes the admission's topology,
+	// so the gang's pods are released pinned to the node by hostname.
+	Pin *berthv1.TopologyAssignment
 }
 
 // Name implements Transition.
@@ -159,11 +185,39 @@ func (t Provision) apply(wl *berthv1.Workload, now metav1.Time) error {
 	if p.Attempt != t.Attempt {
 		return refuse(t, wl, "provisioned attempt %d, the booking is attempt %d", t.Attempt, p.Attempt)
 	}
-	msg := fmt.Sprintf("capacity provisioned by %s (%s) in %s: %s", p.RequestName, p.ClassName, DomainString(p.Topology), orNone(t.Detail))
+	where := DomainString(p.Topology)
+	if err := t.pin(wl); err != nil {
+		return err
+	}
+	if t.Pin != nil {
+		where = DomainString(t.Pin)
+	}
+	msg := fmt.Sprintf("capacity provisioned by %s (%s) in %s: %s", p.RequestName, p.ClassName, where, orNone(t.Detail))
 	p.State, p.Message, p.Failures = berthv1.ProvisioningProvisioned, truncate(msg), t.Failures
 	p.RetryAfter, p.CapacityNotFoundSince = nil, nil
 	clearEviction(wl, berthv1.ReasonAdmitted, "admitted again after eviction", now)
 	derive(wl, why{berthv1.ReasonAdmitted, msg}, now)
+	return nil
+}
+
+// pin writes the node a gang that awaited its new node is pinned to into
+// its admission. The pin must name the same flavor and levels, and the
+// same values but the node's, which only the pin may set; and a gang must
+// await its node to be pinned, and be pinned to start.
+func (t Provision) pin(wl *berthv1.Workload) error {
+	a := wl.Status.Admission.Topology
+	switch {
+	case t.Pin == nil && a.AwaitsNode():
+		return refuse(t, wl, "the gang must fit one node still to be created, and the start names none")
+	case t.Pin == nil:
+		return nil
+	case !a.AwaitsNode() || t.Pin.AwaitsNode():
+		return refuse(t, wl, "the pin %s is not the node of a domain that awaits one", DomainString(t.Pin))
+	case t.Pin.Flavor != a.Flavor || !slices.Equal(t.Pin.Levels, a.Levels) || len(t.Pin.Values) != len(a.Values) ||
+		!slices.Equal(t.Pin.Values[:len(a.Values)-1], a.Values[:len(a.Values)-1]):
+		return refuse(t, wl, "the pin %s is outside the booked domain %s", DomainString(t.Pin), DomainString(a))
+	}
+	wl.Status.Admission.Topology = t.Pin.DeepCopy()
 	return nil
 }
 

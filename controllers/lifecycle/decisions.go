@@ -30,7 +30,12 @@ func EvictReason(state admission.BookingState) berthv1.WorkloadReason {
 // BookingTransition is the transition that writes a booking decision.
 func BookingTransition(d admission.BookingDecision) Transition {
 	if d.Action == admission.BookingStart {
-		return Provision{Attempt: d.Attempt, Failures: d.Failures, Detail: d.Detail}
+		t := Provision{Attempt: d.Attempt, Failures: d.Failures, Detail: d.Detail}
+		if d.Topology != nil {
+			pin := AssignmentToAPI(*d.Topology)
+			t.Pin = &pin
+		}
+		return t
 	}
 	f := BookingFailure{Attempt: d.Attempt, State: BookingStateToAPI(d.State), Failures: d.Failures,
 		MaxAttempts: d.MaxAttempts, GaveUp: d.GaveUp, Detail: d.Detail}

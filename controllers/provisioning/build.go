@@ -36,6 +36,9 @@ func BuildRequest(wl *berthv1.Workload, flavor *berthv1.ResourceFlavor) (*autosc
 			selector = map[string]string{}
 		}
 		maps.Copy(selector, t.NodeSelector())
+		if pool := lifecycle.NewNodePool(wl.Status.Admission); pool != "" {
+			selector[berthv1.CapacityPoolLabel] = pool
+		}
 	}
 	pr := &autoscalingv1.ProvisioningRequest{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: p.RequestName},

@@ -54,6 +54,8 @@ func h200() *berthv1.ResourceFlavor {
 
 func TestBuildRequest(t *testing.T) {
 	rack := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
+	oneNewNode := &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack", "kubernetes.io/hostname"},
+		Values: []string{"z1", "r2", ""}}
 	cases := []struct {
 		name     string
 		topology *berthv1.TopologyAssignment
@@ -61,10 +63,15 @@ func TestBuildRequest(t *testing.T) {
 	}{
 		{"pinned to a rack", rack, map[string]string{"gpu.nvidia.com/model": "h200", "zone": "z1", "rack": "r2"}},
 		{"unpinned", nil, map[string]string{"gpu.nvidia.com/model": "h200"}},
+		{"one new node: its rack and its pool, no hostname yet", oneNewNode,
+			map[string]string{"gpu.nvidia.com/model": "h200", "zone": "z1", "rack": "r2", berthv1.CapacityPoolLabel: "big-r2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			wl, rf := bookingWorkload(tc.topology), h200()
+			if tc.topology.AwaitsNode() {
+				wl.Status.Admission.Provisioning.NewNodes = []berthv1.PoolNodes{{Pool: "big-r2", Nodes: 1}}
+			}
 			pr, templates := BuildRequest(wl, rf)
 			if pr.Name != "job-train-abcde-2" || pr.Namespace != "team-a" {
 				t.Errorf("request %s/%s", pr.Namespace, pr.Name)

@@ -189,6 +189,13 @@ func answerCases() []wlCase {
 			wantAnswers: []admission.Answer{admission.AnswerProvisioned},
 		},
 		{
+			name: "a provisioned request of a gang that must fit one new node is reported, and the Workload says it waits for the node",
+			objs: []client.Object{booking(oneNewNode(), onePool), h200(),
+				request(name, wl, prCond(autoscalingv1.Provisioned, metav1.ConditionTrue, "Provisioned", "ok"))},
+			wantAnswers: []admission.Answer{admission.AnswerProvisioned},
+			check:       messageHas("ProvisioningRequest job-train-abcde-2 is provisioned; the gang must fit one node and starts once the new node of CapacityPool big-r2 joined"),
+		},
+		{
 			name:        "a failed request is reported",
 			objs:        []client.Object{booking(rack()), h200(), request(name, wl, prCond(autoscalingv1.Failed, metav1.ConditionTrue, "Failed", "quota"))},
 			wantAnswers: []admission.Answer{admission.AnswerFailed},

@@ -53,6 +53,17 @@ func rack() *berthv1.TopologyAssignment {
 	return &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack"}, Values: []string{"z1", "r2"}}
 }
 
+// oneNewNode is a hostname domain of rack r2 whose node is still to be
+// created.
+func oneNewNode() *berthv1.TopologyAssignment {
+	return &berthv1.TopologyAssignment{Flavor: "h200", Levels: []string{"zone", "rack", "kubernetes.io/hostname"}, Values: []string{"z1", "r2", ""}}
+}
+
+// onePool books one new node of pool big-r2.
+func onePool(wl *berthv1.Workload) {
+	wl.Status.Admission.Provisioning.NewNodes = []berthv1.PoolNodes{{Pool: "big-r2", Nodes: 1}}
+}
+
 // withMessage records msg as the booking's message, as NoteBooking does
 // (with its note for bookings that name no domain).
 func withMessage(msg string) func(*berthv1.Workload) {

@@ -195,6 +195,15 @@ func (r *Reconciler) report(ctx context.Context, wl *berthv1.Workload, pr *autos
 			return err
 		}
 	}
+	if pool := lifecycle.NewNodePool(wl.Status.Admission); rep.Answer == admission.AnswerProvisioned && pool != "" {
+		// The engine starts the gang once the node joined; until then the
+		// Workload says what it waits for.
+		msg := fmt.Sprintf("ProvisioningRequest %s is provisioned; the gang must fit one node and starts once the new node of CapacityPool %s joined and holds it, its pods pinned to that node: %s",
+			pr.Name, pool, rep.Message)
+		if err := r.note(ctx, wl, nil, msg); err != nil {
+			return err
+		}
+	}
 	r.reporter.ReportBooking(admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}, rep)
 	return nil
 }

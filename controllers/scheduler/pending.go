@@ -20,6 +20,21 @@ func actionable(r admission.PendingReason) bool {
 	return r.Unqueueable()
 }
 
+// capacityWait reports whether a pending update says that quota fits and
+// the gang waits for capacity on a flavor that books it, yet is not booked:
+// neither the flavor's nodes nor its CapacityPools take the gang now (the
+// pools are at maxNodes, or none creates a node that holds a gang that must
+// fit one node). Its owner expects the autoscaler to be asked and sees no
+// ProvisioningRequest, and no turn in the queue will change that, so it is
+// written at once — once per stay in the queue, not again when the gang
+// waits for quota meanwhile and for capacity again. A gang waiting for the
+// nodes of a flavor that never books waits for running gangs to end, as
+// for a turn in the queue, and is not written (gpu-gangs, docs/performance.md,
+// has hundreds).
+func capacityWait(u admission.PendingUpdate) bool {
+	return u.Reason == admission.TopologyUnavailable && u.BookingFlavor
+}
+
 // outdated reports whether a reason on record in a Workload's status asks
 // someone to act — an engine reason that is actionable, or an invalid spec
 // the scheduler reported — so that it must be replaced as soon
@@ -38,7 +53,9 @@ func outdated(r admission.PendingReason) bool {
 // status. Writes are the API server's scarce resource, and in a deep
 // backlog almost every workload is pending for a while, so:
 //
-//   - an actionable reason is written at once;
+//   - an actionable reason is written at once, and so is a wait for
+//     capacity the autoscaler is not asked for (capacityWait), without a
+//     warning event;
 //   - a waiting reason (insufficient quota, behind the head, waiting for
 //     preemption) is not written at all with no delay set — the visibility
 //     API, kubectl berth explain and the queue metrics carry it — or only
@@ -84,7 +101,7 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 		return
 	}
 	replaces := recorded && outdated(last)
-	if p.delay == 0 && !actionable(u.Reason) && !replaces {
+	if p.delay == 0 && !actionable(u.Reason) && !replaces && !capacityWait(u) {
 		delete(p.notes, u.Key) // waiting reasons are served, not written
 		return
 	}
@@ -92,7 +109,7 @@ func (p *pendingNotes) note(u admission.PendingUpdate, now time.Time) {
 	if !ok {
 		n.due = now.Add(p.delay) // pending with a reason since now
 	}
-	if actionable(u.Reason) || replaces {
+	if actionable(u.Reason) || replaces || capacityWait(u) {
 		n.due = now
 	}
 	n.update = u

@@ -61,6 +61,23 @@ func TestPendingNotes(t *testing.T) {
 			p.note(admission.PendingUpdate{Key: key, Reason: admission.UnknownTopologyLevel}, t0)
 			return p.take(t0)
 		}},
+		{name: "with no delay a gang waiting for capacity its flavor cannot book is written at once", want: 1, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.TopologyUnavailable, Message: "no pool's node holds the gang", BookingFlavor: true}, t0)
+			return p.take(t0)
+		}},
+		{name: "with no delay a gang waiting for the nodes of a flavor that never books is not written", want: 0, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.TopologyUnavailable, Message: "no rack has room"}, t0)
+			return p.take(t0.Add(time.Hour))
+		}},
+		{name: "a wait for capacity is written once while the workload stays pending", want: 0, steps: func(p *pendingNotes) []admission.PendingUpdate {
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.TopologyUnavailable, BookingFlavor: true}, t0)
+			for _, u := range p.take(t0) {
+				p.wrote(u)
+			}
+			p.note(waiting, t0.Add(time.Minute))
+			p.note(admission.PendingUpdate{Key: key, Reason: admission.TopologyUnavailable, Message: "other figures", BookingFlavor: true}, t0.Add(2*time.Minute))
+			return p.take(t0.Add(time.Hour))
+		}},
 		{name: "a waiting reason replaces an outdated actionable one at once", want: 1, steps: func(p *pendingNotes) []admission.PendingUpdate {
 			p.note(admission.PendingUpdate{Key: key, Reason: admission.ClusterQueueStopped}, t0)
 			for _, u := range p.take(t0) {

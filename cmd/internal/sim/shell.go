@@ -211,6 +211,11 @@ func (s *engineShell) admit(a admission.Admitted, now time.Duration) {
 	p := sj.wl.Status.Provisioning
 	r := &request{job: j, attempt: p.Attempt, scaleUp: a.Admission.Provisioning.Class == admission.ClassAtomicScaleUp, pods: j.spec.Pods,
 		requests: j.requests, selector: s.selectorOf(j)}
+	if pool := lifecycle.NewNodePool(sj.wl.Status.Admission); pool != "" {
+		// As the provisioning controller pins the request of a gang that
+		// must fit one node to the pool of its node.
+		r.selector[berthv1.CapacityPoolLabel] = pool
+	}
 	r.obj.Name = p.RequestName
 	r.obj.CreationTimestamp = metav1.NewTime(epoch.Add(now))
 	sj.req = r
