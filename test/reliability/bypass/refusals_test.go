@@ -165,7 +165,7 @@ var _ = Describe("refused at the API server", func() {
 				Expect(env.Client.Create(ctx, other)).To(Succeed())
 				return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: other.Name, UID: other.UID, Controller: ptr.To(true)}
 			}),
-			want: `berth queues pods without a controller (pod groups) and the pods of the Jobs and LeaderWorkerSets it queues; ` +
+			want: `berth queues pods without a controller (pod groups) and the pods of the Jobs, LeaderWorkerSets, Deployments and StatefulSets it queues; ` +
 				`controller Pod "other-0" is neither: remove the berth.dev/queue-name label or the controller ownerReference`}),
 		Entry("a queued pod that sets berth.dev/workload itself", refusal{byTenant: true,
 			make: func(_ context.Context, ns string) client.Object {
