@@ -17,6 +17,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // scaleTo sets the LeaderWorkerSet's replicas, as kubectl scale or an HPA
@@ -102,7 +103,7 @@ var _ = Describe("a LeaderWorkerSet scaled like a model server", func() {
 			g.Expect(waiting).To(Equal(16))
 		}, timeout, interval).Should(Succeed())
 
-		reportStarts(ctx, "scale 1 to 20: added replicas", scaled, 3*time.Minute, addedReplicas(ctx, set, 1, 20))
+		AddReportEntry("scale 1 to 20: added replicas", jobsuite.StartTimes(scaled, 3*time.Minute, addedReplicas(ctx, set, 1, 20)))
 
 		By("a 4-GPU job queued behind the waiting replicas")
 		job := builders.Job(ns, "next", "team").Request(builders.GPU, "4").Obj()

@@ -7,8 +7,6 @@ package operators_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -84,40 +82,4 @@ func workloadsOf(ctx context.Context, g Gomega, obj client.Object) []berthv1.Wor
 	wls, err := jobsuite.WorkloadsOf(ctx, env.Client, obj)
 	g.Expect(err).NotTo(HaveOccurred())
 	return wls
-}
-
-// reportStarts records, as a report entry named name, the time from since
-// to the moment each of the replicas' pods was Ready (the latest pod of a
-// replica counts): the p50, p95 and max over the replicas that run, and
-// how many of them started within slo. It measures; it asserts nothing
-// about the figures (docs/serving.md quotes them).
-func reportStarts(ctx context.Context, name string, since time.Time, slo time.Duration, replicas map[string][]corev1.Pod) {
-	var waits []time.Duration
-	for _, pods := range replicas {
-		var last time.Time
-		for _, p := range pods {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(last) {
-					last = c.LastTransitionTime.Time
-				}
-			}
-		}
-		if !last.IsZero() {
-			waits = append(waits, max(0, last.Sub(since.Truncate(time.Second))))
-		}
-	}
-	if len(waits) == 0 {
-		AddReportEntry(name, "no replica started")
-		return
-	}
-	slices.Sort(waits)
-	met := 0
-	for _, w := range waits {
-		if w <= slo {
-			met++
-		}
-	}
-	at := func(q float64) time.Duration { return waits[min(len(waits)-1, int(q*float64(len(waits))))] }
-	AddReportEntry(name, fmt.Sprintf("%d replicas started: scale-up to Ready p50 %s, p95 %s, max %s; within %s: %d of %d",
-		len(waits), at(0.5), at(0.95), waits[len(waits)-1], slo, met, len(replicas)))
 }
