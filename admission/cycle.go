@@ -251,6 +251,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	w.adm.Generation = w.gen
 	w.phase, w.admCQ, w.admitTime = phaseAssumed, c.name, e.clock.now
 	w.victims, w.preempted = nil, false
+	e.pre.forgetRide(w)
 	if len(w.ghosts) > 0 {
 		e.deferredGhosts = append(e.deferredGhosts, w.ghosts...)
 		w.ghosts = nil

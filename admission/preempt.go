@@ -22,6 +22,12 @@ type preemption struct {
 	// ready lists preemptors whose victims are all gone: served first in the
 	// next Cycle.
 	ready []WorkloadKey
+	// pooled lists preemptors whose victims free more than they need: what
+	// riders may count on (ride.go).
+	pooled []WorkloadKey
+	// rides holds the records of preemptors with a pool and of riders, the
+	// few workloads that have one (ride.go).
+	rides map[WorkloadKey]*rider
 }
 
 // victim is a preemption candidate with the rule that allows it.
@@ -41,7 +47,7 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
-		if e.pre.preempt(c, w, res) {
+		if e.pre.ride(c, w) || e.pre.preempt(c, w, res) {
 			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
 			return
 		}
@@ -92,6 +98,7 @@ func (pre *preemption) preempt(c *cqState, w *wl, res *Result) bool {
 		return false
 	}
 	pre.claim(c, w, vs, flavors)
+	pre.openPool(c, w, vs, flavors)
 	w.victims = w.victims[:0]
 	for _, v := range vs {
 		v.w.evicting, v.w.evictFor = true, w.key

@@ -85,6 +85,7 @@ func (e *Engine) upsertAdmitted(old, nw *wl) {
 	if old.phase == phasePending {
 		e.dequeue(old)
 		e.pre.releaseGhosts(old)
+		e.pre.dropRiders(old)
 	} else {
 		if old.admCQ == nw.admCQ && slices.Equal(old.usage, nw.usage) && old.prio == nw.prio &&
 			sameAssignment(old.adm.Topology, nw.adm.Topology) && samePlan(old.adm.Provisioning, nw.adm.Provisioning) &&
@@ -120,6 +121,7 @@ func (e *Engine) DeleteWorkload(key WorkloadKey) {
 	if w.phase == phasePending {
 		e.dequeue(w)
 		e.pre.releaseGhosts(w)
+		e.pre.dropRiders(w)
 	} else {
 		e.release(w)
 	}
@@ -314,6 +316,7 @@ func (pre *preemption) clearEviction(v *wl) {
 // the held quota is freed and the preemptor is served first in the next Cycle.
 func (pre *preemption) victimGone(p *wl, v WorkloadKey) {
 	p.victims = slices.DeleteFunc(p.victims, func(k WorkloadKey) bool { return k == v })
+	pre.victimGoneForRiders(p, v)
 	if len(p.victims) > 0 {
 		return
 	}

@@ -1,0 +1,64 @@
+package admission
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestReclaimBySmallPreemptors: a serving queue scales up by 28 one-GPU
+// replicas while a training queue borrows 28 of its GPUs in eight 4-GPU
+// jobs. Reclaim must preempt exactly the seven jobs that make training
+// stop borrowing, admit all 28 replicas, and never re-admit a victim on
+// quota the replicas need.
+func TestReclaimBySmallPreemptors(t *testing.T) {
+	e := newEngine(t, Options{})
+	mustCQ(t, e, newCQ("serving", "co", []string{"h200"}, []int64{30}, borrowLimit(0), preempt(PreemptionPolicy{ReclaimWithinCohort: PreemptAny})),
+		newCQ("training", "co", []string{"h200"}, []int64{4}, borrowLimit(30)))
+	var all []Workload
+	for i := range 8 {
+		all = append(all, running(job(fmt.Sprintf("t%d", i), "training", 0, int64(i+1), 1, 4), "training", int64(10+i)))
+	}
+	for i := range 2 {
+		all = append(all, running(job(fmt.Sprintf("s%d", i), "serving", 0, int64(20+i), 1, 1), "serving", int64(30+i)))
+	}
+	for i := range 28 {
+		all = append(all, job(fmt.Sprintf("r%02d", i), "serving", 0, int64(40+i), 1, 1))
+	}
+	mustWL(t, e, all...)
+	specs := specMap(all...)
+	victims, holding := map[string]bool{}, map[string]bool{}
+	for _, w := range all {
+		holding[w.Key.Name] = w.Admission != nil
+	}
+	for range 8 {
+		res := cycle(t, e)
+		for _, p := range res.Preemptions {
+			victims[p.Victim.Name] = true
+			holding[p.Victim.Name] = false
+		}
+		for _, n := range admittedNames(res) {
+			holding[n] = true
+		}
+		evict(t, e, specs, res)
+		confirm(t, e, specs, res)
+	}
+	if len(victims) != 7 {
+		t.Errorf("%d training jobs preempted (%v), want the 7 that borrow", len(victims), victims)
+	}
+	var serving, training int64
+	for name, held := range holding {
+		if !held {
+			continue
+		}
+		w := specs[name]
+		gpus := int64(w.PodSets[0].Count) * w.PodSets[0].Requests[gpu] / 1000
+		if w.ClusterQueue == "serving" {
+			serving += gpus
+		} else {
+			training += gpus
+		}
+	}
+	if serving != 30 || training != 4 {
+		t.Errorf("admitted GPUs: serving %d, training %d; want 30 and 4", serving, training)
+	}
+}
