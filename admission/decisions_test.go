@@ -61,7 +61,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 		run   func(*fuzzRun)
 	}{
 		{"engine", fuzzSetup, runEngine}, {"convergence", fuzzSetup, runConvergence}, {"facts", fuzzSetup, runFacts},
-		{"taints", fuzzSetupTainted, runEngine},
+		{"taints", fuzzSetupTainted, runEngine}, {"topopreempt", fuzzSetupPreempt, runPreemptTopology},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			path := filepath.Join(*decisionsDir, target.name+".txt")

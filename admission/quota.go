@@ -64,6 +64,11 @@ type cqState struct {
 	tkey      tenantKey
 	lastAdmit uint64
 
+	// preemptor is the queue's latest preemptor; while it waits for its
+	// victims or to be served, no other workload of the queue preempts
+	// (preemption.busy).
+	preemptor *wl
+
 	// vtime and lqFinish are the virtual time and per-LocalQueue finish tags of
 	// LocalQueue fair sharing (lqfair.go).
 	vtime    int64
