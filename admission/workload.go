@@ -263,10 +263,11 @@ func (e *Engine) admitExisting(w *wl) {
 
 // release returns an admitted or assumed workload's usage and wakes its cohort. A
 // victim released while its preemptor still waits does not free its quota yet: the
-// usage is held for the preemptor (a "ghost") until the preemptor's last victim is
-// gone, and then freed at once, with the preemptor served first in the next Cycle.
-// Without the hold, capacity freed by the first victims could be taken by anyone in
-// the cohort (even re-admitting the victim), and the preemptor would preempt again.
+// usage is held for the preemptor (a "ghost") — and, for a preemptor that needs a
+// domain, its placement too — until the preemptor's last victim is gone and it is
+// served, first in the next Cycle, where they are freed at once. Without the hold,
+// capacity freed by the first victims could be taken by anyone in the cohort (even
+// re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
 	delete(e.books.booking, w)
 	delete(e.books.awaiting, w)
