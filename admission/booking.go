@@ -507,6 +507,11 @@ func (books *bookings) keepsNewNodes(w *wl) bool {
 // no longer be held in their pools: the nodes exist (its domain's nodes hold it),
 // or the autoscaler holds nothing for it any more (keepsNewNodes).
 func (books *bookings) settleBooked(w *wl) {
+	if w.evicting {
+		// Leaving: its reservation stays as it is until it goes, for a
+		// preemptor may count on it (preempt_hold.go).
+		return
+	}
 	if w.placed == nil || len(w.placed.newNodes) == 0 {
 		delete(books.awaiting, w)
 		return

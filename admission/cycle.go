@@ -87,6 +87,7 @@ func (e *Engine) endCycle() {
 		e.queues.maybeDropCQ(c)
 	}
 	e.deferredGhosts = e.deferredGhosts[:0]
+	e.pre.endCycle()
 }
 
 // serveReady evaluates, before anything else, preemptors whose victims are all gone,
@@ -111,7 +112,12 @@ func (e *Engine) serveReady(res *Result) {
 	for _, w := range ws {
 		c := e.queues.cqs[w.cqName]
 		head, _ := c.pending.min()
+		// What was held for it is released now, when it is served, and not
+		// when its last victim went: a preemptor served before it cannot take
+		// it either.
+		e.pre.releaseGhosts(w)
 		if c.spec == nil || c.spec.held() {
+			w.hold = nil
 			continue
 		}
 		// Neither StrictFIFO's head nor a head reservation applies: the quota
@@ -129,6 +135,7 @@ func (e *Engine) serveReady(res *Result) {
 			w.evalCycle = e.clock.cycle
 			e.admit(c, w, head, out, res)
 		}
+		w.hold = nil // its domain counted for this evaluation only
 	}
 }
 
@@ -256,6 +263,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 		e.deferredGhosts = append(e.deferredGhosts, w.ghosts...)
 		w.ghosts = nil
 	}
+	e.pre.dropHold(w)
 	e.seq++
 	w.admitSeq, w.prevLast, c.lastAdmit = e.seq, c.lastAdmit, e.seq
 	c.noteAdmitted(w)

@@ -62,6 +62,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 	}{
 		{"engine", fuzzSetup, runEngine}, {"convergence", fuzzSetup, runConvergence}, {"facts", fuzzSetup, runFacts},
 		{"taints", fuzzSetupTainted, runEngine}, {"hosts", fuzzSetupHosts, runEngine},
+		{"topopreempt", fuzzSetupPreempt, runPreemptTopology},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			path := filepath.Join(*decisionsDir, target.name+".txt")

@@ -34,8 +34,9 @@
 //   - topology (topologystate.go, topology.go, placement.go, fallback.go): flavors'
 //     levels, nodes and pools, what admissions reserved, where a gang fits, and
 //     which flavor a topology gang falls back to when its first has no room.
-//   - preemption (preempt.go): victims, the quota held for a preemptor, and readying
-//     it when they are gone.
+//   - preemption (preempt.go; preempt_topology.go, preempt_victims.go and
+//     preempt_hold.go for gangs that need a domain): victims, the quota and
+//     capacity held for a preemptor, and readying it when they are gone.
 //   - bookings (bookingstate.go, booking.go, provision.go): capacity bookings, the
 //     autoscaler's answers and their deadlines, and the pods-ready deadline.
 //   - eligibility (eligibility.go): pending workloads that cannot be queued at

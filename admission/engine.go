@@ -234,6 +234,9 @@ type wlPreemption struct {
 	victims   []WorkloadKey
 	ghosts    []ghost // quota of evicted victims held for this preemptor
 	preempted bool    // evicted by a preemption and not admitted since: preempts nothing
+	// hold is the domain a preemptor that needs capacity preempted for, and
+	// the capacity held for it (preempt_topology.go); nil for the others.
+	hold *domainHold
 }
 
 // ghost is quota an evicted victim released, held for its preemptor.

@@ -46,6 +46,14 @@ func (e *Engine) explainAt(c *cqState, w, head *wl, pos int) Explanation {
 }
 
 func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
+	// A preemptor whose victims are gone is served first in the next cycle,
+	// with what was held for it released: explain that.
+	e.pre.withoutOwnHold(w, func() { explainOutcome(e, c, w, head, ex) })
+}
+
+// explainOutcome fills ex from w's evaluation now (a plain function: the
+// Engine's methods are its API and the steps of a cycle).
+func explainOutcome(e *Engine, c *cqState, w, head *wl, ex *Explanation) {
 	out := e.evaluate(c, w, head)
 	ex.Reason = out.reason
 	switch out.reason {
@@ -60,10 +68,10 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Mentions = append(ex.Mentions, head.key)
 	}
 	if len(w.victims) > 0 {
-		ex.Reason, ex.Message = WaitingForPreemption, msgWaiting(w.victims)
+		ex.Reason, ex.Message = WaitingForPreemption, msgWaitingOf(w)
 		ex.Mentions = append(ex.Mentions, w.victims...)
 	}
-	if out.reason != InsufficientQuota {
+	if out.reason != InsufficientQuota && out.reason != TopologyUnavailable {
 		ex.Preemption.Message = "preemption cannot help: " + string(out.reason)
 		return
 	}
@@ -71,17 +79,31 @@ func (e *Engine) explainFit(c *cqState, w, head *wl, ex *Explanation) {
 		ex.Preemption.Message = "it was evicted by a preemption and preempts nothing until it has been admitted again"
 		return
 	}
-	vs, _, ok := e.pre.planPreemption(c, w)
-	if !ok {
+	if e.pre.busy(c, w) {
+		ex.Preemption.Message = fmt.Sprintf("%s of the same ClusterQueue is preempting: it preempts, if it must, once that one is served", c.preemptor.key)
+		return
+	}
+	// The same plan as the cycle's (settle, preempt).
+	p := e.pre.plan(c, w)
+	if !p.ok {
 		ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy makes the workload fit"
+		if p.note != "" {
+			ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy frees both its quota and one domain that holds it"
+			if out.reason == InsufficientQuota && len(w.victims) == 0 {
+				ex.Message += p.note
+			}
+		}
 		return
 	}
 	ex.Preemption.Possible = true
-	for _, v := range vs {
+	for _, v := range p.victims {
 		ex.Preemption.Victims = append(ex.Preemption.Victims, Preemption{
-			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.names.msgPreempted(c, w, v),
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: e.names.msgPreemptedFor(c, w, v, p.target),
 		})
 		ex.Mentions = append(ex.Mentions, v.w.key)
 	}
-	ex.Preemption.Message = fmt.Sprintf("admitting it would preempt %d workload(s)", len(vs))
+	ex.Preemption.Message = fmt.Sprintf("admitting it would preempt %d workload(s)", len(p.victims))
+	if p.target != nil && p.target.check {
+		ex.Preemption.Message += ", freeing capacity in " + p.target.where()
+	}
 }

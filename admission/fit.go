@@ -30,6 +30,9 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 	if w.notBefore != 0 && e.books.backoffUntil(w) {
 		return outcome{reason: ProvisioningBackoff, msg: msgBackoff(w.notBefore)}
 	}
+	if out, ok := e.pre.planned(c, w); ok {
+		return out // a preemptor served once its victims are gone (preempt_topology.go)
+	}
 	out := outcome{flavors: flavorScratch(&e.scratch, len(c.groups))}
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]

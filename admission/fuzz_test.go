@@ -131,6 +131,8 @@ type fuzzRun struct {
 	// hosts: the flavors' finest level is kubernetes.io/hostname and some
 	// gangs must fit one node (FuzzHosts).
 	hosts bool
+	// onCycle, when set, sees every result of converge (for tests).
+	onCycle func(Result)
 }
 
 // object is the workload name as the API server holds it.
@@ -356,6 +358,12 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 		cq := fuzzCQ(s, fmt.Sprintf("q%d", i))
 		r.both(func(e *Engine) error { return e.UpsertClusterQueue(cq) })
 	}
+	r.capacity()
+	return r
+}
+
+// capacity feeds the fuzz harness's flavors, pools and nodes.
+func (r *fuzzRun) capacity() {
 	// Topology (not from fuzz bytes, so corpus entries keep their meaning): f0
 	// has two zones of two racks of two 2-GPU nodes, f1 one rack of two 4-GPU
 	// nodes, f2 no levels (a topology request there is UnknownTopologyLevel).
@@ -385,7 +393,6 @@ func fuzzSetup(t *testing.T, data []byte) *fuzzRun {
 			Labels: map[string]string{"zone": "z", "rack": "r", "host": fmt.Sprint(i)}}
 		r.both(func(e *Engine) error { return e.UpsertNode(n) })
 	}
-	return r
 }
 
 // FuzzEngine applies random operations (workloads, cycles, confirmations, rollbacks,
@@ -434,24 +441,44 @@ func runConvergence(r *fuzzRun) {
 }
 
 // converge cycles until nothing is admitted or preempted, applying every decision.
-func (r *fuzzRun) converge() int {
-	preemptions := 0
+// Every preemptor must be admitted in the cycle after its victims are evicted (all
+// at once here), in the domain it preempted for: else the victims could come back
+// and it would preempt again (checkPreemptors).
+func (r *fuzzRun) converge() {
+	var waiting map[WorkloadKey]*domainHold
+	evicted := map[WorkloadKey]bool{} // preempted, not admitted since
 	for round := 0; ; round++ {
 		if round == 100 {
 			if r.stuck = true; r.decisions != nil {
 				r.record("no fixed point")
-				return preemptions
+				return
 			}
 			r.t.Fatalf("no fixed point after %d rounds", round)
 		}
 		r.now = r.now.Add(time.Minute)
+		before, reserved, pools := snapshotUsage(r.e), reservedSnapshot(r.e), poolSnapshot(r.e)
 		res := r.e.Cycle(r.now)
 		r.twin.Cycle(r.now)
 		r.record(res)
-		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 && len(res.Bookings) == 0 {
-			return preemptions
+		if r.onCycle != nil {
+			r.onCycle(res)
 		}
-		preemptions += len(res.Preemptions)
+		r.checkCycle(res, before)
+		r.checkPlacements(res, reserved, pools)
+		r.checkPreemptors(waiting, res)
+		waiting = r.preemptors(res)
+		for _, p := range res.Preemptions {
+			if evicted[p.Preemptor] {
+				r.t.Fatalf("%s preempts %s before it was admitted again after its own preemption", p.Preemptor, p.Victim)
+			}
+			evicted[p.Victim] = true
+		}
+		for _, a := range res.Admitted {
+			delete(evicted, a.Key)
+		}
+		if len(res.Admitted) == 0 && len(res.Preemptions) == 0 && len(res.Bookings) == 0 {
+			return
+		}
 		if round > 95 && r.decisions == nil { // about to fail: show the loop
 			r.t.Logf("round %d: %s", round, fmtResult(res))
 		}
@@ -472,6 +499,44 @@ func (r *fuzzRun) converge() int {
 			r.confirmBooking(d)
 		}
 		r.checkModel()
+	}
+}
+
+// preemptors maps each preemptor of res to the domain it preempted for (nil:
+// quota only).
+func (r *fuzzRun) preemptors(res Result) map[WorkloadKey]*domainHold {
+	out := map[WorkloadKey]*domainHold{}
+	for _, p := range res.Preemptions {
+		var h *domainHold
+		if w := r.e.workloads[p.Preemptor]; w != nil && w.hold != nil {
+			c := *w.hold
+			c.held = nil
+			h = &c
+		}
+		out[p.Preemptor] = h
+	}
+	return out
+}
+
+// checkPreemptors: every preemptor of the previous cycle, whose victims were all
+// evicted since and nothing else changed, is admitted by this one, in the domain
+// it preempted for.
+func (r *fuzzRun) checkPreemptors(waiting map[WorkloadKey]*domainHold, res Result) {
+	for k, h := range waiting {
+		i := slices.IndexFunc(res.Admitted, func(a Admitted) bool { return a.Key == k })
+		if i < 0 {
+			where := "quota"
+			if h != nil {
+				where = h.where()
+			}
+			r.t.Fatalf("%s preempted (for %s), its victims are gone, and it is not admitted: %s", k, where, fmtResult(res))
+		}
+		if h == nil || !h.check || h.level < 0 {
+			continue
+		}
+		if t := res.Admitted[i].Admission.Topology; t == nil || t.Flavor != h.flavor || !slices.Equal(t.Domain, h.key) {
+			r.t.Fatalf("%s preempted for %s and was admitted with %+v", k, h.where(), t)
+		}
 	}
 }
 

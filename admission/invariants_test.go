@@ -258,24 +258,48 @@ func trimmed(v vec) vec {
 	return v
 }
 
-// checkReservations recomputes every node's reserved capacity from the placements
-// of admitted workloads.
-func checkReservations(e *Engine) error {
+// plannedShares sums, per node, what the placements of admitted workloads
+// and the capacity held for preemptors reserve there.
+func plannedShares(e *Engine) (map[string]vec, error) {
 	want := map[string]vec{}
-	for _, w := range e.workloads {
-		if w.placed == nil {
-			continue
-		}
-		if w.phase == phasePending {
-			return fmt.Errorf("pending %s holds a placement", w.key)
-		}
-		for _, s := range w.placed.shares {
+	add := func(p *placement) {
+		for _, s := range p.shares {
 			v := want[s.node]
 			for _, r := range s.amt {
 				v.add(r.res, r.amt)
 			}
 			want[s.node] = v
 		}
+	}
+	for _, w := range e.workloads {
+		if w.hold != nil {
+			if w.phase != phasePending {
+				return nil, fmt.Errorf("admitted %s still holds capacity of its victims", w.key)
+			}
+			for _, p := range w.hold.held {
+				add(p)
+			}
+		}
+		if w.placed == nil {
+			continue
+		}
+		if w.phase == phasePending {
+			return nil, fmt.Errorf("pending %s holds a placement", w.key)
+		}
+		add(w.placed)
+	}
+	if len(e.pre.deferredHolds) > 0 {
+		return nil, fmt.Errorf("%d holds left over from a cycle", len(e.pre.deferredHolds))
+	}
+	return want, nil
+}
+
+// checkReservations recomputes every node's reserved capacity from the placements
+// of admitted workloads.
+func checkReservations(e *Engine) error {
+	want, err := plannedShares(e)
+	if err != nil {
+		return err
 	}
 	for _, w := range e.workloads {
 		_, booking := e.books.booking[w]
@@ -303,6 +327,13 @@ func checkReservations(e *Engine) error {
 		if w.placed != nil {
 			for p, k := range w.placed.newNodes {
 				pools[p] += k
+			}
+		}
+		if w.hold != nil {
+			for _, h := range w.hold.held {
+				for p, k := range h.newNodes {
+					pools[p] += k
+				}
 			}
 		}
 	}

@@ -28,6 +28,14 @@ type preemption struct {
 	// rides holds the records of preemptors with a pool and of riders, the
 	// few workloads that have one (ride.go).
 	rides map[WorkloadKey]*rider
+	// behindQueues are the queues with workloads behind their preemptor.
+	behindQueues []*cqState
+	// deferredHolds is capacity held for preemptors admitted in the running
+	// cycle, returned when it ends (preempt_topology.go).
+	deferredHolds []*placement
+	// leaving caches, for the plan being made, the usage leaving each queue
+	// (freesFully).
+	leaving map[*cqState]map[frKey]int64
 }
 
 // victim is a preemption candidate with the rule that allows it.
@@ -44,35 +52,59 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 	switch out.reason {
 	case InsufficientQuota:
 		if len(w.victims) > 0 {
-			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+			report(w, WaitingForPreemption, msgWaitingOf(w), res)
 			return
 		}
-		if e.pre.ride(c, w) || e.pre.preempt(c, w, res) {
-			report(w, WaitingForPreemption, msgWaiting(w.victims), res)
+		if e.pre.ride(c, w) {
+			report(w, WaitingForPreemption, msgWaitingOf(w), res)
 			return
 		}
-		report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
+		if e.pre.behind(c, w) {
+			report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
+			return
+		}
+		ok, note := e.pre.preempt(c, w, res)
+		if ok {
+			report(w, WaitingForPreemption, msgWaitingOf(w), res)
+			return
+		}
+		report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group)+note, res)
 		e.order.toPark = append(e.order.toPark, w)
+		if note != "" {
+			// Victims could free its quota but no domain: capacity that
+			// frees may change that, as well as released quota.
+			e.topo.waitForCapacity(w, "")
+		}
 	case ReservedForHead:
 		report(w, out.reason, e.names.msgFor(c, w, out), res)
 		c.reserved.insert(w)
 		w.held = true
 	case TopologyUnavailable, ExceedsDomainCapacity, UnknownTopologyLevel:
+		if out.reason == TopologyUnavailable {
+			// Its quota fits but no domain has room: victims that free one
+			// (preempt_topology.go) let it in.
+			if len(w.victims) > 0 {
+				report(w, WaitingForPreemption, msgWaitingOf(w), res)
+				return
+			}
+			if ok, _ := e.pre.preempt(c, w, res); ok {
+				report(w, WaitingForPreemption, msgWaitingOf(w), res)
+				return
+			}
+		}
 		// Each waits for capacity or a flavor's levels to change: a flavor
 		// created after the gang's job, a node or pool that joins.
 		report(w, out.reason, e.names.msgFor(c, w, out), res)
-		w.waitFlavor = out.flavor
-		if !w.topoWait {
-			w.topoWait = true
-			e.topo.topoWaiting = append(e.topo.topoWaiting, w)
-		}
+		e.topo.waitForCapacity(w, out.flavor)
 	default:
 		report(w, out.reason, e.names.msgFor(c, w, out), res)
 	}
 }
 
 // preempt plans preemptions for w and, if a plan makes it fit, marks the victims,
-// claims the free quota the plan counts on and reports w as waiting.
+// claims the free quota (and, for a gang that needs capacity, the free
+// capacity of its domain) the plan counts on and reports w as waiting. Without
+// a plan, note may say why (victims could free quota but no domain).
 //
 // No cascades: a workload evicted by a preemption preempts nothing until it has been
 // admitted again. Every preemptor is then a workload that was not itself a victim;
@@ -81,33 +113,58 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 // and a closed system runs out of preemptions. Without the rule, preemptions of
 // different kinds chain into loops (in-queue preemption changing which flavor a
 // queue uses, which re-enables a fair-share preemption: found by FuzzConvergence).
-func (pre *preemption) preempt(c *cqState, w *wl, res *Result) bool {
-	// A gang that asks for a topology domain does not preempt: freed quota says
-	// nothing about where the freed capacity is, so the preemption could be for
-	// nothing (see docs/admission.md, "Topology").
-	if w.preempted || w.topo != nil {
-		return false
+//
+// A gang whose admission depends on capacity (a topology domain, or a flavor
+// that books) preempts only victims that also free one domain for it (plan,
+// preempt_topology.go): freed quota alone says nothing about where capacity
+// frees, and such a preemption looped — the preemptor still did not fit, the
+// victim was admitted again, and the preemptor preempted again (found by
+// FuzzConvergence, seed c205cd123dfa3188).
+func (pre *preemption) preempt(c *cqState, w *wl, res *Result) (bool, string) {
+	if w.preempted || pre.busy(c, w) {
+		return false, ""
 	}
-	vs, flavors, ok := pre.planPreemption(c, w)
-	if !ok {
-		return false
+	p := pre.plan(c, w)
+	if !p.ok {
+		return false, p.note
 	}
-	if _, tf := pre.topo.provisioningFlavor(c, flavors); tf != nil {
-		// The same holds for a flavor whose admissions depend on capacity: the
-		// plan frees quota, not capacity (found by FuzzConvergence).
-		return false
+	pre.claim(c, w, p.victims, p.flavors)
+	pre.dropHold(w)
+	if p.target != nil {
+		pre.holdDomain(w, p)
 	}
-	pre.claim(c, w, vs, flavors)
-	pre.openPool(c, w, vs, flavors)
+	pre.openPool(c, w, p.victims, p.flavors)
+	c.preemptor = w
 	w.victims = w.victims[:0]
-	for _, v := range vs {
+	for _, v := range p.victims {
 		v.w.evicting, v.w.evictFor = true, w.key
 		w.victims = append(w.victims, v.w.key)
 		res.Preemptions = append(res.Preemptions, Preemption{
-			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: pre.names.msgPreempted(c, w, v),
+			Victim: v.w.key, Preemptor: w.key, Reason: v.reason, Message: pre.names.msgPreemptedFor(c, w, v, p.target),
 		})
 	}
-	return true
+	return true, ""
+}
+
+// busy reports whether another workload of c is a preemptor still waiting
+// for its victims or to be served. Two preemptors of one queue plan on the
+// same quota and limits: each counts only its own victims and claim, and
+// the first admitted can push the queue to its borrowing limit or past its
+// nominal quota so that the other no longer fits once its victims are gone
+// (found by the preemptor check of FuzzConvergence). So a queue preempts
+// for one workload at a time; the next one waits for what the first leaves,
+// and preempts, if it must, once the first is served.
+func (pre *preemption) busy(c *cqState, w *wl) bool {
+	p := c.preemptor
+	if p == nil || p == w {
+		return false
+	}
+	if p.phase == phasePending && pre.workloads[p.key] == p && p.cqName == c.name &&
+		(len(p.victims) > 0 || slices.Contains(pre.ready, p.key)) {
+		return true
+	}
+	c.preemptor = nil
+	return false
 }
 
 // canPreempt reports whether the queue's policy allows any kind of preemption.
@@ -178,19 +235,32 @@ func (pre *preemption) planPreemption(c *cqState, w *wl) ([]victim, []int, bool)
 // quota (a ghost) so that nothing admitted meanwhile — by its own queue or by the
 // cohort — can take it. Without the claim, work admitted in the same cycle could use
 // that free quota, the preemptor would still not fit once the victims are gone and
-// would preempt again: a loop FuzzConvergence found. The claim never exceeds what is
-// available now, because the preemptor fits once the victims are removed.
+// would preempt again: a loop FuzzConvergence found. What the victims free is
+// measured, not assumed: a victim of another queue frees for the preemptor only
+// the part of its usage its queue borrowed, not what the queue keeps for itself
+// (counting all of it, the claim fell short, another preemptor served first took
+// the rest, and the preemptor did not fit: found by the preemptor check of
+// FuzzConvergence). The claim never exceeds what is available now, because the
+// preemptor fits once the victims are removed.
 func (pre *preemption) claim(c *cqState, w *wl, vs []victim, flavors []int) {
+	keys := make([]frKey, len(w.req))
+	now := make([]int64, len(w.req))
+	for i, r := range w.req {
+		keys[i] = makeFR(c.groups[c.resGroup[r.res]].flavors[flavors[c.resGroup[r.res]]].id, r.res)
+		now[i] = c.available(keys[i])
+	}
+	for _, v := range vs {
+		v.cq.charge(v.w.usage, -1)
+	}
 	var held []frAmt
-	for _, r := range w.req {
-		k := makeFR(c.groups[c.resGroup[r.res]].flavors[flavors[c.resGroup[r.res]]].id, r.res)
-		need := r.amt
-		for _, v := range vs {
-			need -= usageOf(v.w, k)
+	for i, r := range w.req {
+		freed := c.available(keys[i]) - now[i]
+		if need := min(r.amt-freed, now[i]); need > 0 {
+			held = append(held, frAmt{fr: keys[i], amt: need})
 		}
-		if need > 0 {
-			held = append(held, frAmt{fr: k, amt: need})
-		}
+	}
+	for _, v := range vs {
+		v.cq.charge(v.w.usage, 1)
 	}
 	if len(held) == 0 {
 		return
@@ -220,7 +290,10 @@ func (pre *preemption) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim
 	}
 	mark := len(removed)
 	for _, v := range pre.candidates(c, w, gi, f) {
-		if !pre.ruleHolds(c, w, gi, f, &v, true) {
+		if slices.ContainsFunc(removed, func(x victim) bool { return x.w == v.w }) {
+			continue // already a victim for an earlier resource group: removed once
+		}
+		if !pre.ruleHolds(c, w, gi, f, &v, true) || !pre.freesFully(c, v, removed) {
 			continue
 		}
 		v.cq.charge(v.w.usage, -1)

@@ -64,6 +64,14 @@ type cqState struct {
 	tkey      tenantKey
 	lastAdmit uint64
 
+	// preemptor is the queue's latest preemptor; while it waits for its
+	// victims or to be served, no other workload of the queue preempts
+	// (preemption.busy).
+	preemptor *wl
+	// behindPreemptor are workloads of the queue that could not preempt
+	// while preemptor waited: evaluated again once it is served (ride.go).
+	behindPreemptor []*wl
+
 	// vtime and lqFinish are the virtual time and per-LocalQueue finish tags of
 	// LocalQueue fair sharing (lqfair.go).
 	vtime    int64

@@ -30,7 +30,9 @@ func TestReclaimBySmallPreemptors(t *testing.T) {
 	for _, w := range all {
 		holding[w.Key.Name] = w.Admission != nil
 	}
-	for range 8 {
+	// A queue preempts for one workload at a time: each round serves a
+	// preemptor and its riders, and the next preempts in the cycle after.
+	for range 20 {
 		res := cycle(t, e)
 		for _, p := range res.Preemptions {
 			victims[p.Victim.Name] = true

@@ -171,3 +171,39 @@ func (pre *preemption) dropRiders(p *wl) {
 	}
 	pre.forgetRide(p)
 }
+
+// behind reports whether w must wait for the queue's preemptor to be served
+// before it may preempt (a queue preempts for one workload at a time), and
+// if so files w to be evaluated again then rather than parked: parked, it
+// would wait for free quota that no one frees, as the quota it needs is
+// held by borrowers it could preempt.
+func (pre *preemption) behind(c *cqState, w *wl) bool {
+	if w.preempted || !pre.canPreempt(c) || !pre.busy(c, w) {
+		return false
+	}
+	if len(c.behindPreemptor) == 0 {
+		pre.behindQueues = append(pre.behindQueues, c)
+	}
+	if !slices.Contains(c.behindPreemptor, w) {
+		c.behindPreemptor = append(c.behindPreemptor, w)
+	}
+	return true
+}
+
+// wakeBehind, at the end of a cycle, makes fresh the workloads of each
+// queue whose preemptor was served or went: they may preempt now.
+func (pre *preemption) wakeBehind() {
+	pre.behindQueues = slices.DeleteFunc(pre.behindQueues, func(c *cqState) bool {
+		if pre.busy(c, nil) {
+			return false
+		}
+		for _, w := range c.behindPreemptor {
+			// Still queued here: not admitted, moved, held or deleted since.
+			if w.phase == phasePending && pre.workloads[w.key] == w && w.cqName == c.name && c.pending.has(w) && len(w.victims) == 0 {
+				pre.order.makeFresh(c, w)
+			}
+		}
+		c.behindPreemptor = c.behindPreemptor[:0]
+		return true
+	})
+}

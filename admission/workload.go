@@ -265,18 +265,21 @@ func (e *Engine) admitExisting(w *wl) {
 
 // release returns an admitted or assumed workload's usage and wakes its cohort. A
 // victim released while its preemptor still waits does not free its quota yet: the
-// usage is held for the preemptor (a "ghost") until the preemptor's last victim is
-// gone, and then freed at once, with the preemptor served first in the next Cycle.
-// Without the hold, capacity freed by the first victims could be taken by anyone in
-// the cohort (even re-admitting the victim), and the preemptor would preempt again.
+// usage is held for the preemptor (a "ghost") — and, for a preemptor that needs a
+// domain, its placement too — until the preemptor's last victim is gone and it is
+// served, first in the next Cycle, where they are freed at once. Without the hold,
+// capacity freed by the first victims could be taken by anyone in the cohort (even
+// re-admitting the victim), and the preemptor would preempt again.
 func (e *Engine) release(w *wl) {
 	delete(e.books.booking, w)
 	delete(e.books.awaiting, w)
 	delete(e.books.pinning, w)
 	w.deciding = 0
-	e.topo.reserve(w.placed, -1)
+	if !e.pre.keepPlacement(w) { // else held for the preemptor waiting for w
+		e.topo.reserve(w.placed, -1)
+		e.wakes.capacityChanged()
+	}
 	w.placed = nil
-	e.wakes.capacityChanged()
 	c := e.queues.cqs[w.admCQ]
 	c.admitted.remove(w)
 	if w.evicting {
@@ -313,20 +316,22 @@ func (pre *preemption) clearEviction(v *wl) {
 }
 
 // victimGone removes a victim from its preemptor's list; when it was the last one,
-// the held quota is freed and the preemptor is served first in the next Cycle.
+// the preemptor is served first in the next Cycle, and the quota and capacity
+// held for it are freed just before (serveReady): until then nothing, not
+// even another preemptor served before it, can take them.
 func (pre *preemption) victimGone(p *wl, v WorkloadKey) {
 	p.victims = slices.DeleteFunc(p.victims, func(k WorkloadKey) bool { return k == v })
 	pre.victimGoneForRiders(p, v)
 	if len(p.victims) > 0 {
 		return
 	}
-	pre.releaseGhosts(p)
 	pre.ready = append(pre.ready, p.key)
 	pre.order.makeFresh(pre.queues.cqs[p.cqName], p)
 }
 
-// releaseGhosts frees the quota held for a preemptor.
+// releaseGhosts frees the quota and capacity held for a preemptor.
 func (pre *preemption) releaseGhosts(p *wl) {
+	pre.releaseHold(p)
 	for _, g := range p.ghosts {
 		c := pre.queues.cqs[g.cq]
 		c.charge(g.usage, -1)

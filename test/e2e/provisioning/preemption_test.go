@@ -32,8 +32,8 @@ var _ = Describe("preempting a gang that waits for its capacity", func() {
 		// two-pod gang can only be placed on two new nodes of r1.
 		ns := rackSetup(ctx, []string{"r2"}, map[string]int32{"r1": 2})
 		// CPU is quota of its own flavor, which books nothing: a CPU-only
-		// job may preempt for it (a gang of a flavor that books capacity
-		// never preempts, see docs/admission.md).
+		// job preempts for it by quota alone (a gang of a flavor that books
+		// capacity preempts only to free a domain, see docs/admission.md).
 		cpuFlavor := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns + "-cpu"},
 			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{poolLabel: ns}}}
 		Expect(env.Client.Create(ctx, cpuFlavor)).To(Succeed())
