@@ -38,6 +38,9 @@ func (e *Engine) Cycle(now time.Time) Result {
 	work := e.fair.tenants.clone()
 	e.fair.work = &work
 	e.serveReady(&res)
+	// Workloads behind a preemptor served just now may preempt in this
+	// cycle: before the victims queued again take the quota it left.
+	e.pre.wakeBehind()
 	for {
 		c, ok := work.min()
 		if !ok {
@@ -109,7 +112,7 @@ func (e *Engine) serveReady(res *Result) {
 		}
 		return 1
 	})
-	for _, w := range ws {
+	for _, w := range e.pre.withRiders(ws) {
 		c := e.queues.cqs[w.cqName]
 		head, _ := c.pending.min()
 		// What was held for it is released now, when it is served, and not

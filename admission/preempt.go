@@ -30,6 +30,9 @@ type preemption struct {
 	rides map[WorkloadKey]*rider
 	// behindQueues are the queues with workloads behind their preemptor.
 	behindQueues []*cqState
+	// readyRiders are, per ready preemptor, its riders: served right after
+	// it (ride.go).
+	readyRiders map[WorkloadKey][]WorkloadKey
 	// deferredHolds is capacity held for preemptors admitted in the running
 	// cycle, returned when it ends (preempt_topology.go).
 	deferredHolds []*placement

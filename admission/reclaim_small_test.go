@@ -9,8 +9,20 @@ import (
 // replicas while a training queue borrows 28 of its GPUs in eight 4-GPU
 // jobs. Reclaim must preempt exactly the seven jobs that make training
 // stop borrowing, admit all 28 replicas, and never re-admit a victim on
-// quota the replicas need.
+// quota the replicas need — whether the replicas arrive at once or a few
+// per cycle, as a Deployment controller creates them.
 func TestReclaimBySmallPreemptors(t *testing.T) {
+	for _, perCycle := range []int{28, 3} {
+		for _, lag := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d per cycle, writes lag a cycle %v", perCycle, lag), func(t *testing.T) { reclaimBySmall(t, perCycle, lag) })
+		}
+	}
+}
+
+// reclaimBySmall runs the scenario; with lag, the evictions and admissions
+// a cycle decides reach the engine only after the next cycle, as the
+// controller's writes and the victims' termination take time.
+func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 	e := newEngine(t, Options{})
 	mustCQ(t, e, newCQ("serving", "co", []string{"h200"}, []int64{30}, borrowLimit(0), preempt(PreemptionPolicy{ReclaimWithinCohort: PreemptAny})),
 		newCQ("training", "co", []string{"h200"}, []int64{4}, borrowLimit(30)))
@@ -21,19 +33,26 @@ func TestReclaimBySmallPreemptors(t *testing.T) {
 	for i := range 2 {
 		all = append(all, running(job(fmt.Sprintf("s%d", i), "serving", 0, int64(20+i), 1, 1), "serving", int64(30+i)))
 	}
+	var replicas []Workload
 	for i := range 28 {
-		all = append(all, job(fmt.Sprintf("r%02d", i), "serving", 0, int64(40+i), 1, 1))
+		replicas = append(replicas, job(fmt.Sprintf("r%02d", i), "serving", 0, int64(40+i), 1, 1))
 	}
 	mustWL(t, e, all...)
+	all = append(all, replicas...)
 	specs := specMap(all...)
-	victims, holding := map[string]bool{}, map[string]bool{}
+	victims, holding, preemptions := map[string]bool{}, map[string]bool{}, 0
 	for _, w := range all {
 		holding[w.Key.Name] = w.Admission != nil
 	}
 	// A queue preempts for one workload at a time: each round serves a
 	// preemptor and its riders, and the next preempts in the cycle after.
-	for range 20 {
+	var late []Result
+	for round := range 40 {
+		if from := round * perCycle; from < len(replicas) {
+			mustWL(t, e, replicas[from:min(from+perCycle, len(replicas))]...)
+		}
 		res := cycle(t, e)
+		preemptions += len(res.Preemptions)
 		for _, p := range res.Preemptions {
 			victims[p.Victim.Name] = true
 			holding[p.Victim.Name] = false
@@ -41,8 +60,16 @@ func TestReclaimBySmallPreemptors(t *testing.T) {
 		for _, n := range admittedNames(res) {
 			holding[n] = true
 		}
-		evict(t, e, specs, res)
-		confirm(t, e, specs, res)
+		late = append(late, res)
+		if lag && len(late) < 2 {
+			continue
+		}
+		evict(t, e, specs, late[0])
+		confirm(t, e, specs, late[0])
+		late = late[1:]
+	}
+	if preemptions != 7 {
+		t.Errorf("%d preemptions, want 7: a victim queued again took quota a replica waited for, and was preempted again", preemptions)
 	}
 	if len(victims) != 7 {
 		t.Errorf("%d training jobs preempted (%v), want the 7 that borrow", len(victims), victims)

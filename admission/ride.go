@@ -138,13 +138,37 @@ func (pre *preemption) victimGoneForRiders(p *wl, v WorkloadKey) {
 		if len(p.victims) == 0 {
 			r.victims = nil
 			pre.forgetRide(r)
-			pre.ready = append(pre.ready, r.key)
+			if pre.readyRiders == nil {
+				pre.readyRiders = map[WorkloadKey][]WorkloadKey{}
+			}
+			pre.readyRiders[p.key] = append(pre.readyRiders[p.key], r.key)
 			pre.order.makeFresh(pre.queues.cqs[r.cqName], r)
 		}
 	}
 	if len(p.victims) == 0 {
 		pre.forgetRide(p)
 	}
+}
+
+// withRiders returns the ready preemptors ws, each followed by its riders
+// whose victims are gone with its own: served right after it, they take
+// the surplus its held quota leaves once it is released (when the
+// preemptor is served), before the victims queued again can.
+func (pre *preemption) withRiders(ws []*wl) []*wl {
+	if len(pre.readyRiders) == 0 {
+		return ws
+	}
+	out := make([]*wl, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w)
+		for _, k := range pre.readyRiders[w.key] {
+			if r, ok := pre.workloads[k]; ok && r.phase == phasePending && !slices.Contains(out, r) && !slices.Contains(ws, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	clear(pre.readyRiders)
+	return out
 }
 
 // ridersOf lists the pending workloads that still ride on p.
