@@ -69,7 +69,11 @@ var _ = Describe("serving takes back the quota it lends to training", func() {
 		Expect(env.Client.Create(ctx, d)).To(Succeed())
 		Eventually(func(g Gomega) { g.Expect(replicasOf(ctx, g, pool, "api").released).To(HaveLen(2)) }, timeout, interval).Should(Succeed())
 		for i := range 8 {
-			Expect(env.Client.Create(ctx, builders.Job(pool, fmt.Sprintf("train-%d", i), "training").Request(builders.GPU, "4").Obj())).To(Succeed())
+			// Running for an hour: a kwok Job pod otherwise ends within
+			// seconds, and its freed quota would admit a victim again.
+			job := builders.Job(pool, fmt.Sprintf("train-%d", i), "training").Request(builders.GPU, "4").
+				PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+			Expect(env.Client.Create(ctx, job)).To(Succeed())
 		}
 		Eventually(func(g Gomega) int {
 			_, running := suspendedJobs(ctx, g, pool)

@@ -40,9 +40,10 @@ func racks(ctx context.Context, pool string, n int) {
 	Expect(env.Client.Create(ctx, rf)).To(Succeed())
 }
 
-// rackJob is a Job of two 8-GPU pods required in one rack: a whole rack.
+// rackJob is a Job of two 8-GPU pods required in one rack, a whole rack,
+// running for an hour (a kwok Job pod otherwise ends within seconds).
 func rackJob(ns, name, queue string) *batchv1.Job {
-	job := builders.Job(ns, name, queue).Pods(2).Request(builders.GPU, "8").Obj()
+	job := builders.Job(ns, name, queue).Pods(2).Request(builders.GPU, "8").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
 	job.Annotations = map[string]string{berthv1.TopologyRequiredAnnotation: rackLabel}
 	return job
 }
