@@ -229,11 +229,13 @@ type wlBooking struct {
 // wlPreemption is preemption's record: a victim being evicted, or a preemptor
 // waiting for its victims.
 type wlPreemption struct {
-	evicting  bool
-	evictFor  WorkloadKey
-	victims   []WorkloadKey
-	ghosts    []ghost // quota of evicted victims held for this preemptor
-	preempted bool    // evicted by a preemption and not admitted since: preempts nothing
+	evicting bool
+	evictFor WorkloadKey
+	victims  []WorkloadKey
+	ghosts   []ghost // quota of evicted victims held for this preemptor
+	// plannedUse is a waiting preemptor's usage where its plan puts it.
+	plannedUse []frAmt
+	preempted  bool // evicted by a preemption and not admitted since: preempts nothing
 	// hold is the domain a preemptor that needs capacity preempted for, and
 	// the capacity held for it (preempt_topology.go); nil for the others.
 	hold *domainHold

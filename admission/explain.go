@@ -79,12 +79,14 @@ func explainOutcome(e *Engine, c *cqState, w, head *wl, ex *Explanation) {
 		ex.Preemption.Message = "it was evicted by a preemption and preempts nothing until it has been admitted again"
 		return
 	}
-	if e.pre.busy(c, w) {
-		ex.Preemption.Message = fmt.Sprintf("%s of the same ClusterQueue is preempting: it preempts, if it must, once that one is served", c.preemptor.key)
+	// The same plan as the cycle's (settle, preempt): on the stack of the
+	// queue's waiting preemptors.
+	var p capPlan
+	e.pre.stacked(c, w, func() { p = e.pre.plan(c, w) })
+	if !p.ok && e.pre.busy(c, w) {
+		ex.Preemption.Message = fmt.Sprintf("%s of the same ClusterQueue is preempting: no preemption fits beside it; it may preempt once that one is served", e.pre.waitingIn(c, w)[0].key)
 		return
 	}
-	// The same plan as the cycle's (settle, preempt).
-	p := e.pre.plan(c, w)
 	if !p.ok {
 		ex.Preemption.Message = "no preemption allowed by the ClusterQueue's policy makes the workload fit"
 		if p.note != "" {

@@ -62,13 +62,13 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			report(w, WaitingForPreemption, msgWaitingOf(w), res)
 			return
 		}
-		if e.pre.behind(c, w) {
-			report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group), res)
-			return
-		}
 		ok, note := e.pre.preempt(c, w, res)
 		if ok {
 			report(w, WaitingForPreemption, msgWaitingOf(w), res)
+			return
+		}
+		if e.pre.behind(c, w) {
+			report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group)+note, res)
 			return
 		}
 		report(w, InsufficientQuota, e.names.msgInsufficient(c, w, out.group)+note, res)
@@ -109,6 +109,9 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 // capacity of its domain) the plan counts on and reports w as waiting. Without
 // a plan, note may say why (victims could free quota but no domain).
 //
+// A queue whose earlier preemptors still wait plans on the stack: as it will
+// be once they are served (preempt_stack.go).
+//
 // No cascades: a workload evicted by a preemption preempts nothing until it has been
 // admitted again. Every preemptor is then a workload that was not itself a victim;
 // since a preemptor is admitted once its victims are gone (their quota and its claim
@@ -124,20 +127,28 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 // victim was admitted again, and the preemptor preempted again (found by
 // FuzzConvergence, seed c205cd123dfa3188).
 func (pre *preemption) preempt(c *cqState, w *wl, res *Result) (bool, string) {
-	if w.preempted || pre.busy(c, w) {
+	if w.preempted {
 		return false, ""
 	}
-	p := pre.plan(c, w)
+	var p capPlan
+	pre.stacked(c, w, func() {
+		if p = pre.plan(c, w); p.ok {
+			pre.claim(c, w, p.victims, p.flavors)
+		}
+	})
+	pre.fair.rekey(c)
 	if !p.ok {
 		return false, p.note
 	}
-	pre.claim(c, w, p.victims, p.flavors)
+	w.plannedUse = plannedUse(c, w, p.flavors)
 	pre.dropHold(w)
 	if p.target != nil {
 		pre.holdDomain(w, p)
 	}
 	pre.openPool(c, w, p.victims, p.flavors)
-	c.preemptor = w
+	if !slices.Contains(c.preemptors, w) {
+		c.preemptors = append(c.preemptors, w)
+	}
 	w.victims = w.victims[:0]
 	for _, v := range p.victims {
 		v.w.evicting, v.w.evictFor = true, w.key
@@ -150,24 +161,10 @@ func (pre *preemption) preempt(c *cqState, w *wl, res *Result) (bool, string) {
 }
 
 // busy reports whether another workload of c is a preemptor still waiting
-// for its victims or to be served. Two preemptors of one queue plan on the
-// same quota and limits: each counts only its own victims and claim, and
-// the first admitted can push the queue to its borrowing limit or past its
-// nominal quota so that the other no longer fits once its victims are gone
-// (found by the preemptor check of FuzzConvergence). So a queue preempts
-// for one workload at a time; the next one waits for what the first leaves,
-// and preempts, if it must, once the first is served.
+// for its victims or to be served: w then plans its own preemption on the
+// stack (preempt_stack.go).
 func (pre *preemption) busy(c *cqState, w *wl) bool {
-	p := c.preemptor
-	if p == nil || p == w {
-		return false
-	}
-	if p.phase == phasePending && pre.workloads[p.key] == p && p.cqName == c.name &&
-		(len(p.victims) > 0 || slices.Contains(pre.ready, p.key)) {
-		return true
-	}
-	c.preemptor = nil
-	return false
+	return len(pre.waitingIn(c, w)) > 0
 }
 
 // canPreempt reports whether the queue's policy allows any kind of preemption.

@@ -64,12 +64,11 @@ type cqState struct {
 	tkey      tenantKey
 	lastAdmit uint64
 
-	// preemptor is the queue's latest preemptor; while it waits for its
-	// victims or to be served, no other workload of the queue preempts
-	// (preemption.busy).
-	preemptor *wl
+	// preemptors are the queue's preemptors that may still wait for their
+	// victims or to be served: a later one plans on them (preempt_stack.go).
+	preemptors []*wl
 	// behindPreemptor are workloads of the queue that could not preempt
-	// while preemptor waited: evaluated again once it is served (ride.go).
+	// while preemptors waited: evaluated again once they are served (ride.go).
 	behindPreemptor []*wl
 
 	// vtime and lqFinish are the virtual time and per-LocalQueue finish tags of

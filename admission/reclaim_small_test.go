@@ -44,9 +44,11 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 	for _, w := range all {
 		holding[w.Key.Name] = w.Admission != nil
 	}
-	// A queue preempts for one workload at a time: each round serves a
-	// preemptor and its riders, and the next preempts in the cycle after.
+	// Every replica present preempts in the cycle it arrives, planned on
+	// the replicas already preempting (preempt_stack.go): all seven victims
+	// go in the first cycle when the burst comes at once.
 	var late []Result
+	allIn := -1 // the round in which the last replica was admitted
 	for round := range 40 {
 		if from := round * perCycle; from < len(replicas) {
 			mustWL(t, e, replicas[from:min(from+perCycle, len(replicas))]...)
@@ -60,6 +62,12 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 		for _, n := range admittedNames(res) {
 			holding[n] = true
 		}
+		if round == 0 && perCycle == len(replicas) && len(res.Preemptions) != 7 {
+			t.Errorf("first cycle: %d preemptions, want all 7 at once: %s", len(res.Preemptions), fmtResult(res))
+		}
+		if allIn < 0 && allHeld(holding, replicas) {
+			allIn = round
+		}
 		late = append(late, res)
 		if lag && len(late) < 2 {
 			continue
@@ -67,6 +75,11 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 		evict(t, e, specs, late[0])
 		confirm(t, e, specs, late[0])
 		late = late[1:]
+	}
+	// The victims' evictions reach the engine after the cycle (a cycle later
+	// with lag); the replicas are admitted in the cycle after that.
+	if want := (len(replicas)+perCycle-1)/perCycle + map[bool]int{false: 0, true: 1}[lag]; allIn < 0 || allIn > want {
+		t.Errorf("all replicas admitted in round %d, want by round %d: reclaim took more than one round of terminations", allIn, want)
 	}
 	if preemptions != 7 {
 		t.Errorf("%d preemptions, want 7: a victim queued again took quota a replica waited for, and was preempted again", preemptions)
@@ -90,4 +103,14 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 	if serving != 30 || training != 4 {
 		t.Errorf("admitted GPUs: serving %d, training %d; want 30 and 4", serving, training)
 	}
+}
+
+// allHeld reports whether every workload of ws holds quota.
+func allHeld(holding map[string]bool, ws []Workload) bool {
+	for _, w := range ws {
+		if !holding[w.Key.Name] {
+			return false
+		}
+	}
+	return true
 }

@@ -23,6 +23,7 @@ import "slices"
 type rider struct {
 	rideOn WorkloadKey   // the preemptor whose victims a rider waits for
 	pool   []frAmt       // a preemptor's victims' quota not yet counted on
+	took   []frAmt       // a rider's part of its preemptor's pool
 	riders []WorkloadKey // the workloads riding on a preemptor
 }
 
@@ -98,7 +99,8 @@ func (pre *preemption) ride(c *cqState, w *wl) bool {
 			pr.pool[i].amt -= t.amt
 		}
 		pr.pool = slices.DeleteFunc(pr.pool, func(a frAmt) bool { return a.amt <= 0 })
-		pre.rideOf(w).rideOn = p.key
+		rw := pre.rideOf(w)
+		rw.rideOn, rw.took = p.key, take
 		w.victims = slices.Clone(p.victims)
 		pr.riders = append(pr.riders, w.key)
 		return true
@@ -196,11 +198,12 @@ func (pre *preemption) dropRiders(p *wl) {
 	pre.forgetRide(p)
 }
 
-// behind reports whether w must wait for the queue's preemptor to be served
-// before it may preempt (a queue preempts for one workload at a time), and
-// if so files w to be evaluated again then rather than parked: parked, it
-// would wait for free quota that no one frees, as the quota it needs is
-// held by borrowers it could preempt.
+// behind reports whether w, which found no preemption on the stack of the
+// queue's waiting preemptors, must wait for them to be served before it may
+// try again (what their victims free beyond their needs is held for them
+// until then, preempt_stack.go), and if so files w to be evaluated again
+// then rather than parked: parked, it would wait for free quota that no one
+// frees, as the quota it needs is held by borrowers it could preempt.
 func (pre *preemption) behind(c *cqState, w *wl) bool {
 	if w.preempted || !pre.canPreempt(c) || !pre.busy(c, w) {
 		return false
