@@ -18,24 +18,28 @@ import (
 
 // explainKind is a kind explain takes: the kind of the Workload's owner,
 // with the API group that serves it ("" for a pod group, whose pods own
-// the Workload, and for a Workload itself).
+// the Workload, and for a Workload itself). Deployments and StatefulSets
+// (group apps) are found through their pods, which own their replicas'
+// Workloads.
 type explainKind struct {
 	kind, group string
 }
 
-// explainKinds are the kinds of controllers/jobs (docs/jobs.md), and the
-// Workload, by the names a user may type.
+// explainKinds are the kinds of controllers/jobs (docs/jobs.md and
+// docs/serving.md), and the Workload, by the names a user may type.
 var explainKinds = map[string]explainKind{
 	"job": {"Job", "batch"}, "jobs": {"Job", "batch"}, "job.batch": {"Job", "batch"},
 	"jobset": {"JobSet", "jobset.x-k8s.io"}, "jobsets": {"JobSet", "jobset.x-k8s.io"},
 	"leaderworkerset": {"LeaderWorkerSet", "leaderworkerset.x-k8s.io"}, "leaderworkersets": {"LeaderWorkerSet", "leaderworkerset.x-k8s.io"},
-	"lws":      {"LeaderWorkerSet", "leaderworkerset.x-k8s.io"},
+	"lws":        {"LeaderWorkerSet", "leaderworkerset.x-k8s.io"},
+	"deployment": {"Deployment", "apps"}, "deployments": {"Deployment", "apps"}, "deploy": {"Deployment", "apps"}, "deployment.apps": {"Deployment", "apps"},
+	"statefulset": {"StatefulSet", "apps"}, "statefulsets": {"StatefulSet", "apps"}, "sts": {"StatefulSet", "apps"}, "statefulset.apps": {"StatefulSet", "apps"},
 	"podgroup": {podGroupKind, ""}, "podgroups": {podGroupKind, ""}, "pod": {podGroupKind, ""}, "pods": {podGroupKind, ""},
 	"workload": {"Workload", ""}, "workloads": {"Workload", ""}, "workload.berth.dev": {"Workload", ""}, "bwl": {"Workload", ""},
 }
 
 // explainKindNames are what completion offers and errors name.
-var explainKindNames = []string{"job", "jobset", "leaderworkerset", "lws", "podgroup", "workload"}
+var explainKindNames = []string{"deployment", "job", "jobset", "leaderworkerset", "lws", "podgroup", "statefulset", "workload"}
 
 func newExplain(e *env) *cobra.Command {
 	var output string
@@ -43,19 +47,29 @@ func newExplain(e *env) *cobra.Command {
 		Use:   "explain KIND/NAME [-n NAMESPACE]",
 		Short: "Say where a job's Workload stands: its queue, place in line and why it waits, or where it runs",
 		Long: `Finds the Workload of a job (job, jobset, leaderworkerset or lws, podgroup —
-a group of pods labelled berth.dev/pod-group, or a single labelled pod —
-or a workload by name) and says in plain words where it stands: its queues
+a group of pods labelled berth.dev/pod-group, or a single labelled pod —,
+deployment or statefulset labelled berth.dev/queue-name, or a workload by
+name) and says in plain words where it stands: its queues
 and status; if it is pending, its position in its ClusterQueue and
 LocalQueue, why it waits, what it is short of per flavor (needs X, Y
 available), whether preemption could make room and the ClusterQueue's
 fair-share standing; if it is admitted or booking capacity, where its gang
 is placed (flavors, topology domain) and its ProvisioningRequest's state;
 if it finished or was deactivated, that, and what to do. A
-LeaderWorkerSet has a Workload per replica: each is explained.
+LeaderWorkerSet has a Workload per replica: each is explained. So has a
+Deployment (each replica's pod owns one) and a StatefulSet (each ordinal's
+pod owns one, or, annotated berth.dev/gang: set, the set owns one for all
+its pods); a header first sums the replicas up — wanted, admitted, pending
+and their most common reason, pods berth does not queue — and, for a
+Deployment's rolling update, how far it is and whether berth's swap
+(berth.dev/swap-for) is under way. A Deployment or StatefulSet that is not
+labelled berth.dev/queue-name is not queued: explain says how to label it.
 -o json|yaml prints a v1 List of the Workloads and, for a pending one, its
 LocalQueue's PendingWorkloadsSummary reduced to its own entry.`,
 		Example: `  kubectl berth explain job/train -n research
-  kubectl berth explain lws/serve -o yaml`,
+  kubectl berth explain lws/serve -o yaml
+  kubectl berth explain deployment/web -n serving
+  kubectl berth explain sts/kv-cache -n serving`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: explainKindCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,6 +132,9 @@ type explained struct {
 	line *visv1.PendingWorkloadsSummary
 	// lineErr says why the line could not be read.
 	lineErr error
+	// replica is the replica of a Deployment or StatefulSet the Workload
+	// stands for ("replica pod NAME", "the whole set"); "" for other kinds.
+	replica string
 }
 
 func (e *env) explain(ctx context.Context, k explainKind, name, output string) error {
@@ -129,27 +146,28 @@ func (e *env) explain(ctx context.Context, k explainKind, name, output string) e
 	if err != nil {
 		return err
 	}
-	wls, err := findWorkloads(ctx, c, k, ns, name)
-	if err != nil {
+	var set *servingSet
+	var wls []*berthv1.Workload
+	if k.serving() {
+		if set, err = findServing(ctx, c, k, ns, name); err != nil {
+			return err
+		}
+		wls = set.workloads
+	} else if wls, err = findWorkloads(ctx, c, k, ns, name); err != nil {
 		return err
 	}
 	all := make([]explained, 0, len(wls))
 	for _, wl := range wls {
-		all = append(all, e.explainWorkload(ctx, c, wl))
+		ex := e.explainWorkload(ctx, c, wl)
+		if set != nil {
+			set.describe(&ex)
+		}
+		all = append(all, ex)
 	}
 	if output != "" {
 		return printExplained(e, output, all)
 	}
-	now := time.Now()
-	for i := range all {
-		if i > 0 {
-			fmt.Fprintln(e.streams.Out)
-		}
-		if err := writeExplanation(e.streams.Out, all[i], now); err != nil {
-			return fmt.Errorf("writing the explanation: %w", err)
-		}
-	}
-	return nil
+	return writeExplanations(e.streams.Out, set, all, time.Now())
 }
 
 // findWorkloads reads the Workloads of the named object, oldest first; it
@@ -186,13 +204,18 @@ func findWorkloads(ctx context.Context, c client.Client, k explainKind, ns, name
 		return nil, fmt.Errorf("%s in namespace %s has no Workload: berth queues only objects labelled %s=LOCALQUEUE; is the name, the namespace (-n) and the label right? (kubectl get %s -n %s --show-labels)",
 			what, ns, berthv1.QueueNameLabel, getTarget(k, name), ns)
 	}
-	slices.SortFunc(out, func(a, b *berthv1.Workload) int {
+	sortWorkloads(out)
+	return out, nil
+}
+
+// sortWorkloads orders Workloads oldest first, then by name.
+func sortWorkloads(wls []*berthv1.Workload) {
+	slices.SortFunc(wls, func(a, b *berthv1.Workload) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return out, nil
 }
 
 // groupOf is the group of an apiVersion ("" for core).

@@ -36,7 +36,11 @@ func writeExplanation(w io.Writer, ex explained, now time.Time) error {
 	tw := printers.GetNewTabWriter(w)
 	x := &explanation{w: tw}
 	it := ex.item
-	x.line("Workload", "%s/%s, of %s", it.Metadata.Namespace, it.Metadata.Name, jobText(it.Job))
+	of := jobText(it.Job)
+	if ex.replica != "" {
+		of += " (" + ex.replica + ")"
+	}
+	x.line("Workload", "%s/%s, of %s", it.Metadata.Namespace, it.Metadata.Name, of)
 	x.line("Queue", "%s", queueText(it))
 	switch it.Status {
 	case statusPending:

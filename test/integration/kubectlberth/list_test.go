@@ -236,8 +236,10 @@ var _ = Describe("kubectl berth list and explain", Ordered, func() {
 	It("says clearly when there is nothing to explain, or the kind is wrong", func() {
 		_, _, err := berth("", "explain", "job/missing", "-n", nsA)
 		Expect(err).To(MatchError(ContainSubstring("job/missing in namespace " + nsA + " has no Workload")))
+		_, _, err = berth("", "explain", "svc/web", "-n", nsA)
+		Expect(err).To(MatchError(ContainSubstring("use deployment, job, jobset, leaderworkerset, lws, podgroup, statefulset, workload")))
 		_, _, err = berth("", "explain", "deployment/web", "-n", nsA)
-		Expect(err).To(MatchError(ContainSubstring("use job, jobset, leaderworkerset, lws, podgroup, workload")))
+		Expect(err).To(MatchError(ContainSubstring("no Deployment web in namespace " + nsA)))
 	})
 
 	It("lists the queues with berth's counts and the fair-share standing", func() {
