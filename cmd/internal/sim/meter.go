@@ -252,16 +252,8 @@ func (m *meter) result(policy string) PolicyResult {
 		default:
 			res.NeverStarted++
 		}
-		if j.spec.SLO > 0 {
-			res.SLO.Jobs++
-			if j.firstStart >= 0 && j.firstStart-j.spec.Submit <= j.spec.SLO {
-				res.SLO.Met++
-			}
-		}
 	}
-	if res.SLO.Jobs > 0 {
-		res.SLO.Attainment = float64(res.SLO.Met) / float64(res.SLO.Jobs)
-	}
+	res.SLO = sloOf(m.r.jobs)
 	for _, class := range sortedKeys(res.starts) {
 		res.StartTimes = append(res.StartTimes, percentilesOf(class, res.starts[class]))
 	}
@@ -272,6 +264,40 @@ func (m *meter) result(policy string) PolicyResult {
 		res.shares = append(res.shares, *m.shares[cq])
 	}
 	return res
+}
+
+// sloOf counts the jobs with a start-up SLO and those that started
+// within it, in all and per class (sorted by class).
+func sloOf(jobs []*job) SLO {
+	var all SLO
+	byClass := map[string]*ClassSLO{}
+	for _, j := range jobs {
+		if j.spec.SLO <= 0 {
+			continue
+		}
+		class := j.spec.ClassOf()
+		c := byClass[class]
+		if c == nil {
+			c = &ClassSLO{Class: class}
+			byClass[class] = c
+		}
+		all.Jobs++
+		c.Jobs++
+		if j.firstStart >= 0 && j.firstStart-j.spec.Submit <= j.spec.SLO {
+			all.Met++
+			c.Met++
+		}
+	}
+	if all.Jobs == 0 {
+		return all
+	}
+	all.Attainment = float64(all.Met) / float64(all.Jobs)
+	for _, class := range sortedKeys(byClass) {
+		c := byClass[class]
+		c.Attainment = float64(c.Met) / float64(c.Jobs)
+		all.Classes = append(all.Classes, *c)
+	}
+	return all
 }
 
 // percentilesOf summarises the times to start of one class.

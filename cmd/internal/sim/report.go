@@ -41,6 +41,14 @@ func (rep Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Policy, s.Class, s.Jobs, short(s.P50), short(s.P95), short(s.P99))
 		}
 	}
+	if len(rep.Results) > 0 && len(rep.Results[0].SLO.Classes) > 0 {
+		fmt.Fprintln(tw, "\nPOLICY\tCLASS\tSLO MET")
+		for _, r := range rep.Results {
+			for _, c := range r.SLO.Classes {
+				fmt.Fprintf(tw, "%s\t%s\t%.1f%% (%d/%d)\n", r.Policy, c.Class, 100*c.Attainment, c.Met, c.Jobs)
+			}
+		}
+	}
 	fmt.Fprintln(tw, "\nPOLICY\tCLUSTERQUEUE\tWEIGHT\tSHARE OF GPUS HELD\tWEIGHT'S SHARE")
 	for _, r := range rep.Results {
 		held, entitled := r.sharePercents()

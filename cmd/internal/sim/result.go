@@ -85,6 +85,20 @@ type SLO struct {
 	Jobs       int     `json:"jobs"`
 	Met        int     `json:"met"`
 	Attainment float64 `json:"attainment"`
+	// Classes are the same counts per class of the jobs with an SLO, by
+	// class name: services of one trace can meet it very differently (a
+	// rack-bound replica needs a whole rack's room where a one-GPU replica
+	// fits any node), and the total hides which one missed.
+	Classes []ClassSLO `json:"classes,omitempty"`
+}
+
+// ClassSLO is one class's start-up SLO attainment. A job that never
+// started counts as missing its SLO.
+type ClassSLO struct {
+	Class      string  `json:"class"`
+	Jobs       int     `json:"jobs"`
+	Met        int     `json:"met"`
+	Attainment float64 `json:"attainment"`
 }
 
 // TenantShare is a ClusterQueue's share of the GPUs held.
