@@ -137,6 +137,10 @@ func (e *Engine) serveReady(res *Result) {
 			unpark(c, w)
 			w.evalCycle = e.clock.cycle
 			e.admit(c, w, head, out, res)
+		} else if w == head && c.reserved.len() > 0 {
+			// It reserved for its victims and has none left: what it
+			// blocked is free to go (it reserves again if it starves).
+			e.order.liftReservation(c)
 		}
 		w.hold = nil // its domain counted for this evaluation only
 	}

@@ -53,7 +53,11 @@ func (nm *names) msgFor(c *cqState, w *wl, out outcome) string {
 		return nm.msgExceeds(c, w, out.group)
 	case ReservedForHead:
 		head, _ := c.pending.min()
-		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; it has waited too long", c.name, head.key)
+		why := "it has waited too long"
+		if len(head.victims) > 0 {
+			why = "it waits for the workloads it preempted to release them"
+		}
+		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; %s", c.name, head.key, why)
 	case InsufficientQuota:
 		return nm.msgInsufficient(c, w, out.group)
 	case UnknownTopologyLevel, TopologyUnavailable, ExceedsDomainCapacity, ProvisioningBackoff:

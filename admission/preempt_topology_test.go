@@ -480,3 +480,58 @@ func BenchmarkDomainPreemption(b *testing.B) {
 		}
 	}
 }
+
+// TestReservationLiftedWhenPreemptorDoesNotFit: a rack-bound replica that
+// preempted reserves its queue's quota for itself while it waits; when its
+// victims are gone but pods berth did not place took the rack meanwhile, it
+// is not admitted, and the workloads it blocked are released then — they
+// stayed blocked behind a head that reserved for victims it no longer had
+// (found by the simulator's serving-reclaim scenario).
+func TestReservationLiftedWhenPreemptorDoesNotFit(t *testing.T) {
+	e := newEngine(t, DefaultOptions())
+	mustCQ(t, e, serveQueue("gpus", 17), newCQ("train", "gpus", []string{"h200"}, []int64{16}))
+	if err := e.UpsertFlavor(Flavor{Name: "h200", Levels: []string{zoneKey, rackKey, hostKey}}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := append(fourNodes(), rackNode("n5", "a", "r3", 1))
+	for _, n := range nodes {
+		if err := e.UpsertNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1 := placed(job("t1", "train", 0, 1, 2, 8), "train", "r1", "", 10)
+	t2 := placed(job("t2", "train", 0, 2, 2, 8), "train", "r2", "", 11)
+	replica := servingGang("replica", 10, 2, 8, rackKey)
+	small := job("small", "serve", 0, 200, 1, 1)
+	specs := specMap(t1, t2, replica, small)
+	mustWL(t, e, t1, t2, replica)
+	first := cycle(t, e)
+	if len(first.Preemptions) != 1 {
+		t.Fatalf("want one reclamation, got %s", fmtResult(first))
+	}
+	victim := specs[first.Preemptions[0].Victim.Name]
+	mustWL(t, e, small)
+	if res := cycle(t, e); !slices.ContainsFunc(res.Pending, func(p PendingUpdate) bool { return p.Key == key("small") && p.Reason == ReservedForHead }) {
+		t.Fatalf("small not reserved for the head: %s", fmtResult(res))
+	}
+	// The victim goes; pods berth did not place take its rack's nodes.
+	evict(t, e, specs, first)
+	for _, n := range nodes {
+		if n.Labels[rackKey] == victim.Admission.Topology.Domain[1] {
+			n.Free = Resources{gpu: 0}
+			if err := e.UpsertNode(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var got []string
+	for range 3 {
+		res := cycle(t, e)
+		got = append(got, admittedNames(res)...)
+		confirm(t, e, specs, res)
+		evict(t, e, specs, res)
+	}
+	if !slices.Contains(got, "small") {
+		t.Fatalf("admitted %v, want small, released when the replica found its rack taken", got)
+	}
+}

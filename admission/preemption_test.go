@@ -2,6 +2,7 @@ package admission
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -226,5 +227,41 @@ func TestPreemptorClaimsFreeQuota(t *testing.T) {
 	}
 	if !eqStrings(victims, []string{"v"}) || !eqStrings(admittedAll, []string{"h"}) {
 		t.Fatalf("victims %v admitted %v, want [v] and [h]", victims, admittedAll)
+	}
+}
+
+// TestReservationLiftedWhenPreemptorServed: a workload blocked behind a head
+// that reserves for its preemption victims is released when the head is
+// admitted once they are gone, and is admitted on the quota left beside it
+// (it stayed blocked forever behind a head that was gone: found by the
+// simulator's serving-reclaim scenario).
+func TestReservationLiftedWhenPreemptorServed(t *testing.T) {
+	e := newEngine(t, DefaultOptions())
+	mustCQ(t, e, newCQ("serving", "co", []string{"h200"}, []int64{10}, borrowLimit(0), preempt(PreemptionPolicy{ReclaimWithinCohort: PreemptAny})),
+		newCQ("training", "co", []string{"h200"}, []int64{0}, borrowLimit(9)))
+	t0 := running(job("t0", "training", 0, 1, 1, 8), "training", 10)
+	s0 := running(job("s0", "serving", 0, 2, 1, 1), "serving", 11)
+	head := job("head", "serving", 5, 20, 1, 8)
+	small := job("small", "serving", 0, 30, 1, 1)
+	mustWL(t, e, t0, s0, head)
+	specs := specMap(t0, s0, head, small)
+	first := cycle(t, e)
+	if got := victimNames(first); !eqStrings(got, []string{"t0"}) {
+		t.Fatalf("victims %v, want [t0]: %s", got, fmtResult(first))
+	}
+	mustWL(t, e, small)
+	res := cycle(t, e)
+	if p, _ := pendingReason(res, "small"); p.Reason != ReservedForHead || !strings.Contains(p.Message, "preempted") {
+		t.Fatalf("small: %+v, want ReservedForHead behind the preempting head", p)
+	}
+	evict(t, e, specs, first)
+	var got []string
+	for range 3 {
+		res = cycle(t, e)
+		got = append(got, admittedNames(res)...)
+		confirm(t, e, specs, res)
+	}
+	if !slices.Contains(got, "head") || !slices.Contains(got, "small") {
+		t.Fatalf("admitted %v, want head and then small: %s", got, fmtResult(res))
 	}
 }

@@ -224,7 +224,10 @@ func (order *queueOrder) headLeft(c *cqState, old *wl) {
 		}
 		return
 	}
-	if old.skips > 0 || len(old.victims) > 0 {
+	// A head that reserved for its victims has none left when it is served
+	// (serveReady): what it blocked is released whatever made it reserve, or
+	// it would stay blocked behind a head that is gone.
+	if old.skips > 0 || len(old.victims) > 0 || c.reserved.len() > 0 {
 		order.liftReservation(c)
 	}
 }
