@@ -198,6 +198,17 @@ type ExcludedPod struct {
 	Why string
 }
 
+// Quiet is implemented by a GenericJob that is one replica of a serving
+// object (a Deployment's or StatefulSet's pod). A scale-up of hundreds of
+// replicas must not cost an API write per replica for each routine event,
+// so the reconciler records none of them (queued, started) for such a
+// gang; warnings, which say what to fix, stay. What a replica does is on
+// its Workload, its pod, and kubectl berth explain.
+type Quiet interface {
+	// QuietEvents reports whether routine events are left out.
+	QuietEvents() bool
+}
+
 // Watcher is implemented by a Kind whose gangs change with objects other
 // than the job and its Workloads (a LeaderWorkerSet's pods).
 type Watcher interface {

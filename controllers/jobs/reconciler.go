@@ -345,7 +345,9 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 	// Created from the gang just read: the Workload's first event needs
 	// no second read.
 	r.memo.inStepNow(job, wl)
-	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "Queue", "queued as workload %s", wl.Name)
+	if !quiet(job) {
+		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "Queue", "queued as workload %s", wl.Name)
+	}
 	return nil
 }
 
@@ -444,8 +446,10 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 	if rel, ok := job.(Releaser); ok && rel.Released() == 0 {
 		return reconcile.Result{}, nil // every gated pod is held back (see reportHeld)
 	}
-	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStarted, "Start", "%s",
-		workloadMessage(wl, berthv1.ConditionAdmitted, "admitted"))
+	if !quiet(job) {
+		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStarted, "Start", "%s",
+			workloadMessage(wl, berthv1.ConditionAdmitted, "admitted"))
+	}
 	return reconcile.Result{}, nil
 }
 
@@ -575,4 +579,10 @@ func restoreScheduling(job GenericJob) bool {
 	delete(ann, berthv1.OriginalSchedulingAnnotation)
 	obj.SetAnnotations(ann)
 	return true
+}
+
+// quiet reports whether the job's routine events are left out (Quiet).
+func quiet(job GenericJob) bool {
+	q, ok := job.(Quiet)
+	return ok && q.QuietEvents()
 }

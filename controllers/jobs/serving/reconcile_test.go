@@ -50,7 +50,8 @@ func TestReplicaLifecycle(t *testing.T) {
 		return nil
 	}).Build()
 	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: noChanges{}}
-	r := jobs.NewReconciler(c, c, &fakeapi.Recorder{}, k, opts)
+	rec := &fakeapi.Recorder{}
+	r := jobs.NewReconciler(c, c, rec, k, opts)
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "web-1-a"}}
 	reconcileOnce := func() {
 		t.Helper()
@@ -87,6 +88,12 @@ func TestReplicaLifecycle(t *testing.T) {
 	}
 	if pods.IsGated(p) || p.Spec.NodeSelector["gpu"] != "h200" || p.Labels[berthv1.WorkloadLabel] != string(wl.UID) {
 		t.Errorf("released pod: gates %v, node selector %v, labels %v", p.Spec.SchedulingGates, p.Spec.NodeSelector, p.Labels)
+	}
+
+	// Queued and released without an event: a scale-up of hundreds of
+	// replicas would write hundreds of them.
+	if ev := rec.Events(); len(ev) != 0 {
+		t.Errorf("events for a replica queued and started: %+v, want none", ev)
 	}
 
 	if err := c.Delete(t.Context(), p); err != nil {

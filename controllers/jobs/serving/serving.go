@@ -152,7 +152,12 @@ var (
 	_ jobs.Gang   = (*Replica)(nil)
 	_ jobs.Owned  = (*Replica)(nil)
 	_ jobs.Writer = (*Replica)(nil)
+	_ jobs.Quiet  = (*Replica)(nil)
 )
+
+// QuietEvents implements jobs.Quiet: a replica is one of many, and its
+// routine events would cost a write per replica on every scale-up.
+func (*Replica) QuietEvents() bool { return true }
 
 func newReplica(p corev1.Pod, why string) *Replica {
 	return &Replica{Gang: pods.Gang{Pods: []corev1.Pod{p}, PodSetOf: podSetOf}, why: why}
