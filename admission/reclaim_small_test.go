@@ -114,3 +114,50 @@ func allHeld(holding map[string]bool, ws []Workload) bool {
 	}
 	return true
 }
+
+// TestScaleUpAdmitsAllThatFitInOneCycle: a LeaderWorkerSet scaled from 1 to
+// 20 rack-bound replicas (gangs of two 8-GPU pods) whose queue has quota
+// for 4 has the 3 that quota allows admitted in the cycle they arrive, each
+// in a rack, and the other 16 waiting for quota.
+func TestScaleUpAdmitsAllThatFitInOneCycle(t *testing.T) {
+	var nodes []Node
+	for r := range 5 {
+		for h := range 2 {
+			nodes = append(nodes, rackNode(fmt.Sprintf("n%d%d", r, h), "a", fmt.Sprintf("r%d", r), 8))
+		}
+	}
+	e := topoEngine(t, nodes...)
+	mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{64}))
+	first := gang("replica-00", 2, 8, TopologyRequired, rackKey)
+	mustWL(t, e, first)
+	specs := specMap(first)
+	res := cycle(t, e)
+	confirm(t, e, specs, res)
+	var added []Workload
+	for i := 1; i < 20; i++ {
+		w := gang(fmt.Sprintf("replica-%02d", i), 2, 8, TopologyRequired, rackKey)
+		w.CreationTime = int64(10 + i)
+		added = append(added, w)
+	}
+	mustWL(t, e, added...)
+	res = cycle(t, e)
+	if got := admittedNames(res); len(got) != 3 {
+		t.Fatalf("admitted %v in the cycle the replicas arrived, want the 3 that quota allows: %s", got, fmtResult(res))
+	}
+	racks := map[string]bool{}
+	for _, a := range res.Admitted {
+		if a.Admission.Topology == nil || racks[a.Admission.Topology.Domain[1]] {
+			t.Fatalf("replica %s placed %+v: want a rack of its own", a.Key.Name, a.Admission.Topology)
+		}
+		racks[a.Admission.Topology.Domain[1]] = true
+	}
+	waiting := 0
+	for _, p := range res.Pending {
+		if p.Reason == InsufficientQuota {
+			waiting++
+		}
+	}
+	if waiting != 16 {
+		t.Fatalf("%d replicas report InsufficientQuota, want 16: %s", waiting, fmtResult(res))
+	}
+}
