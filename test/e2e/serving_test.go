@@ -138,6 +138,50 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 		Eventually(complete(ctx, job), timeout, interval).Should(Succeed())
 	})
 
+	It("keeps a Deployment's running replicas and their quota when it is deleted with orphan propagation, and queues again under the Deployment that adopts them", func(ctx SpecContext) {
+		ns := servingNamespace(ctx)
+		d := builders.Deployment(ns, "api", "team", 4, "1")
+		Expect(env.Client.Create(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(replicasOf(ctx, g, ns, "api").released).To(HaveLen(4)) }, timeout, interval).Should(Succeed())
+		job := builders.Job(ns, "train", "team").Pods(1).Request(builders.GPU, "8").Obj()
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+
+		By("deleting the Deployment with orphan propagation: its ReplicaSet and running replicas stay, on their quota")
+		Expect(env.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		Eventually(func(g Gomega) {
+			rss := &appsv1.ReplicaSetList{}
+			g.Expect(env.Client.List(ctx, rss, client.InNamespace(ns))).To(Succeed())
+			g.Expect(rss.Items).To(HaveLen(1))
+			g.Expect(metav1.GetControllerOf(&rss.Items[0])).To(BeNil(), "orphaned by the garbage collector")
+		}, timeout, interval).Should(Succeed())
+		// Any change to a pod (a status update, an annotation) has berth read
+		// its chain again, now broken.
+		Eventually(func(g Gomega) {
+			for _, p := range replicasOf(ctx, g, ns, "api").released {
+				patch := []byte(`{"metadata":{"annotations":{"example.com/touched":"1"}}}`)
+				g.Expect(env.Client.Patch(ctx, &p, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
+			}
+		}, timeout, interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			r := replicasOf(ctx, g, ns, "api")
+			g.Expect(r.released).To(HaveLen(4), "running replicas are not evicted")
+			g.Expect(workloadsOfKind(ctx, g, ns, pods.DeploymentKind)).To(HaveLen(4))
+			g.Expect(ptr.Deref(getJob(ctx, g, job).Spec.Suspend, false)).To(BeTrue(), "their quota stays charged")
+		}, "3s", interval).Should(Succeed())
+
+		By("a new Deployment adopts the ReplicaSet and scales it: the new replicas are queued and admitted")
+		adopter := builders.Deployment(ns, "api", "team", 6, "1")
+		Expect(env.Client.Create(ctx, adopter)).To(Succeed())
+		Eventually(func(g Gomega) {
+			r := replicasOf(ctx, g, ns, "api")
+			g.Expect(r.released).To(HaveLen(6))
+			g.Expect(r.gated).To(BeEmpty())
+		}, 2*timeout, interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(ptr.Deref(getJob(ctx, g, job).Spec.Suspend, false)).To(BeTrue())
+		}, "2s", interval).Should(Succeed())
+	})
+
 	It("completes a rolling update of a Deployment at full quota (maxUnavailable 0, maxSurge 1) without exceeding it", func(ctx SpecContext) {
 		ns := servingNamespace(ctx)
 		d := builders.Deployment(ns, "api", "team", 8, "1")

@@ -21,9 +21,12 @@ import (
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-type noChanges struct{}
+// seenChanges records the changes reported to the engine.
+type seenChanges struct{ seen []admission.ChangeKind }
 
-func (noChanges) ReportChange(admission.WorkloadKey, admission.Change, runtime.Object) {}
+func (s *seenChanges) ReportChange(_ admission.WorkloadKey, c admission.Change, _ runtime.Object) {
+	s.seen = append(s.seen, c.Kind)
+}
 
 // TestReplicaLifecycle drives the jobs reconciler through one Deployment
 // replica: its gated pod is queued as a Workload of one pod owned by the
@@ -49,7 +52,8 @@ func TestReplicaLifecycle(t *testing.T) {
 		}
 		return nil
 	}).Build()
-	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: noChanges{}}
+	changes := &seenChanges{}
+	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: changes}
 	rec := &fakeapi.Recorder{}
 	r := jobs.NewReconciler(c, c, rec, k, opts)
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "web-1-a"}}
@@ -94,6 +98,28 @@ func TestReplicaLifecycle(t *testing.T) {
 	// replicas would write hundreds of them.
 	if ev := rec.Events(); len(ev) != 0 {
 		t.Errorf("events for a replica queued and started: %+v, want none", ev)
+	}
+
+	// The Deployment is deleted with orphan propagation (its ReplicaSet
+	// loses its controller, to be adopted by a new Deployment): the
+	// released replica keeps running on its admission, not evicted.
+	rs := &appsv1.ReplicaSet{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "web-1"}, rs); err != nil {
+		t.Fatal(err)
+	}
+	rs.OwnerReferences = nil
+	if err := c.Update(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	if len(changes.seen) != 0 {
+		t.Errorf("the engine was told %v about a running replica whose Deployment was orphan-deleted, want nothing", changes.seen)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "web-1-a"}, p); err != nil || pods.IsGated(p) {
+		t.Errorf("the released replica keeps running after its Deployment was orphan-deleted: %v, gates %v", err, p.Spec.SchedulingGates)
 	}
 
 	if err := c.Delete(t.Context(), p); err != nil {

@@ -159,7 +159,18 @@ var (
 // routine events would cost a write per replica on every scale-up.
 func (*Replica) QuietEvents() bool { return true }
 
+// newReplica returns the gang of pod p; why says why p is not a queued
+// replica. A replica berth already released keeps running on its
+// admission whatever happens to its controllers since (its Deployment
+// deleted with orphan propagation, to be adopted by a new one; the label
+// taken off): its quota stays charged until the pod ends, so nothing runs
+// outside quota, and evicting it would stop a serving replica that a
+// Deployment about to adopt its ReplicaSet expects to keep. A gated pod
+// whose chain is broken stays gated (why).
 func newReplica(p corev1.Pod, why string) *Replica {
+	if _, released := p.Labels[berthv1.WorkloadLabel]; why != "" && released && !pods.IsGated(&p) {
+		why = ""
+	}
 	return &Replica{Gang: pods.Gang{Pods: []corev1.Pod{p}, PodSetOf: podSetOf}, why: why}
 }
 
