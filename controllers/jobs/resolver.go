@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"time"
 
@@ -63,9 +64,13 @@ func (r *Reconciler) registerResolved(ctx context.Context, mgr ctrl.Manager, res
 	wlToKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[berthv1.JobKeyLabel]}}}
 	})
+	var objPreds []predicate.Predicate
+	if _, pods := r.kind.NewObject().(*corev1.Pod); pods {
+		objPreds = append(objPreds, PodGangChanges())
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
-		Watches(r.kind.NewObject(), toKey).
+		Watches(r.kind.NewObject(), toKey, builder.WithPredicates(objPreds...)).
 		Watches(&berthv1.Workload{}, wlToKey, builder.WithPredicates(ofKind)).
 		WithOptions(r.controllerOptions())
 	return b.Complete(r)

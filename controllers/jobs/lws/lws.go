@@ -95,7 +95,7 @@ func (Kind) Watch(_ context.Context, _ ctrl.Manager, b *builder.Builder) error {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	}))
+	}), builder.WithPredicates(jobs.PodGangChanges()))
 	return nil
 }
 
