@@ -12,8 +12,6 @@ const (
 	EventUnqueueable = "Unqueueable"
 	// EventDeactivated: an admitted workload was deactivated and is evicted.
 	EventDeactivated = "Deactivated"
-	// EventPreempted: the workload is evicted to make room.
-	EventPreempted = "Preempted"
 	// EventRequestCreated: a ProvisioningRequest books the gang's capacity.
 	EventRequestCreated = "ProvisioningRequestCreated"
 	// EventRequestSquatted: a ProvisioningRequest, or a PodTemplate it

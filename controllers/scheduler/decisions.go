@@ -95,13 +95,16 @@ func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption)
 	// Undone, the engine stops holding the victim's quota for the
 	// preemptor: the victim is not going.
 	s.commit(ctx, wl, decision{key: p.Victim, transition: t, done: done,
-		what: "preemption", onWritten: func(fresh *berthv1.Workload) { s.preempted(p, fresh, msg, cq) }, undo: func() { s.undo(p.Victim) }})
+		what: "preemption", onWritten: func(*berthv1.Workload) { s.preempted(p, cq) }, undo: func() { s.undo(p.Victim) }})
 }
 
-func (s *Scheduler) preempted(p admission.Preemption, wl *berthv1.Workload, msg, clusterQueue string) {
+// preempted counts a written preemption. It records no event: the
+// Workload's Evicted condition says why, and the job's Stopped event,
+// written when its adapter stops it, carries the same message to the job's
+// owner; an event per victim would be one more write per preemption.
+func (s *Scheduler) preempted(p admission.Preemption, clusterQueue string) {
 	s.opts.Metrics.Preemption(string(p.Reason))
 	s.opts.Metrics.Queues.Evicted(clusterQueue, string(berthv1.ReasonPreempted))
-	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, lifecycle.EventPreempted, "Preempt", msg)
 }
 
 // applyPending writes why a workload waits, when that changed.

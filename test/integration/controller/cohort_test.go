@@ -109,7 +109,10 @@ var _ = Describe("cohorts", func() {
 			g.Expect(ev).NotTo(BeNil())
 			g.Expect(ev.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(ev.Reason).To(Equal(string(berthv1.ReasonRequeued)))
-			g.Expect(eventReasons(ctx, ns, wl.Name)(g)).To(ContainElement(ContainSubstring("Preempted: preempted to admit")))
+			// Told once, on the job its owner watches: no event per victim on
+			// the Workload.
+			g.Expect(eventReasons(ctx, ns, borrower.Name)(g)).To(ContainElement(HavePrefix("Stopped: preempted to admit")))
+			g.Expect(eventReasons(ctx, ns, wl.Name)(g)).NotTo(ContainElement(HavePrefix("Preempted:")))
 		}, timeout, interval).Should(Succeed())
 		Consistently(suspended(ctx, borrower), "1s", interval).Should(BeTrue(), "only 4 GPUs are left for it")
 	})
