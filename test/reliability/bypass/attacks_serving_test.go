@@ -65,6 +65,52 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
+	It("runs no replica beyond quota by deleting its Deployment with orphan propagation and scaling or adopting the ReplicaSet left", func(ctx SpecContext) {
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		d := builders.Deployment(ns, "api", queue, 2, "1")
+		Expect(mallory.Create(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			running := 0
+			for _, p := range servingPods(ctx, g, ns, "api") {
+				if p.Spec.NodeName != "" {
+					running++
+				}
+			}
+			g.Expect(running).To(Equal(2))
+		}, timeout, interval).Should(Succeed())
+
+		By("orphaning the ReplicaSet: its two replicas run on, charged to the quota")
+		Expect(mallory.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		var rs *appsv1.ReplicaSet
+		Eventually(func(g Gomega) {
+			list := &appsv1.ReplicaSetList{}
+			g.Expect(mallory.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			g.Expect(metav1.GetControllerOf(&list.Items[0])).To(BeNil())
+			rs = list.Items[0].DeepCopy()
+		}, timeout, interval).Should(Succeed())
+
+		By("scaling the orphaned ReplicaSet to 4: its new pods are refused")
+		Expect(update(ctx, mallory, rs, func(r *appsv1.ReplicaSet) { r.Spec.Replicas = ptr.To[int32](4) })).To(Succeed())
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, rs.Name) }, timeout, interval).
+			Should(ContainElement(And(HavePrefix("FailedCreate:"), ContainSubstring("is not controlled by a Deployment"))))
+		expectNoPodOutsideQuota(ctx, ns)
+
+		By("adopting it by a queued Deployment of 4: the two added replicas wait for the quota the two running ones hold")
+		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 4, "1"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			gated := 0
+			for _, p := range servingPods(ctx, g, ns, "api") {
+				if pods.IsGated(&p) {
+					gated++
+				}
+			}
+			g.Expect(gated).To(Equal(2))
+		}, timeout, interval).Should(Succeed())
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+
 	It("cannot remove the gate of a queued Deployment's pod", func(ctx SpecContext) {
 		ns := newTeam(ctx, "1")
 		mallory := editor(ctx, ns)
