@@ -16,10 +16,11 @@ import (
 	"github.com/berth-dev/berth/test/builders"
 )
 
-// servingPods lists the pods labelled app: name in ns.
-func servingPods(ctx context.Context, g Gomega, ns, name string) []corev1.Pod {
+// apiPods lists the pods of the specs' Deployment "api" (labelled app: api)
+// in ns.
+func apiPods(ctx context.Context, g Gomega, ns string) []corev1.Pod {
 	list := &corev1.PodList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": name})).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "api"})).To(Succeed())
 	return list.Items
 }
 
@@ -31,7 +32,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		Expect(mallory.Create(ctx, d)).To(Succeed())
 		Eventually(func(g Gomega) {
 			running := 0
-			for _, p := range servingPods(ctx, g, ns, "api") {
+			for _, p := range apiPods(ctx, g, ns) {
 				if p.Spec.NodeName != "" {
 					running++
 				}
@@ -72,7 +73,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		Expect(mallory.Create(ctx, d)).To(Succeed())
 		Eventually(func(g Gomega) {
 			running := 0
-			for _, p := range servingPods(ctx, g, ns, "api") {
+			for _, p := range apiPods(ctx, g, ns) {
 				if p.Spec.NodeName != "" {
 					running++
 				}
@@ -101,7 +102,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 4, "1"))).To(Succeed())
 		Eventually(func(g Gomega) {
 			gated := 0
-			for _, p := range servingPods(ctx, g, ns, "api") {
+			for _, p := range apiPods(ctx, g, ns) {
 				if pods.IsGated(&p) {
 					gated++
 				}
@@ -119,7 +120,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		Eventually(func(g Gomega) {
 			gated = nil
 			running := 0
-			for _, p := range servingPods(ctx, g, ns, "api") {
+			for _, p := range apiPods(ctx, g, ns) {
 				switch {
 				case p.Spec.NodeName != "":
 					running++
