@@ -31,7 +31,7 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/controller-runtime v0.25.2
-	sigs.k8s.io/jobset v0.11.1
+	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/kueue v0.17.0
 	sigs.k8s.io/lws v0.8.0
 	sigs.k8s.io/yaml v1.6.0

@@ -3,8 +3,10 @@ package framework
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/berth-dev/berth/test/controlplane"
@@ -21,12 +23,18 @@ type Operator struct {
 	ConfigAPIVersion string
 	// CRD is the file name of its CRD in the config directory.
 	CRD string
+	// FeatureGates are written to the Configuration's featureGates: the
+	// operator's alpha features the suite exercises.
+	FeatureGates map[string]bool
 }
 
 // The operators the e2e suite knows.
 var (
 	// JobSetOperator is the JobSet controller (sigs.k8s.io/jobset).
-	JobSetOperator = Operator{Name: "jobset", ConfigAPIVersion: "config.jobset.x-k8s.io/v1alpha1", CRD: "jobset.x-k8s.io_jobsets.yaml"}
+	// RestartJob (alpha in v0.12) lets a failure policy restart one Job
+	// alone, which berth must survive without re-queueing the gang.
+	JobSetOperator = Operator{Name: "jobset", ConfigAPIVersion: "config.jobset.x-k8s.io/v1alpha1", CRD: "jobset.x-k8s.io_jobsets.yaml",
+		FeatureGates: map[string]bool{"RestartJob": true}}
 	// LWSOperator is the LeaderWorkerSet controller (sigs.k8s.io/lws).
 	LWSOperator = Operator{Name: "lws", ConfigAPIVersion: "config.lws.x-k8s.io/v1alpha1", CRD: "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
 )
@@ -80,6 +88,12 @@ metrics:
 health:
   healthProbeBindAddress: "0"
 `, o.ConfigAPIVersion, port, wh.LocalServingCertDir)
+	if len(o.FeatureGates) > 0 {
+		cfg += "featureGates:\n"
+		for _, name := range slices.Sorted(maps.Keys(o.FeatureGates)) {
+			cfg += fmt.Sprintf("  %s: %t\n", name, o.FeatureGates[name])
+		}
+	}
 	cfgPath := filepath.Join(e.Plane.Dir, o.Name+"-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("writing %s configuration: %w", o.Name, err)

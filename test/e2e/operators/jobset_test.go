@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -84,5 +85,81 @@ var _ = Describe("JobSets run by the JobSet operator", func() {
 			g.Expect(wls[0].Status.Conditions).To(ContainElement(And(
 				HaveField("Type", berthv1.ConditionFinished), HaveField("Reason", string(berthv1.ReasonSucceeded)))))
 		}, timeout, interval).Should(Succeed())
+	})
+})
+
+// A JobSet v0.12 failure policy may restart one failed Job alone
+// (RestartJob): the operator recreates that Job, under the same name and
+// index, while the others run on.
+var _ = Describe("a JobSet whose failure policy restarts one Job alone", func() {
+	It("stays admitted on its quota and flavor while the operator recreates the failed Job", func(ctx SpecContext) {
+		ns := setup(ctx)
+		js := trainingJobSet(ns, "elastic", time.Hour)
+		js.Spec.FailurePolicy = &jobsetv1.FailurePolicy{MaxRestarts: 2,
+			Rules: []jobsetv1.FailurePolicyRule{{Name: "restartTheJob", Action: jobsetv1.RestartJob}}}
+		Expect(env.Client.Create(ctx, js)).To(Succeed())
+		uids := map[string]types.UID{} // pod UID per Job
+		Eventually(func(g Gomega) {
+			pods := jobSetPods(ctx, g, js)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				uids[p.Labels[batchv1.JobNameLabel]] = p.UID
+			}
+		}, timeout, interval).Should(Succeed())
+		var wl berthv1.Workload
+		Eventually(func(g Gomega) {
+			wls := workloadsOf(ctx, g, js)
+			g.Expect(wls).To(HaveLen(1))
+			wl = wls[0]
+		}, timeout, interval).Should(Succeed())
+		next := builders.Job(ns, "next", "team").Request(builders.GPU, "8").Obj()
+		Expect(env.Client.Create(ctx, next)).To(Succeed())
+
+		By("failing one worker's Job: its pod is deleted, and its Job has no retry left")
+		failed := "elastic-workers-1"
+		for _, p := range jobSetPods(ctx, Default, js) {
+			if p.Labels[batchv1.JobNameLabel] == failed {
+				Expect(env.Client.Delete(ctx, &p)).To(Succeed())
+			}
+		}
+		Eventually(func(g Gomega) {
+			fresh := &jobsetv1.JobSet{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(js), fresh)).To(Succeed())
+			var workers *jobsetv1.ReplicatedJobStatus
+			for i := range fresh.Status.ReplicatedJobsStatus {
+				if fresh.Status.ReplicatedJobsStatus[i].Name == "workers" {
+					workers = &fresh.Status.ReplicatedJobsStatus[i]
+				}
+			}
+			g.Expect(workers).NotTo(BeNil())
+			g.Expect(workers.JobRestarts).To(Equal([]int32{0, 1}), "only the failed Job was restarted")
+			g.Expect(fresh.Status.Restarts).To(BeZero(), "the JobSet was not restarted as a whole")
+			pods := jobSetPods(ctx, g, js)
+			g.Expect(pods).To(HaveLen(3))
+			for _, p := range pods {
+				job := p.Labels[batchv1.JobNameLabel]
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product), "the recreated Job keeps the flavor")
+				if job == failed {
+					g.Expect(p.UID).NotTo(Equal(uids[job]), "the failed Job's pod is new")
+				} else {
+					g.Expect(p.UID).To(Equal(uids[job]), "the other Jobs run on")
+				}
+			}
+		}, 2*timeout, interval).Should(Succeed())
+
+		By("the gang stays admitted, neither evicted nor queued again, and its quota stays charged")
+		Consistently(func(g Gomega) {
+			wls := workloadsOf(ctx, g, js)
+			g.Expect(wls).To(HaveLen(1))
+			g.Expect(wls[0].UID).To(Equal(wl.UID))
+			g.Expect(wls[0].Status.Admission).NotTo(BeNil())
+			g.Expect(wls[0].Status.Conditions).NotTo(ContainElement(And(
+				HaveField("Type", berthv1.ConditionEvicted), HaveField("Status", metav1.ConditionTrue))))
+			fresh := &batchv1.Job{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(next), fresh)).To(Succeed())
+			g.Expect(fresh.Spec.Suspend).To(HaveValue(BeTrue()))
+		}, held, interval).Should(Succeed())
 	})
 })
