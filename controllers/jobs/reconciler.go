@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"time"
 
@@ -62,6 +63,8 @@ type Reconciler struct {
 	// memo skips reading a gang again on events that changed neither the
 	// job nor its Workload.
 	memo *specMemo
+	// indexed: its cache indexes are registered (Index).
+	indexed bool
 }
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
@@ -77,14 +80,37 @@ func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder,
 // Name of the controller, for logs and metrics.
 func (r *Reconciler) Name() string { return strings.ToLower(r.kind.GVK().Kind) }
 
+// GVK is the kind of job the reconciler queues.
+func (r *Reconciler) GVK() schema.GroupVersionKind { return r.kind.GVK() }
+
+// Index registers the cache indexes the reconciler reads through: Workloads
+// by their owner of the kind, or the kind's objects by gang key. They index
+// Workloads, or objects of a kind the cluster serves, so a kind whose API
+// appears only after the manager started (Register then) has them from the
+// start: an informer takes no index once it runs.
+func (r *Reconciler) Index(ctx context.Context, mgr ctrl.Manager) error {
+	if r.indexed {
+		return nil
+	}
+	if res, ok := r.kind.(Resolver); ok {
+		if err := IndexKeys(ctx, mgr.GetFieldIndexer(), r.kind, res); err != nil {
+			return err
+		}
+	} else if err := IndexOwner(ctx, mgr, r.kind.GVK()); err != nil {
+		return err
+	}
+	r.indexed = true
+	return nil
+}
+
 // Register adds the reconciler to mgr: it watches labelled jobs of its kind
 // and the Workloads they own, and whatever else the kind asks for.
 func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if err := r.Index(ctx, mgr); err != nil {
+		return err
+	}
 	if res, ok := r.kind.(Resolver); ok {
 		return r.registerResolved(ctx, mgr, res)
-	}
-	if err := IndexOwner(ctx, mgr, r.kind.GVK()); err != nil {
-		return err
 	}
 	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[berthv1.QueueNameLabel]

@@ -46,11 +46,8 @@ func IndexKeys(ctx context.Context, indexer client.FieldIndexer, kind Kind, res 
 }
 
 // registerResolved watches the objects of a Resolver kind and the Workloads
-// of their gangs, both mapped to the gang's key.
-func (r *Reconciler) registerResolved(ctx context.Context, mgr ctrl.Manager, res Resolver) error {
-	if err := IndexKeys(ctx, mgr.GetFieldIndexer(), r.kind, res); err != nil {
-		return err
-	}
+// of their gangs, both mapped to the gang's key (indexed by Index).
+func (r *Reconciler) registerResolved(_ context.Context, mgr ctrl.Manager, res Resolver) error {
 	toKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		key, ok := res.Key(o)
 		if !ok {

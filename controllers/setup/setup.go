@@ -82,6 +82,10 @@ type Options struct {
 	PendingStatusDelay time.Duration
 	// LocalQueueMetrics exports the per-LocalQueue series.
 	LocalQueueMetrics bool
+	// KindPollInterval is how often berth looks whether the cluster now
+	// serves a job kind it did not serve at start; zero means
+	// DefaultKindPollInterval.
+	KindPollInterval time.Duration
 	// DeviceClasses counts DRA devices, by DeviceClass, against quota.
 	DeviceClasses jobs.DeviceClassMapping
 	// Provisioning configures capacity bookings through
@@ -147,7 +151,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
 		Changes: sched}
-	kinds, err := servedKinds(mgr, p.jobKinds()...)
+	kinds, missing, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +160,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		if _, ok := k.(serving.DeploymentKind); ok {
 			reconcilers = append(reconcilers, serving.NewRollouts(mgr.GetClient(), sched, recorder))
 		}
+	}
+	if err := watchLateKinds(ctx, mgr, missing, recorder, jobsOpts, o.KindPollInterval); err != nil {
+		return nil, err
 	}
 	for _, r := range reconcilers {
 		if err := r.Register(ctx, mgr); err != nil {
@@ -259,24 +266,45 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 	return nil
 }
 
-// servedKinds returns the job kinds whose API the cluster serves: a kind
-// whose CRD is not installed (no JobSet operator) is skipped, with a log
-// line, rather than failing berth. Installing the CRD later needs a
-// restart of berth.
-func servedKinds(mgr ctrl.Manager, kinds ...jobs.Kind) ([]jobs.Kind, error) {
-	var out []jobs.Kind
+// servedKinds returns the job kinds whose API the cluster serves, and those
+// it does not serve yet: a kind whose CRD is not installed (no JobSet
+// operator) is not managed until it is (watchLateKinds), rather than
+// failing berth.
+func servedKinds(mgr ctrl.Manager, kinds ...jobs.Kind) ([]jobs.Kind, []jobs.Kind, error) {
+	var served, missing []jobs.Kind
 	for _, k := range kinds {
 		gvk := k.GVK()
 		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			if meta.IsNoMatchError(err) {
-				mgr.GetLogger().Info("job kind not served by the cluster; not managing it", "kind", gvk.String())
+				mgr.GetLogger().Info("job kind not served by the cluster yet; managing it once it is", "kind", gvk.String())
+				missing = append(missing, k)
 				continue
 			}
-			return nil, fmt.Errorf("looking up %s: %w", gvk, err)
+			return nil, nil, fmt.Errorf("looking up %s: %w", gvk, err)
 		}
-		out = append(out, k)
+		served = append(served, k)
 	}
-	return out, nil
+	return served, missing, nil
+}
+
+// watchLateKinds registers the cache indexes of the kinds not served yet
+// and a runnable that registers their controllers once they are.
+func watchLateKinds(ctx context.Context, mgr ctrl.Manager, missing []jobs.Kind, recorder events.EventRecorder, o jobs.Options, every time.Duration) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	late := &lateKinds{mgr: mgr, interval: cmp.Or(every, DefaultKindPollInterval)}
+	for _, k := range missing {
+		r := jobs.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, k, o)
+		if err := r.Index(ctx, mgr); err != nil {
+			return fmt.Errorf("indexing for %s: %w", r.Name(), err)
+		}
+		late.pending = append(late.pending, r)
+	}
+	if err := mgr.Add(late); err != nil {
+		return fmt.Errorf("adding the job kind watch: %w", err)
+	}
+	return nil
 }
 
 // AddToScheme registers the API types of every job kind berth manages, and
