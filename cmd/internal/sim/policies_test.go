@@ -205,6 +205,21 @@ func TestBusyGPUHoursAreTheWorkDone(t *testing.T) {
 	}
 }
 
+// simulateByPolicy runs sc over tr with seed 1 and returns the report and
+// each policy's result by name.
+func simulateByPolicy(t *testing.T, sc Scenario, tr trace.Trace) (Report, map[string]PolicyResult) {
+	t.Helper()
+	rep, err := Simulate(sc, tr, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]PolicyResult{}
+	for _, r := range rep.Results {
+		by[r.Policy] = r
+	}
+	return rep, by
+}
+
 // shipped reads a shipped scenario and generates its trace.
 func shipped(t *testing.T, name string) (Scenario, trace.Trace) {
 	t.Helper()

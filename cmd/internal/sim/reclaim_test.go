@@ -81,14 +81,7 @@ func classSLO(r PolicyResult, class string) ClassSLO {
 // tolerance), and every embed replica in time.
 func TestServingReclaimScenario(t *testing.T) {
 	sc, tr := shipped(t, "serving-reclaim")
-	rep, err := Simulate(sc, tr, Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	by := map[string]PolicyResult{}
-	for _, r := range rep.Results {
-		by[r.Policy] = r
-	}
+	rep, by := simulateByPolicy(t, sc, tr)
 	b := by[Berth]
 	chat := classSLO(b, "chat")
 	if chat.Jobs != 13 || chat.Met < 10 || chat.Met > 12 {

@@ -34,14 +34,7 @@ func TestSmallJobsScenario(t *testing.T) {
 	if share := float64(single) / float64(len(tr.Jobs)); len(tr.Jobs) < 1400 || share < 0.94 || share > 0.98 {
 		t.Fatalf("%d jobs, %.1f %% single pods: want about 1,476 jobs, 96 %% of them single pods", len(tr.Jobs), 100*share)
 	}
-	rep, err := Simulate(sc, tr, Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	by := map[string]PolicyResult{}
-	for _, r := range rep.Results {
-		by[r.Policy] = r
-	}
+	_, by := simulateByPolicy(t, sc, tr)
 	b, u := by[Berth], by[Uncoordinated]
 	if b.Started != b.Jobs {
 		t.Errorf("berth started %d of %d jobs", b.Started, b.Jobs)
@@ -203,14 +196,7 @@ func TestATopologyGangFallsBackToTheFlavorThatProvisions(t *testing.T) {
 // alternative.
 func TestReservedThenCloudScenario(t *testing.T) {
 	sc, tr := shippedWith(t, "reserved-then-cloud", "mixed-training")
-	rep, err := Simulate(sc, tr, Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	by := map[string]PolicyResult{}
-	for _, r := range rep.Results {
-		by[r.Policy] = r
-	}
+	_, by := simulateByPolicy(t, sc, tr)
 	b := by[Berth]
 	if b.Started != b.Jobs {
 		t.Errorf("berth started %d of %d jobs", b.Started, b.Jobs)

@@ -24,19 +24,10 @@ import (
 // it was told to, only when the CRD is installed, without a restart.
 var _ = Describe("a job kind whose CRD is installed after berth started", Ordered, func() {
 	BeforeAll(func() {
-		Expect(env.StopBerth()).To(Succeed())
 		late := berthOptions()
 		late.Setup.Parts = append(late.Setup.Parts, setup.JobSet)
 		late.Setup.KindPollInterval = 200 * time.Millisecond
-		_, err := env.StartBerth(late)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() error {
-			if err := env.StopBerth(); err != nil {
-				return err
-			}
-			_, err := env.StartBerth(berthOptions())
-			return err
-		})
+		restartBerth(late)
 	})
 
 	It("queues and admits the kind's jobs once its CRD is served", func(ctx SpecContext) {

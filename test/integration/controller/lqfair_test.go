@@ -35,20 +35,11 @@ func admittedByLocalQueue(ctx context.Context, ns string) func(Gomega) map[strin
 
 var _ = Describe("fair sharing between LocalQueues", Ordered, func() {
 	BeforeAll(func() {
-		Expect(env.StopBerth()).To(Succeed())
 		opts := admission.DefaultOptions()
 		opts.LocalQueueFairSharing = true
 		fair := berthOptions()
 		fair.Setup.Engine = opts
-		_, err := env.StartBerth(fair)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() error {
-			if err := env.StopBerth(); err != nil {
-				return err
-			}
-			_, err := env.StartBerth(berthOptions())
-			return err
-		})
+		restartBerth(fair)
 	})
 
 	It("shares a ClusterQueue between LocalQueues of weights 1:1:2 whatever order they queued in", func(ctx SpecContext) {

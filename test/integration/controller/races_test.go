@@ -31,14 +31,6 @@ type writeHook func(ctx context.Context, write func() error, wl *berthv1.Workloa
 // hook around the real write, and returns the new berth. It restores a
 // plain berth after the spec.
 func admissionHook(hook writeHook) *setup.Berth {
-	Expect(env.StopBerth()).To(Succeed())
-	DeferCleanup(func() error {
-		if err := env.StopBerth(); err != nil {
-			return err
-		}
-		_, err := env.StartBerth(berthOptions())
-		return err
-	})
 	opts := berthOptions()
 	opts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
 		c, err := client.NewWithWatch(cfg, o)
@@ -57,9 +49,7 @@ func admissionHook(hook writeHook) *setup.Berth {
 			},
 		}), nil
 	}
-	berth, err := env.StartBerth(opts)
-	Expect(err).NotTo(HaveOccurred())
-	return berth
+	return restartBerth(opts)
 }
 
 // firstOnly runs hook around the first admission write only.

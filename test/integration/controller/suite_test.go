@@ -68,6 +68,23 @@ var _ = AfterSuite(func() {
 	}
 })
 
+// restartBerth runs berth with o instead of berthOptions() until the
+// calling node (a spec, or an Ordered Describe's BeforeAll) ends, then
+// restores the suite's berth, and returns the new berth.
+func restartBerth(o framework.BerthOptions) *setup.Berth {
+	Expect(env.StopBerth()).To(Succeed())
+	DeferCleanup(func() error {
+		if err := env.StopBerth(); err != nil {
+			return err
+		}
+		_, err := env.StartBerth(berthOptions())
+		return err
+	})
+	b, err := env.StartBerth(o)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
 // newNamespace creates a namespace for one spec.
 func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}

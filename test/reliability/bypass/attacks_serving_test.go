@@ -24,21 +24,26 @@ func apiPods(ctx context.Context, g Gomega, ns string) []corev1.Pod {
 	return list.Items
 }
 
+// expectAPIRunning waits until n pods of Deployment "api" are bound.
+func expectAPIRunning(ctx context.Context, ns string, n int) {
+	Eventually(func(g Gomega) {
+		running := 0
+		for _, p := range apiPods(ctx, g, ns) {
+			if p.Spec.NodeName != "" {
+				running++
+			}
+		}
+		g.Expect(running).To(Equal(n))
+	}, timeout, interval).Should(Succeed())
+}
+
 var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 	It("gets no pod released from a ReplicaSet of its own that copies the Deployment's pod labels", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
 		d := builders.Deployment(ns, "api", queue, 2, "1")
 		Expect(mallory.Create(ctx, d)).To(Succeed())
-		Eventually(func(g Gomega) {
-			running := 0
-			for _, p := range apiPods(ctx, g, ns) {
-				if p.Spec.NodeName != "" {
-					running++
-				}
-			}
-			g.Expect(running).To(Equal(2))
-		}, timeout, interval).Should(Succeed())
+		expectAPIRunning(ctx, ns, 2)
 
 		By("creating a ReplicaSet whose pod template copies the Deployment's, queue label included")
 		fresh := &appsv1.Deployment{}
@@ -71,15 +76,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		mallory := editor(ctx, ns)
 		d := builders.Deployment(ns, "api", queue, 2, "1")
 		Expect(mallory.Create(ctx, d)).To(Succeed())
-		Eventually(func(g Gomega) {
-			running := 0
-			for _, p := range apiPods(ctx, g, ns) {
-				if p.Spec.NodeName != "" {
-					running++
-				}
-			}
-			g.Expect(running).To(Equal(2))
-		}, timeout, interval).Should(Succeed())
+		expectAPIRunning(ctx, ns, 2)
 
 		By("orphaning the ReplicaSet: its two replicas run on, charged to the quota")
 		Expect(mallory.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
