@@ -257,13 +257,8 @@ func TestShippedScenarios(t *testing.T) {
 	for _, name := range []string{"mixed-training", "inference-burst"} {
 		t.Run(name, func(t *testing.T) {
 			sc, tr := shipped(t, name)
-			rep, err := Simulate(sc, tr, Options{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			by := map[string]PolicyResult{}
+			rep, by := simulateByPolicy(t, sc, tr)
 			for _, r := range rep.Results {
-				by[r.Policy] = r
 				if r.Started+r.GaveUp+r.NeverStarted != r.Jobs {
 					t.Errorf("%s: started %d + gave up %d + never %d != %d jobs", r.Policy, r.Started, r.GaveUp, r.NeverStarted, r.Jobs)
 				}
