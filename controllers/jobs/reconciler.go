@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,14 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -75,65 +68,6 @@ func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder,
 	}
 	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}, memo: newSpecMemo(kind)}
-}
-
-// Name of the controller, for logs and metrics.
-func (r *Reconciler) Name() string { return strings.ToLower(r.kind.GVK().Kind) }
-
-// GVK is the kind of job the reconciler queues.
-func (r *Reconciler) GVK() schema.GroupVersionKind { return r.kind.GVK() }
-
-// Index registers the cache indexes the reconciler reads through: Workloads
-// by their owner of the kind, or the kind's objects by gang key. They index
-// Workloads, or objects of a kind the cluster serves, so a kind whose API
-// appears only after the manager started (Register then) has them from the
-// start: an informer takes no index once it runs.
-func (r *Reconciler) Index(ctx context.Context, mgr ctrl.Manager) error {
-	if r.indexed {
-		return nil
-	}
-	if res, ok := r.kind.(Resolver); ok {
-		if err := IndexKeys(ctx, mgr.GetFieldIndexer(), r.kind, res); err != nil {
-			return err
-		}
-	} else if err := IndexOwner(ctx, mgr, r.kind.GVK()); err != nil {
-		return err
-	}
-	r.indexed = true
-	return nil
-}
-
-// Register adds the reconciler to mgr: it watches labelled jobs of its kind
-// and the Workloads they own, and whatever else the kind asks for.
-func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
-	if err := r.Index(ctx, mgr); err != nil {
-		return err
-	}
-	if res, ok := r.kind.(Resolver); ok {
-		return r.registerResolved(ctx, mgr, res)
-	}
-	labelled := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[berthv1.QueueNameLabel]
-		return ok
-	})
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(r.Name()).
-		For(r.kind.NewObject(), builder.WithPredicates(labelled)).
-		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner())).
-		WithOptions(r.controllerOptions())
-	if w, ok := r.kind.(Watcher); ok {
-		if err := w.Watch(ctx, mgr, b); err != nil {
-			return fmt.Errorf("registering %s watches: %w", r.Name(), err)
-		}
-	}
-	return b.Complete(r)
-}
-
-// controllerOptions reconcile up to opts.Workers jobs at once. The work
-// queue never hands the same job to two workers, and each job's writes
-// touch only its own Workload and pods, so jobs need no lock between them.
-func (r *Reconciler) controllerOptions() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: max(r.opts.Workers, 1)}
 }
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
