@@ -87,7 +87,14 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 	if len(victims) != 7 {
 		t.Errorf("%d training jobs preempted (%v), want the 7 that borrow", len(victims), victims)
 	}
-	var serving, training int64
+	if serving, training := heldGPUs(specs, holding); serving != 30 || training != 4 {
+		t.Errorf("admitted GPUs: serving %d, training %d; want 30 and 4", serving, training)
+	}
+}
+
+// heldGPUs sums the GPUs of the workloads holding quota, serving's and
+// training's.
+func heldGPUs(specs map[string]Workload, holding map[string]bool) (serving, training int64) {
 	for name, held := range holding {
 		if !held {
 			continue
@@ -100,9 +107,7 @@ func reclaimBySmall(t *testing.T, perCycle int, lag bool) {
 			training += gpus
 		}
 	}
-	if serving != 30 || training != 4 {
-		t.Errorf("admitted GPUs: serving %d, training %d; want 30 and 4", serving, training)
-	}
+	return serving, training
 }
 
 // allHeld reports whether every workload of ws holds quota.

@@ -41,17 +41,8 @@ func TestReplicaLifecycle(t *testing.T) {
 			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "h200"}}},
 		gpuPod("web-1-a", ref("ReplicaSet", "web-1", "rs1"), 1),
 	}
-	b, err := fakeapi.Builder(objs...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := DeploymentKind{}
-	c := b.WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(k.GVK()), func(o client.Object) []string {
-		if key, ok := k.Key(o); ok {
-			return []string{key}
-		}
-		return nil
-	}).Build()
+	c := indexedClient(t, k, objs...)
 	changes := &seenChanges{}
 	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: changes}
 	rec := &fakeapi.Recorder{}
@@ -103,17 +94,7 @@ func TestReplicaLifecycle(t *testing.T) {
 	// The Deployment is deleted with orphan propagation (its ReplicaSet
 	// loses its controller, to be adopted by a new Deployment): the
 	// released replica keeps running on its admission, not evicted.
-	rs := &appsv1.ReplicaSet{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "web-1"}, rs); err != nil {
-		t.Fatal(err)
-	}
-	rs.OwnerReferences = nil
-	if err := c.Update(t.Context(), rs); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
-		t.Fatal(err)
-	}
+	orphan(t, c, "web", "web-1")
 	reconcileOnce()
 	if len(changes.seen) != 0 {
 		t.Errorf("the engine was told %v about a running replica whose Deployment was orphan-deleted, want nothing", changes.seen)
@@ -126,8 +107,41 @@ func TestReplicaLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcileOnce()
-	err = c.Get(t.Context(), wlKey, wl)
+	err := c.Get(t.Context(), wlKey, wl)
 	if !apierrors.IsNotFound(err) && wl.DeletionTimestamp.IsZero() {
 		t.Errorf("the Workload of a replica whose pod is gone is deleted: %v", err)
 	}
+}
+
+// orphan deletes Deployment name as orphan propagation does: its
+// ReplicaSet rs loses its controller reference first.
+func orphan(t *testing.T, c client.Client, name, rs string) {
+	t.Helper()
+	set := &appsv1.ReplicaSet{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: rs}, set); err != nil {
+		t.Fatal(err)
+	}
+	set.OwnerReferences = nil
+	if err := c.Update(t.Context(), set); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(t.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexedClient is a fake client holding objs whose pods are indexed by the
+// gang key of kind k, as the manager's cache indexes them.
+func indexedClient(t *testing.T, k DeploymentKind, objs ...client.Object) client.Client {
+	t.Helper()
+	b, err := fakeapi.Builder(objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(k.GVK()), func(o client.Object) []string {
+		if key, ok := k.Key(o); ok {
+			return []string{key}
+		}
+		return nil
+	}).Build()
 }
