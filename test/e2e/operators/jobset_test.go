@@ -98,6 +98,12 @@ var _ = Describe("a JobSet whose failure policy restarts one Job alone", func() 
 		js.Spec.FailurePolicy = &jobsetv1.FailurePolicy{MaxRestarts: 2,
 			Rules: []jobsetv1.FailurePolicyRule{{Name: "restartTheJob", Action: jobsetv1.RestartJob}}}
 		Expect(env.Client.Create(ctx, js)).To(Succeed())
+		// Its pods run for an hour on nodes the suite's other specs share:
+		// they go with the spec.
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, js, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+			Eventually(func(g Gomega) { g.Expect(jobSetPods(ctx, g, js)).To(BeEmpty()) }, timeout, interval).Should(Succeed())
+		})
 		uids := map[string]types.UID{} // pod UID per Job
 		Eventually(func(g Gomega) {
 			pods := jobSetPods(ctx, g, js)
