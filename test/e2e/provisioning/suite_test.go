@@ -43,9 +43,12 @@ const (
 	interval = 200 * time.Millisecond
 	// held is how long a spec watches a gang stay held.
 	held = 2 * time.Second
-	// bookingTTL is the stand-in's booking time: long enough for kwok pods
-	// to bind on a busy machine, short enough for a spec to outwait it.
-	bookingTTL = 10 * time.Second
+	// bookingTTL is the stand-in's booking time: long enough for a booked
+	// gang's pods to bind on a loaded 2-core CI machine (the new nodes join,
+	// lose the not-ready taint, then kube-scheduler binds; 10 s was once
+	// too short there, and the expired booking evicted a gang that was
+	// about to bind), short enough for spec (c) to outwait it.
+	bookingTTL = 30 * time.Second
 	// notFoundBound is the flavors' capacityNotFoundSeconds: how long berth
 	// lets the autoscaler look for capacity in one rack before it tries
 	// another.
@@ -348,8 +351,12 @@ func (m *monitor) check(ctx context.Context) {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		ref := metav1.GetControllerOf(p)
-		if ref == nil || p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if ref == nil || p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			// It ran: a gang whose pods end one by one is not partial.
+			bound[ref.UID]++
 			continue
 		}
 		wl := byJob[ref.UID]
@@ -375,9 +382,11 @@ func (m *monitor) check(ctx context.Context) {
 			first, ok := m.partial[job]
 			if !ok {
 				m.partial[job] = now
-			} else if now.Sub(first) > partialGrace {
+			} else if !first.IsZero() && now.Sub(first) > partialGrace {
 				m.found = append(m.found, fmt.Sprintf("gang %s/%s ran with %d of %d pods bound for %s", wl.Namespace, wl.Name, n, total, now.Sub(first).Round(time.Second)))
-				m.partial[job] = now
+				// Reported once: a gang left partial fails the spec it
+				// ran in, not every spec after it.
+				m.partial[job] = time.Time{}
 			}
 			continue
 		}
