@@ -10,6 +10,7 @@ require (
 	github.com/open-policy-agent/cert-controller v0.16.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2
+	github.com/ray-project/kuberay/ray-operator v1.6.0
 	github.com/slack-go/slack v0.35.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/zap v1.27.1

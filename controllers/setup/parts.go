@@ -11,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
@@ -58,17 +59,19 @@ const (
 	// StatefulSet queues the replicas of StatefulSets (a gang per ordinal,
 	// or the whole set): their controller and webhooks.
 	StatefulSet Part = "statefulset"
+	// RayJob queues KubeRay RayJobs: their controller and webhook.
+	RayJob Part = "rayjob"
 )
 
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet}
+	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob}
 }
 
 // JobKinds are the parts that each queue one kind of job.
 func JobKinds() []Part {
-	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet}
+	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob}
 }
 
 // plan is what Setup registers for a selection of parts.
@@ -136,6 +139,8 @@ func kindOf(p Part) jobs.Kind {
 		return serving.DeploymentKind{}
 	case StatefulSet:
 		return serving.StatefulSetKind{}
+	case RayJob:
+		return rayjob.Kind{}
 	default:
 		return podgroup.Kind{}
 	}
@@ -153,6 +158,7 @@ const (
 	webhookLWS            = "LeaderWorkerSet"
 	webhookDeployment     = "Deployment"
 	webhookStatefulSet    = "StatefulSet"
+	webhookRayJob         = "RayJob"
 	// webhookPodDefaulter gates queued pods at creation.
 	webhookPodDefaulter = "Pod defaulter"
 	// webhookPodValidator guards berth's labels on every admitted pod and
@@ -173,7 +179,8 @@ func (p plan) webhooks() []string {
 	for _, k := range []struct {
 		part Part
 		name string
-	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet}} {
+	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet},
+		{RayJob, webhookRayJob}} {
 		if p.has(k.part) {
 			out = append(out, k.name)
 		}

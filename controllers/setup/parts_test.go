@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
@@ -17,7 +18,7 @@ import (
 // and which selections are refused and why.
 func TestNewPlan(t *testing.T) {
 	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS,
-		webhookDeployment, webhookStatefulSet, webhookPodDefaulter, webhookPodValidator}
+		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookPodDefaulter, webhookPodValidator}
 	coreHooks := []string{webhookResourceFlavor, webhookClusterQueue}
 	for _, tc := range []struct {
 		name          string
@@ -100,7 +101,7 @@ func TestJobKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}}
+	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}}
 	got := p.jobKinds()
 	if len(got) != len(want) {
 		t.Fatalf("kinds = %v, want %v", got, want)

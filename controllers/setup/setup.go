@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
@@ -149,7 +151,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if p.provisioning {
 		reconcilers = append(reconcilers, provisioning.New(recorder, sched, o.Provisioning))
 	}
-	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: []jobs.Kind{jobset.Kind{}}, Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
+	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: parentKinds(), Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
 		Changes: sched}
 	kinds, missing, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
@@ -228,10 +230,15 @@ func RegisterWebhooks(mgr ctrl.Manager, parts []Part) error {
 	return registerWebhooks(mgr, p)
 }
 
+// parentKinds are the kinds whose operators make child objects berth must
+// recognise: a JobSet's Jobs, a RayJob's RayCluster and submitter Job. A
+// child is covered by its parent's Workload (jobs.ParentOf).
+func parentKinds() []jobs.Kind { return []jobs.Kind{jobset.Kind{}, rayjob.Kind{}} }
+
 // registerWebhooks registers the webhooks of plan.webhooks.
 func registerWebhooks(mgr ctrl.Manager, p plan) error {
 	wls := jobs.Workloads{Cache: mgr.GetClient(), API: mgr.GetAPIReader()}
-	parents := []jobs.Kind{jobset.Kind{}}
+	parents := parentKinds()
 	for _, name := range p.webhooks() {
 		var err error
 		switch name {
@@ -254,6 +261,9 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookStatefulSet:
 			err = ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(serving.StatefulSetDefaulter{}).
 				WithValidator(serving.StatefulSetValidator{}).Complete()
+		case webhookRayJob:
+			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayJob{}).WithDefaulter(rayjob.Defaulter{}).
+				WithValidator(rayjob.Validator{Workloads: wls}).Complete()
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
 		case webhookPodValidator:
@@ -315,6 +325,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering LeaderWorkerSet types: %w", err)
+	}
+	if err := rayv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering RayJob types: %w", err)
 	}
 	if err := autoscalingv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering ProvisioningRequest types: %w", err)

@@ -150,6 +150,17 @@ func LeaderWorkerSetCRD() (string, error) {
 	return filepath.Join(dir, "config", "crd", "bases", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"), nil
 }
 
+// RayCRDs are the RayJob and RayCluster CRDs of the KubeRay version berth
+// is built with.
+func RayCRDs() ([]string, error) {
+	dir, err := ModuleDir("github.com/ray-project/kuberay/ray-operator")
+	if err != nil {
+		return nil, err
+	}
+	bases := filepath.Join(dir, "config", "crd", "bases")
+	return []string{filepath.Join(bases, "ray.io_rayjobs.yaml"), filepath.Join(bases, "ray.io_rayclusters.yaml")}, nil
+}
+
 // BerthOptions configure StartBerth.
 type BerthOptions struct {
 	// Setup is passed to setup.Setup. Webhooks are always on; a zero

@@ -8,7 +8,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -213,6 +215,34 @@ func (v Validator) job(ctx context.Context, namespace string, ref *metav1.OwnerR
 	return nil, nil
 }
 
+// childWorkload names the Workload of the queued parent whose child — an
+// object its operator makes, such as the RayCluster of a RayJob — controls
+// the pod; "" when the controller is no such child, or one berth may not
+// read. Only its metadata is read, from the API server: it is consulted
+// only for pods that carry berth's gang labels.
+func (v Validator) childWorkload(ctx context.Context, namespace string, ref *metav1.OwnerReference) (string, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return "", nil //nolint:nilerr // a malformed reference names no child of berth's
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	err = v.Workloads.API.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s %s/%s, controller of the pod: %w", ref.Kind, namespace, ref.Name, err)
+	case obj.UID != ref.UID:
+		return "", nil
+	}
+	parent, kind, err := jobs.ParentOf(ctx, v.Workloads.Cache, obj, v.Parents)
+	if err != nil || parent == nil {
+		return "", err
+	}
+	return jobs.WorkloadName(kind.GVK().Kind, parent), nil
+}
+
 func hasGangLabels(p *corev1.Pod) bool {
 	_, w := p.Labels[berthv1.WorkloadLabel]
 	_, pl := p.Labels[berthv1.PlacementLabel]
@@ -280,6 +310,9 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 		return jobs.WorkloadName("Job", job), "", nil
 	case isReplicaPod(p, ref):
 		return v.replicaWorkload(ctx, p)
+	}
+	if name, err := v.childWorkload(ctx, p.Namespace, ref); err != nil || name != "" {
+		return name, "", err
 	}
 	if kind, key, ok := ServingKey(p); ok {
 		s, err := ServingController(ctx, p, v.Workloads.Cache, v.Workloads.API)

@@ -1,11 +1,12 @@
 // Package kinds_test runs each job kind's adapter — batch/v1 Job, JobSet,
-// LeaderWorkerSet and pod group — against one real kube-apiserver and etcd
-// with the JobSet and LeaderWorkerSet CRDs installed: the shared adapter
-// suite (test/jobsuite) for each kind, and each kind's specifics. Every
-// spec works in a namespace, flavor and ClusterQueue of its own, so the
-// kinds share the plane and one berth. There is no kube-controller-manager,
-// operator or kubelet here: the adapters play them — they mark Jobs and
-// JobSets finished as their controllers would, create a LeaderWorkerSet
+// LeaderWorkerSet, pod group and RayJob — against one real kube-apiserver
+// and etcd with the JobSet, LeaderWorkerSet, RayJob and RayCluster CRDs installed: the
+// shared adapter suite (test/jobsuite) for each kind, and each kind's
+// specifics. Every spec works in a namespace, flavor and ClusterQueue of
+// its own, so the kinds share the plane and one berth. There is no
+// kube-controller-manager, operator or kubelet here: the adapters play
+// them — they mark Jobs and JobSets finished as their controllers would,
+// move a RayJob's status as KubeRay does, create a LeaderWorkerSet
 // replica's pods (labelled as the operator labels them) whenever they are
 // missing, and mark released pods Succeeded as a kubelet would.
 package kinds_test
@@ -50,15 +51,18 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	lwsCRD, err := framework.LeaderWorkerSetCRD()
 	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{jobSetCRD, lwsCRD}}, framework.BerthOptions{Setup: setup.Options{
+	rayCRDs, err := framework.RayCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: append([]string{jobSetCRD, lwsCRD}, rayCRDs...)}, framework.BerthOptions{Setup: setup.Options{
 		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 		// Every kind the suite describes, and capacity: the shared spec
 		// that asks for a topology level its flavor lacks reads the
 		// flavor's levels, which reach the engine through the capacity
 		// controllers.
-		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup},
+		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(env.Client.Create(ctx, rayEditor())).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
@@ -72,6 +76,7 @@ var (
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, jobSetAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, lwsAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, podGroupAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, rayJobAdapter{})
 )
 
 // gated reports whether berth's admission gate still holds the pod.
