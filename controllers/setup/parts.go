@@ -9,6 +9,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
+	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
@@ -61,17 +62,23 @@ const (
 	StatefulSet Part = "statefulset"
 	// RayJob queues KubeRay RayJobs: their controller and webhook.
 	RayJob Part = "rayjob"
+	// PyTorchJob queues the training-operator's PyTorchJobs: their
+	// controller and webhook.
+	PyTorchJob Part = "pytorchjob"
+	// MPIJob queues the training-operator's MPIJobs (kubeflow.org/v1):
+	// their controller and webhook.
+	MPIJob Part = "mpijob"
 )
 
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob}
+	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, PyTorchJob, MPIJob}
 }
 
 // JobKinds are the parts that each queue one kind of job.
 func JobKinds() []Part {
-	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob}
+	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, PyTorchJob, MPIJob}
 }
 
 // plan is what Setup registers for a selection of parts.
@@ -141,6 +148,10 @@ func kindOf(p Part) jobs.Kind {
 		return serving.StatefulSetKind{}
 	case RayJob:
 		return rayjob.Kind{}
+	case PyTorchJob:
+		return kubeflow.PyTorchJobKind{}
+	case MPIJob:
+		return kubeflow.MPIJobKind{}
 	default:
 		return podgroup.Kind{}
 	}
@@ -159,6 +170,8 @@ const (
 	webhookDeployment     = "Deployment"
 	webhookStatefulSet    = "StatefulSet"
 	webhookRayJob         = "RayJob"
+	webhookPyTorchJob     = "PyTorchJob"
+	webhookMPIJob         = "MPIJob"
 	// webhookPodDefaulter gates queued pods at creation.
 	webhookPodDefaulter = "Pod defaulter"
 	// webhookPodValidator guards berth's labels on every admitted pod and
@@ -180,7 +193,7 @@ func (p plan) webhooks() []string {
 		part Part
 		name string
 	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet},
-		{RayJob, webhookRayJob}} {
+		{RayJob, webhookRayJob}, {PyTorchJob, webhookPyTorchJob}, {MPIJob, webhookMPIJob}} {
 		if p.has(k.part) {
 			out = append(out, k.name)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
+	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
@@ -18,7 +19,7 @@ import (
 // and which selections are refused and why.
 func TestNewPlan(t *testing.T) {
 	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS,
-		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookPodDefaulter, webhookPodValidator}
+		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookPyTorchJob, webhookMPIJob, webhookPodDefaulter, webhookPodValidator}
 	coreHooks := []string{webhookResourceFlavor, webhookClusterQueue}
 	for _, tc := range []struct {
 		name          string
@@ -101,7 +102,7 @@ func TestJobKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}}
+	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}, kubeflow.PyTorchJobKind{}, kubeflow.MPIJobKind{}}
 	got := p.jobKinds()
 	if len(got) != len(want) {
 		t.Fatalf("kinds = %v, want %v", got, want)

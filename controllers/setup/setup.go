@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,6 +37,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
+	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
@@ -264,6 +266,14 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookRayJob:
 			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayJob{}).WithDefaulter(rayjob.Defaulter{}).
 				WithValidator(rayjob.Validator{Workloads: wls}).Complete()
+		case webhookPyTorchJob:
+			k := kubeflow.PyTorchJobKind{}
+			err = ctrl.NewWebhookManagedBy(mgr, &kftraining.PyTorchJob{}).WithDefaulter(kubeflow.Defaulter[*kftraining.PyTorchJob]{Kind: k}).
+				WithValidator(kubeflow.Validator[*kftraining.PyTorchJob]{Kind: k, Workloads: wls}).Complete()
+		case webhookMPIJob:
+			k := kubeflow.MPIJobKind{}
+			err = ctrl.NewWebhookManagedBy(mgr, &kftraining.MPIJob{}).WithDefaulter(kubeflow.Defaulter[*kftraining.MPIJob]{Kind: k}).
+				WithValidator(kubeflow.Validator[*kftraining.MPIJob]{Kind: k, Workloads: wls}).Complete()
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
 		case webhookPodValidator:
@@ -325,6 +335,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering LeaderWorkerSet types: %w", err)
+	}
+	if err := kftraining.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering training-operator types: %w", err)
 	}
 	if err := rayv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering RayJob types: %w", err)

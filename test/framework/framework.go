@@ -161,6 +161,17 @@ func RayCRDs() ([]string, error) {
 	return []string{filepath.Join(bases, "ray.io_rayjobs.yaml"), filepath.Join(bases, "ray.io_rayclusters.yaml")}, nil
 }
 
+// TrainingOperatorCRDs are the PyTorchJob and MPIJob CRDs of the Kubeflow
+// training-operator version berth is built with.
+func TrainingOperatorCRDs() ([]string, error) {
+	dir, err := ModuleDir("github.com/kubeflow/training-operator")
+	if err != nil {
+		return nil, err
+	}
+	crds := filepath.Join(dir, "manifests", "base", "crds")
+	return []string{filepath.Join(crds, "kubeflow.org_pytorchjobs.yaml"), filepath.Join(crds, "kubeflow.org_mpijobs.yaml")}, nil
+}
+
 // BerthOptions configure StartBerth.
 type BerthOptions struct {
 	// Setup is passed to setup.Setup. Webhooks are always on; a zero

@@ -177,14 +177,19 @@ var _ = Describe("RayJob", func() {
 	})
 })
 
-// rayEditor is what a platform that installs KubeRay grants its tenants:
-// RayJobs and RayClusters in their namespaces, aggregated to the built-in
-// edit role. Created before the suite's first tenant, whose binding fills
-// edit on a plane without kube-controller-manager (framework.Env.Tenant).
-func rayEditor() *rbacv1.ClusterRole {
+// operatorEditor is what a platform that installs KubeRay and the
+// training-operator grants its tenants: their jobs in their namespaces,
+// aggregated to the built-in edit role. Created before the suite's first
+// tenant, whose binding fills edit on a plane without
+// kube-controller-manager (framework.Env.Tenant).
+func operatorEditor() *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "berth-it-ray-editor", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{rayv1.GroupVersion.Group}, Resources: []string{"rayjobs", "rayclusters"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "berth-it-operator-editor", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{rayv1.GroupVersion.Group}, Resources: []string{"rayjobs", "rayclusters"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs", "mpijobs"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		},
 	}
 }

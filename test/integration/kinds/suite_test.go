@@ -1,14 +1,15 @@
 // Package kinds_test runs each job kind's adapter — batch/v1 Job, JobSet,
-// LeaderWorkerSet, pod group and RayJob — against one real kube-apiserver
-// and etcd with the JobSet, LeaderWorkerSet, RayJob and RayCluster CRDs installed: the
-// shared adapter suite (test/jobsuite) for each kind, and each kind's
-// specifics. Every spec works in a namespace, flavor and ClusterQueue of
-// its own, so the kinds share the plane and one berth. There is no
-// kube-controller-manager, operator or kubelet here: the adapters play
-// them — they mark Jobs and JobSets finished as their controllers would,
-// move a RayJob's status as KubeRay does, create a LeaderWorkerSet
-// replica's pods (labelled as the operator labels them) whenever they are
-// missing, and mark released pods Succeeded as a kubelet would.
+// LeaderWorkerSet, pod group, RayJob, PyTorchJob and MPIJob — against one
+// real kube-apiserver and etcd with the kinds' CRDs installed (and
+// RayCluster's): the shared adapter suite (test/jobsuite) for each kind,
+// and each kind's specifics. Every spec works in a namespace, flavor and
+// ClusterQueue of its own, so the kinds share the plane and one berth.
+// There is no kube-controller-manager, operator or kubelet here: the
+// adapters play them — they mark Jobs and JobSets finished as their
+// controllers would, move a RayJob's and a training-operator job's status
+// as their operators do, create a LeaderWorkerSet replica's pods
+// (labelled as the operator labels them) whenever they are missing, and
+// mark released pods Succeeded as a kubelet would.
 package kinds_test
 
 import (
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -53,16 +55,20 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	rayCRDs, err := framework.RayCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: append([]string{jobSetCRD, lwsCRD}, rayCRDs...)}, framework.BerthOptions{Setup: setup.Options{
+	kfCRDs, err := framework.TrainingOperatorCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	crds := append(append([]string{jobSetCRD, lwsCRD}, rayCRDs...), kfCRDs...)
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: crds}, framework.BerthOptions{Setup: setup.Options{
 		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 		// Every kind the suite describes, and capacity: the shared spec
 		// that asks for a topology level its flavor lacks reads the
 		// flavor's levels, which reach the engine through the capacity
 		// controllers.
-		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob},
+		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob,
+			setup.PyTorchJob, setup.MPIJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(env.Client.Create(ctx, rayEditor())).To(Succeed())
+	Expect(env.Client.Create(ctx, operatorEditor())).To(Succeed())
 }, NodeTimeout(5*time.Minute))
 
 var _ = AfterSuite(func() {
@@ -77,6 +83,8 @@ var (
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, lwsAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, podGroupAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, rayJobAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.PyTorchJobKind})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.MPIJobKind})
 )
 
 // gated reports whether berth's admission gate still holds the pod.
