@@ -20,3 +20,21 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	return reqs
 }
+
+// TemplateScheduling is the scheduling a pod template holds, as pod set
+// name: what an adapter's Scheduling returns for a pod set whose pods are
+// made from one template.
+func TemplateScheduling(name string, t *corev1.PodTemplateSpec) PodSetScheduling {
+	return PodSetScheduling{Name: name, NodeSelector: t.Spec.NodeSelector, Tolerations: t.Spec.Tolerations,
+		Labels: ManagedLabels(t.Labels), Annotations: ProvisioningAnnotations(t.Annotations)}
+}
+
+// ApplyScheduling sets ps's node selector, tolerations, and berth's labels
+// and annotations on a pod template: what an adapter's SetScheduling does
+// for a pod set whose pods are made from one template.
+func ApplyScheduling(t *corev1.PodTemplateSpec, ps PodSetScheduling) {
+	t.Spec.NodeSelector = ps.NodeSelector
+	t.Spec.Tolerations = ps.Tolerations
+	t.Labels = SetLabels(t.Labels, ps.Labels)
+	t.Annotations = SetAnnotations(t.Annotations, ps.Annotations)
+}

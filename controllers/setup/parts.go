@@ -12,6 +12,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
@@ -60,8 +61,12 @@ const (
 	// StatefulSet queues the replicas of StatefulSets (a gang per ordinal,
 	// or the whole set): their controller and webhooks.
 	StatefulSet Part = "statefulset"
-	// RayJob queues KubeRay RayJobs: their controller and webhook.
+	// RayJob queues KubeRay RayJobs: their controller and webhook. It
+	// requires RayCluster, whose webhook guards a RayJob's cluster.
 	RayJob Part = "rayjob"
+	// RayCluster queues KubeRay RayClusters (not those a RayJob makes):
+	// their controller and webhook.
+	RayCluster Part = "raycluster"
 	// PyTorchJob queues the training-operator's PyTorchJobs: their
 	// controller and webhook.
 	PyTorchJob Part = "pytorchjob"
@@ -73,12 +78,12 @@ const (
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, PyTorchJob, MPIJob}
+	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob}
 }
 
 // JobKinds are the parts that each queue one kind of job.
 func JobKinds() []Part {
-	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, PyTorchJob, MPIJob}
+	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob}
 }
 
 // plan is what Setup registers for a selection of parts.
@@ -108,6 +113,9 @@ func newPlan(parts []Part, notifications bool) (plan, error) {
 	has := func(p Part) bool { return slices.Contains(parts, p) }
 	if has(Provisioning) && !has(Capacity) {
 		errs = append(errs, fmt.Errorf("part %q requires %q: a flavor's provisioning policy reaches the engine only through the capacity controllers", Provisioning, Capacity))
+	}
+	if has(RayJob) && !has(RayCluster) {
+		errs = append(errs, fmt.Errorf("part %q requires %q: the RayCluster webhook keeps a queued RayJob's cluster from growing beyond its admission", RayJob, RayCluster))
 	}
 	if notifications && !has(Notify) {
 		errs = append(errs, fmt.Errorf("notifications are enabled but part %q is not selected", Notify))
@@ -148,6 +156,8 @@ func kindOf(p Part) jobs.Kind {
 		return serving.StatefulSetKind{}
 	case RayJob:
 		return rayjob.Kind{}
+	case RayCluster:
+		return raycluster.Kind{}
 	case PyTorchJob:
 		return kubeflow.PyTorchJobKind{}
 	case MPIJob:
@@ -170,6 +180,7 @@ const (
 	webhookDeployment     = "Deployment"
 	webhookStatefulSet    = "StatefulSet"
 	webhookRayJob         = "RayJob"
+	webhookRayCluster     = "RayCluster"
 	webhookPyTorchJob     = "PyTorchJob"
 	webhookMPIJob         = "MPIJob"
 	// webhookPodDefaulter gates queued pods at creation.
@@ -193,7 +204,7 @@ func (p plan) webhooks() []string {
 		part Part
 		name string
 	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet},
-		{RayJob, webhookRayJob}, {PyTorchJob, webhookPyTorchJob}, {MPIJob, webhookMPIJob}} {
+		{RayJob, webhookRayJob}, {RayCluster, webhookRayCluster}, {PyTorchJob, webhookPyTorchJob}, {MPIJob, webhookMPIJob}} {
 		if p.has(k.part) {
 			out = append(out, k.name)
 		}

@@ -11,24 +11,27 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/podgroup"
+	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 )
 
-// TestNewPlan: which controllers and webhooks a selection of parts runs,
-// and which selections are refused and why.
-func TestNewPlan(t *testing.T) {
+// planCase is a selection of parts and what newPlan makes of it.
+type planCase struct {
+	name          string
+	parts         []Part
+	notifications bool
+	want          plan
+	webhooks      []string
+	err           string
+}
+
+// planCases are the selections TestNewPlan tries.
+func planCases() []planCase {
 	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS,
-		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookPyTorchJob, webhookMPIJob, webhookPodDefaulter, webhookPodValidator}
+		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookRayCluster, webhookPyTorchJob, webhookMPIJob, webhookPodDefaulter, webhookPodValidator}
 	coreHooks := []string{webhookResourceFlavor, webhookClusterQueue}
-	for _, tc := range []struct {
-		name          string
-		parts         []Part
-		notifications bool
-		want          plan
-		webhooks      []string
-		err           string
-	}{
+	return []planCase{
 		{name: "nil selects everything, as berth-controller runs", parts: nil, notifications: true,
 			want:     plan{capacity: true, provisioning: true, notify: true, kinds: JobKinds()},
 			webhooks: every},
@@ -64,6 +67,11 @@ func TestNewPlan(t *testing.T) {
 		{name: "notify with notifications enabled", parts: []Part{Notify, BatchJob}, notifications: true,
 			want:     plan{notify: true, kinds: []Part{BatchJob}},
 			webhooks: append(slices.Clone(coreHooks), webhookJob, webhookPodValidator)},
+		{name: "RayJobs with RayClusters, whose webhook guards a RayJob's cluster", parts: []Part{RayJob, RayCluster},
+			want:     plan{kinds: []Part{RayJob, RayCluster}},
+			webhooks: append(slices.Clone(coreHooks), webhookRayJob, webhookRayCluster, webhookPodValidator)},
+		{name: "RayJobs without RayClusters", parts: []Part{RayJob},
+			err: `part "rayjob" requires "raycluster"`},
 		{name: "provisioning without capacity", parts: []Part{Provisioning, BatchJob},
 			err: `part "provisioning" requires "capacity"`},
 		{name: "notifications enabled without notify", parts: []Part{BatchJob}, notifications: true,
@@ -72,7 +80,13 @@ func TestNewPlan(t *testing.T) {
 			err: `unknown part "batchjobs"`},
 		{name: "part listed twice", parts: []Part{BatchJob, Capacity, BatchJob},
 			err: `part "batchjob" listed twice`},
-	} {
+	}
+}
+
+// TestNewPlan: which controllers and webhooks a selection of parts runs,
+// and which selections are refused and why.
+func TestNewPlan(t *testing.T) {
+	for _, tc := range planCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := newPlan(tc.parts, tc.notifications)
 			if tc.err != "" {
@@ -102,7 +116,7 @@ func TestJobKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}, kubeflow.PyTorchJobKind{}, kubeflow.MPIJobKind{}}
+	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}, raycluster.Kind{}, kubeflow.PyTorchJobKind{}, kubeflow.MPIJobKind{}}
 	got := p.jobKinds()
 	if len(got) != len(want) {
 		t.Fatalf("kinds = %v, want %v", got, want)

@@ -40,6 +40,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
 	"github.com/berth-dev/berth/controllers/metrics"
@@ -266,6 +267,9 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookRayJob:
 			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayJob{}).WithDefaulter(rayjob.Defaulter{}).
 				WithValidator(rayjob.Validator{Workloads: wls}).Complete()
+		case webhookRayCluster:
+			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).WithDefaulter(raycluster.Defaulter{Reader: mgr.GetClient(), Parents: parents}).
+				WithValidator(raycluster.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookPyTorchJob:
 			k := kubeflow.PyTorchJobKind{}
 			err = ctrl.NewWebhookManagedBy(mgr, &kftraining.PyTorchJob{}).WithDefaulter(kubeflow.Defaulter[*kftraining.PyTorchJob]{Kind: k}).
@@ -277,7 +281,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
 		case webhookPodValidator:
-			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents}).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}}).Complete()
 		}
 		if err != nil {
 			return fmt.Errorf("registering %s webhook: %w", name, err)

@@ -137,13 +137,7 @@ func (j *Job) Scheduling() []jobs.PodSetScheduling {
 		if replicas(s) == 0 {
 			continue
 		}
-		out = append(out, jobs.PodSetScheduling{
-			Name:         PodSetName(t),
-			NodeSelector: s.Template.Spec.NodeSelector,
-			Tolerations:  s.Template.Spec.Tolerations,
-			Labels:       jobs.ManagedLabels(s.Template.Labels),
-			Annotations:  jobs.ProvisioningAnnotations(s.Template.Annotations),
-		})
+		out = append(out, jobs.TemplateScheduling(PodSetName(t), &s.Template))
 	}
 	return out
 }
@@ -153,13 +147,9 @@ func (j *Job) Scheduling() []jobs.PodSetScheduling {
 func (j *Job) SetScheduling(sched []jobs.PodSetScheduling) {
 	for _, ps := range sched {
 		for t, s := range j.specs {
-			if s == nil || PodSetName(t) != ps.Name {
-				continue
+			if s != nil && PodSetName(t) == ps.Name {
+				jobs.ApplyScheduling(&s.Template, ps)
 			}
-			s.Template.Spec.NodeSelector = ps.NodeSelector
-			s.Template.Spec.Tolerations = ps.Tolerations
-			s.Template.Labels = jobs.SetLabels(s.Template.Labels, ps.Labels)
-			s.Template.Annotations = jobs.SetAnnotations(s.Template.Annotations, ps.Annotations)
 		}
 	}
 }

@@ -37,6 +37,9 @@ type Validator struct {
 	Workloads jobs.Workloads
 	// Parents are the kinds whose Jobs berth queues through their parent.
 	Parents []jobs.Kind
+	// Owners are the queued kinds whose operator creates their pods
+	// directly (a RayCluster's): a pod they control belongs to their gang.
+	Owners []jobs.Kind
 }
 
 var _ admission.Validator[*corev1.Pod] = Validator{}
@@ -215,15 +218,16 @@ func (v Validator) job(ctx context.Context, namespace string, ref *metav1.OwnerR
 	return nil, nil
 }
 
-// childWorkload names the Workload of the queued parent whose child — an
-// object its operator makes, such as the RayCluster of a RayJob — controls
-// the pod; "" when the controller is no such child, or one berth may not
-// read. Only its metadata is read, from the API server: it is consulted
-// only for pods that carry berth's gang labels.
-func (v Validator) childWorkload(ctx context.Context, namespace string, ref *metav1.OwnerReference) (string, error) {
+// controllerWorkload names the Workload of the gang whose pods the
+// controller ref names creates: the controller's own when it is a queued
+// object of one of v.Owners (a RayCluster), or that of the queued parent
+// whose child it is (the RayCluster of a RayJob); "" when it is neither,
+// or berth may not read it. Only the controller's metadata is read, from
+// the API server: it is consulted only for pods with berth's gang labels.
+func (v Validator) controllerWorkload(ctx context.Context, namespace string, ref *metav1.OwnerReference) (string, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return "", nil //nolint:nilerr // a malformed reference names no child of berth's
+		return "", nil //nolint:nilerr // a malformed reference names no gang of berth's
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
@@ -237,10 +241,20 @@ func (v Validator) childWorkload(ctx context.Context, namespace string, ref *met
 		return "", nil
 	}
 	parent, kind, err := jobs.ParentOf(ctx, v.Workloads.Cache, obj, v.Parents)
-	if err != nil || parent == nil {
+	switch {
+	case err != nil:
 		return "", err
+	case parent != nil:
+		return jobs.WorkloadName(kind.GVK().Kind, parent), nil
 	}
-	return jobs.WorkloadName(kind.GVK().Kind, parent), nil
+	if _, queued := obj.Labels[berthv1.QueueNameLabel]; queued {
+		for _, k := range v.Owners {
+			if k.GVK().GroupKind() == gv.WithKind(ref.Kind).GroupKind() {
+				return jobs.WorkloadName(k.GVK().Kind, obj), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 func hasGangLabels(p *corev1.Pod) bool {
@@ -311,7 +325,7 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 	case isReplicaPod(p, ref):
 		return v.replicaWorkload(ctx, p)
 	}
-	if name, err := v.childWorkload(ctx, p.Namespace, ref); err != nil || name != "" {
+	if name, err := v.controllerWorkload(ctx, p.Namespace, ref); err != nil || name != "" {
 		return name, "", err
 	}
 	if kind, key, ok := ServingKey(p); ok {

@@ -26,23 +26,17 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 )
 
 const (
 	// HeadPodSet is the pod set of the Ray head.
-	HeadPodSet = "head"
+	HeadPodSet = raycluster.HeadPodSet
 	// SubmitterPodSet is the pod set of the submitter Job's pod
 	// (submissionMode K8sJobMode, KubeRay's default).
 	SubmitterPodSet = "submitter"
 	// maxPodSets is the Workload API's limit on pod sets.
 	maxPodSets = 8
-
-	// clusterLabel and groupLabel are the labels KubeRay sets on every pod
-	// of a cluster (ray.io/cluster, ray.io/group); the head's group is
-	// "headgroup".
-	clusterLabel = "ray.io/cluster"
-	groupLabel   = "ray.io/group"
-	headGroup    = "headgroup"
 )
 
 // submitterRequests are what KubeRay's default submitter container requests
@@ -120,7 +114,7 @@ func (j *RayJob) PodSets() ([]berthv1.PodSet, error) {
 	out := []berthv1.PodSet{{Name: HeadPodSet, Count: 1, Requests: head}}
 	for i := range cs.WorkerGroupSpecs {
 		g := &cs.WorkerGroupSpecs[i]
-		n := DesiredWorkers(g)
+		n := raycluster.DesiredWorkers(g)
 		if n == 0 {
 			continue
 		}
@@ -170,23 +164,6 @@ func (j *RayJob) shape() error {
 	return nil
 }
 
-// DesiredWorkers is how many pods KubeRay runs for a worker group
-// (utils.GetWorkerGroupDesiredReplicas in ray-operator v1.6.0): none when
-// the group is suspended; otherwise replicas raised to minReplicas and
-// capped at maxReplicas, times numOfHosts (the CRD defaults it to 1).
-func DesiredWorkers(g *rayv1.WorkerGroupSpec) int64 {
-	if ptr.Deref(g.Suspend, false) {
-		return 0
-	}
-	lo := ptr.Deref(g.MinReplicas, 0)
-	hi := ptr.Deref(g.MaxReplicas, math.MaxInt32)
-	n := lo
-	if r := g.Replicas; r != nil && *r >= lo {
-		n = min(*r, hi)
-	}
-	return int64(max(n, 0)) * int64(max(g.NumOfHosts, 0))
-}
-
 // hasSubmitterPod reports whether KubeRay runs the submission in a Job of
 // its own: in K8sJobMode, the default.
 func (j *RayJob) hasSubmitterPod() bool {
@@ -209,15 +186,15 @@ func (j *RayJob) PodTemplates() []jobs.PodSetTemplate {
 			l = map[string]string{}
 		}
 		if j.Status.RayClusterName != "" {
-			l[clusterLabel] = j.Status.RayClusterName
+			l[raycluster.ClusterLabel] = j.Status.RayClusterName
 		}
-		l[groupLabel] = group
+		l[raycluster.GroupLabel] = group
 		return l
 	}
-	out := []jobs.PodSetTemplate{{Name: HeadPodSet, Labels: withLabels(&cs.HeadGroupSpec.Template, headGroup), Spec: &cs.HeadGroupSpec.Template.Spec}}
+	out := []jobs.PodSetTemplate{{Name: HeadPodSet, Labels: withLabels(&cs.HeadGroupSpec.Template, raycluster.HeadGroup), Spec: &cs.HeadGroupSpec.Template.Spec}}
 	for i := range cs.WorkerGroupSpecs {
 		g := &cs.WorkerGroupSpecs[i]
-		if DesiredWorkers(g) == 0 {
+		if raycluster.DesiredWorkers(g) == 0 {
 			continue
 		}
 		out = append(out, jobs.PodSetTemplate{Name: g.GroupName, Labels: withLabels(&g.Template, g.GroupName), Spec: &g.Template.Spec})
@@ -269,17 +246,9 @@ func (j *RayJob) Scheduling() []jobs.PodSetScheduling {
 	ts := j.templates()
 	var out []jobs.PodSetScheduling
 	for _, name := range j.podSetNames() {
-		t, ok := ts[name]
-		if !ok {
-			continue
+		if t, ok := ts[name]; ok {
+			out = append(out, jobs.TemplateScheduling(name, t))
 		}
-		out = append(out, jobs.PodSetScheduling{
-			Name:         name,
-			NodeSelector: t.Spec.NodeSelector,
-			Tolerations:  t.Spec.Tolerations,
-			Labels:       jobs.ManagedLabels(t.Labels),
-			Annotations:  jobs.ProvisioningAnnotations(t.Annotations),
-		})
 	}
 	return out
 }
@@ -292,7 +261,7 @@ func (j *RayJob) podSetNames() []string {
 	}
 	out := []string{HeadPodSet}
 	for i := range cs.WorkerGroupSpecs {
-		if DesiredWorkers(&cs.WorkerGroupSpecs[i]) > 0 {
+		if raycluster.DesiredWorkers(&cs.WorkerGroupSpecs[i]) > 0 {
 			out = append(out, cs.WorkerGroupSpecs[i].GroupName)
 		}
 	}
@@ -308,14 +277,9 @@ func (j *RayJob) podSetNames() []string {
 func (j *RayJob) SetScheduling(s []jobs.PodSetScheduling) {
 	ts := j.templates()
 	for _, ps := range s {
-		t, ok := ts[ps.Name]
-		if !ok {
-			continue
+		if t, ok := ts[ps.Name]; ok {
+			jobs.ApplyScheduling(t, ps)
 		}
-		t.Spec.NodeSelector = ps.NodeSelector
-		t.Spec.Tolerations = ps.Tolerations
-		t.Labels = jobs.SetLabels(t.Labels, ps.Labels)
-		t.Annotations = jobs.SetAnnotations(t.Annotations, ps.Annotations)
 	}
 }
 

@@ -1,15 +1,15 @@
 // Package kinds_test runs each job kind's adapter — batch/v1 Job, JobSet,
-// LeaderWorkerSet, pod group, RayJob, PyTorchJob and MPIJob — against one
-// real kube-apiserver and etcd with the kinds' CRDs installed (and
-// RayCluster's): the shared adapter suite (test/jobsuite) for each kind,
-// and each kind's specifics. Every spec works in a namespace, flavor and
-// ClusterQueue of its own, so the kinds share the plane and one berth.
-// There is no kube-controller-manager, operator or kubelet here: the
-// adapters play them — they mark Jobs and JobSets finished as their
-// controllers would, move a RayJob's and a training-operator job's status
-// as their operators do, create a LeaderWorkerSet replica's pods
-// (labelled as the operator labels them) whenever they are missing, and
-// mark released pods Succeeded as a kubelet would.
+// LeaderWorkerSet, pod group, RayJob, RayCluster, PyTorchJob and MPIJob —
+// against one real kube-apiserver and etcd with the kinds' CRDs installed:
+// the shared adapter suite (test/jobsuite) for each kind, and each kind's
+// specifics. Every spec works in a namespace, flavor and ClusterQueue of
+// its own, so the kinds share the plane and one berth. There is no
+// kube-controller-manager, operator or kubelet here: the adapters play
+// them — they mark Jobs and JobSets finished as their controllers would,
+// move a RayJob's, a RayCluster's and a training-operator job's status as
+// their operators do, create a LeaderWorkerSet replica's pods (labelled as
+// the operator labels them) whenever they are missing, and mark released
+// pods Succeeded as a kubelet would.
 package kinds_test
 
 import (
@@ -64,7 +64,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// that asks for a topology level its flavor lacks reads the
 		// flavor's levels, which reach the engine through the capacity
 		// controllers.
-		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob,
+		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob, setup.RayCluster,
 			setup.PyTorchJob, setup.MPIJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())
@@ -83,6 +83,7 @@ var (
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, lwsAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, podGroupAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, rayJobAdapter{})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, rayClusterAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.PyTorchJobKind})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.MPIJobKind})
 )
