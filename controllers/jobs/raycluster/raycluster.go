@@ -83,13 +83,31 @@ func (c *RayCluster) Object() client.Object { return c.RayCluster }
 // autoscaling reports whether the Ray autoscaler sizes the worker groups.
 func (c *RayCluster) autoscaling() bool { return ptr.Deref(c.Spec.EnableInTreeAutoscaling, false) }
 
-// groupPods is how many pods berth admits for a worker group: what KubeRay
-// runs, and for an autoscaling cluster its minimum.
+// groupPods is how many pods berth admits for a worker group of c.
 func (c *RayCluster) groupPods(g *rayv1.WorkerGroupSpec) int64 {
-	if c.autoscaling() && !ptr.Deref(g.Suspend, false) {
+	return AdmittedWorkers(g, c.autoscaling())
+}
+
+// AdmittedWorkers is how many pods berth admits for a worker group: what
+// KubeRay runs, and for a cluster the Ray autoscaler sizes its minimum
+// (minReplicas × numOfHosts), at which berth starts and holds it.
+func AdmittedWorkers(g *rayv1.WorkerGroupSpec, autoscaling bool) int64 {
+	if autoscaling && !ptr.Deref(g.Suspend, false) {
 		return int64(max(ptr.Deref(g.MinReplicas, 0), 0)) * int64(max(g.NumOfHosts, 0))
 	}
 	return DesiredWorkers(g)
+}
+
+// StartAtMinimum sets each worker group of an autoscaling cluster spec to
+// its minimum, the size berth admits, so that KubeRay starts it there.
+func StartAtMinimum(cs *rayv1.RayClusterSpec) {
+	if !ptr.Deref(cs.EnableInTreeAutoscaling, false) {
+		return
+	}
+	for i := range cs.WorkerGroupSpecs {
+		g := &cs.WorkerGroupSpecs[i]
+		g.Replicas = ptr.To(ptr.Deref(g.MinReplicas, 0))
+	}
 }
 
 // PodSets returns the head and one pod set per worker group that runs pods.

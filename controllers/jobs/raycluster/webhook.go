@@ -40,14 +40,8 @@ func (d Defaulter) Default(ctx context.Context, rc *rayv1.RayCluster) error {
 	if err != nil || parent != nil {
 		return err
 	}
-	c := &RayCluster{rc}
-	c.Suspend()
-	if c.autoscaling() {
-		for i := range rc.Spec.WorkerGroupSpecs {
-			g := &rc.Spec.WorkerGroupSpecs[i]
-			g.Replicas = ptr.To(ptr.Deref(g.MinReplicas, 0))
-		}
-	}
+	(&RayCluster{rc}).Suspend()
+	StartAtMinimum(&rc.Spec)
 	return nil
 }
 
@@ -99,7 +93,8 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, rc *rayv1.RayCluster
 			return nil, err
 		}
 		what := fmt.Sprintf("the RayCluster of %s %s", kind.GVK().Kind, parent.GetName())
-		return nil, jobs.Refusal(gk, rc.Name, growth(&RayCluster{rc}, wl, what, false))
+		c := &RayCluster{rc}
+		return nil, jobs.Refusal(gk, rc.Name, growth(c, wl, what, c.autoscaling()))
 	}
 	errs := jobs.ValidateQueueName(rc.Labels)
 	name := jobs.WorkloadName(Kind{}.GVK().Kind, rc)

@@ -7,7 +7,8 @@
 // the head's and each worker group's pod template (and the submitter's,
 // when the RayJob declares one) the node selector and tolerations of the
 // admitted flavor while the RayJob is suspended; KubeRay copies them into
-// the cluster it creates.
+// the cluster it creates. A cluster the Ray autoscaler sizes is admitted
+// at its minimum and held there (see package raycluster).
 package rayjob
 
 import (
@@ -101,7 +102,8 @@ func (j *RayJob) Object() client.Object { return j.RayJob }
 // PodSets returns the head, one pod set per worker group, and the submitter.
 // A worker group runs the replicas KubeRay would create for it — replicas
 // within [minReplicas, maxReplicas], none when suspended — times
-// numOfHosts.
+// numOfHosts; with the Ray autoscaler on, berth admits (and the RayCluster
+// webhook holds) its minimum.
 func (j *RayJob) PodSets() ([]berthv1.PodSet, error) {
 	if err := j.shape(); err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func (j *RayJob) PodSets() ([]berthv1.PodSet, error) {
 	out := []berthv1.PodSet{{Name: HeadPodSet, Count: 1, Requests: head}}
 	for i := range cs.WorkerGroupSpecs {
 		g := &cs.WorkerGroupSpecs[i]
-		n := raycluster.DesiredWorkers(g)
+		n := raycluster.AdmittedWorkers(g, j.autoscaling())
 		if n == 0 {
 			continue
 		}
@@ -151,9 +153,6 @@ func (j *RayJob) shape() error {
 	if !j.Spec.ShutdownAfterJobFinishes {
 		return fmt.Errorf("spec.shutdownAfterJobFinishes is false: KubeRay suspends, and berth queues, only a RayJob that deletes its cluster when it ends; set it to true")
 	}
-	if ptr.Deref(cs.EnableInTreeAutoscaling, false) {
-		return fmt.Errorf("spec.rayClusterSpec.enableInTreeAutoscaling is true: the Ray autoscaler would add workers to the RayJob's cluster outside the quota berth admitted; set it to false and size the worker groups")
-	}
 	seen := map[string]bool{HeadPodSet: true, SubmitterPodSet: true}
 	for _, g := range cs.WorkerGroupSpecs {
 		if seen[g.GroupName] {
@@ -162,6 +161,12 @@ func (j *RayJob) shape() error {
 		seen[g.GroupName] = true
 	}
 	return nil
+}
+
+// autoscaling reports whether the Ray autoscaler sizes the cluster's
+// worker groups: berth then admits and holds them at their minimum.
+func (j *RayJob) autoscaling() bool {
+	return j.Spec.RayClusterSpec != nil && ptr.Deref(j.Spec.RayClusterSpec.EnableInTreeAutoscaling, false)
 }
 
 // hasSubmitterPod reports whether KubeRay runs the submission in a Job of
@@ -194,7 +199,7 @@ func (j *RayJob) PodTemplates() []jobs.PodSetTemplate {
 	out := []jobs.PodSetTemplate{{Name: HeadPodSet, Labels: withLabels(&cs.HeadGroupSpec.Template, raycluster.HeadGroup), Spec: &cs.HeadGroupSpec.Template.Spec}}
 	for i := range cs.WorkerGroupSpecs {
 		g := &cs.WorkerGroupSpecs[i]
-		if raycluster.DesiredWorkers(g) == 0 {
+		if raycluster.AdmittedWorkers(g, j.autoscaling()) == 0 {
 			continue
 		}
 		out = append(out, jobs.PodSetTemplate{Name: g.GroupName, Labels: withLabels(&g.Template, g.GroupName), Spec: &g.Template.Spec})
@@ -261,7 +266,7 @@ func (j *RayJob) podSetNames() []string {
 	}
 	out := []string{HeadPodSet}
 	for i := range cs.WorkerGroupSpecs {
-		if raycluster.DesiredWorkers(&cs.WorkerGroupSpecs[i]) > 0 {
+		if raycluster.AdmittedWorkers(&cs.WorkerGroupSpecs[i], j.autoscaling()) > 0 {
 			out = append(out, cs.WorkerGroupSpecs[i].GroupName)
 		}
 	}
@@ -340,10 +345,15 @@ func btoi(b bool) int {
 // admission.
 type Defaulter struct{}
 
-// Default suspends a RayJob that carries the queue-name label.
+// Default suspends a RayJob that carries the queue-name label, and starts
+// an autoscaling cluster's worker groups at their minimum, the size berth
+// admits.
 func (Defaulter) Default(_ context.Context, rj *rayv1.RayJob) error {
 	if _, ok := rj.Labels[berthv1.QueueNameLabel]; ok {
 		rj.Spec.Suspend = true
+		if cs := rj.Spec.RayClusterSpec; cs != nil {
+			raycluster.StartAtMinimum(cs)
+		}
 	}
 	return nil
 }

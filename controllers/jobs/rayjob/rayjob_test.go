@@ -40,22 +40,29 @@ func newRayJob(groups ...rayv1.WorkerGroupSpec) *rayv1.RayJob {
 	}
 }
 
-func TestPodSets(t *testing.T) {
-	type want struct {
-		count int32
-		gpus  int64
-		cpu   string // "" when the pod set requests no CPU
-	}
+// want is a pod set's expected size and requests.
+type want struct {
+	count int32
+	gpus  int64
+	cpu   string // "" when the pod set requests no CPU
+}
+
+// podSetCase is a RayJob change and the pod sets it makes, or the error.
+type podSetCase struct {
+	name    string
+	mutate  func(*rayv1.RayJob)
+	want    map[string]want
+	wantErr string
+}
+
+// podSetCases are the RayJobs TestPodSets tries, each a change to a
+// RayJob of a 1-GPU head and 4 workers of 8 GPUs.
+func podSetCases() []podSetCase {
 	many := make([]rayv1.WorkerGroupSpec, 7)
 	for i := range many {
 		many[i] = group(string(rune('a'+i)), 1)
 	}
-	tests := []struct {
-		name    string
-		mutate  func(*rayv1.RayJob)
-		want    map[string]want
-		wantErr string
-	}{
+	return []podSetCase{
 		{name: "head, workers and KubeRay's default submitter", mutate: func(rj *rayv1.RayJob) {},
 			want: map[string]want{"head": {1, 1, ""}, "workers": {4, 8, ""}, "submitter": {1, 0, "500m"}}},
 		{name: "the submitter's own template", mutate: func(rj *rayv1.RayJob) {
@@ -83,8 +90,10 @@ func TestPodSets(t *testing.T) {
 		{name: "no cluster spec", mutate: func(rj *rayv1.RayJob) { rj.Spec.RayClusterSpec = nil }, wantErr: "no spec.rayClusterSpec"},
 		{name: "the cluster outlives the job", mutate: func(rj *rayv1.RayJob) { rj.Spec.ShutdownAfterJobFinishes = false },
 			wantErr: "shutdownAfterJobFinishes is false"},
-		{name: "in-tree autoscaling", mutate: func(rj *rayv1.RayJob) { rj.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) },
-			wantErr: "enableInTreeAutoscaling is true"},
+		{name: "in-tree autoscaling: admitted at the minimum", mutate: func(rj *rayv1.RayJob) {
+			rj.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+			rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](2)
+		}, want: map[string]want{"head": {1, 1, ""}, "workers": {2, 8, ""}, "submitter": {1, 0, "500m"}}},
 		{name: "a worker group named like berth's pod sets", mutate: func(rj *rayv1.RayJob) {
 			rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].GroupName = "submitter"
 		}, wantErr: `worker group "submitter": the name is taken`},
@@ -95,6 +104,10 @@ func TestPodSets(t *testing.T) {
 			g.Replicas, g.MaxReplicas, g.NumOfHosts = ptr.To[int32](1<<16), ptr.To[int32](1<<16), 1<<16
 		}, wantErr: `worker group "workers" runs 4294967296 pods`},
 	}
+}
+
+func TestPodSets(t *testing.T) {
+	tests := podSetCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rj := newRayJob(group("workers", 4))
@@ -206,6 +219,13 @@ func TestDefaulterAndValidator(t *testing.T) {
 	if err := (Defaulter{}).Default(context.Background(), rj); err != nil || !rj.Spec.Suspend {
 		t.Fatalf("Default: err %v, suspend %v; want a held RayJob", err, rj.Spec.Suspend)
 	}
+	scaling := newRayJob(group("workers", 4))
+	scaling.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+	scaling.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
+	if err := (Defaulter{}).Default(context.Background(), scaling); err != nil || *scaling.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas != 1 {
+		t.Fatalf("Default: err %v, replicas %d; want an autoscaling cluster started at minReplicas 1",
+			err, *scaling.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas)
+	}
 	unlabelled := newRayJob()
 	delete(unlabelled.Labels, berthv1.QueueNameLabel)
 	if err := (Defaulter{}).Default(context.Background(), unlabelled); err != nil || unlabelled.Spec.Suspend {
@@ -219,8 +239,8 @@ func TestDefaulterAndValidator(t *testing.T) {
 		{name: "queueable", mutate: func(*rayv1.RayJob) {}},
 		{name: "queue of another namespace", mutate: func(rj *rayv1.RayJob) { rj.Labels[berthv1.QueueNameLabel] = "ns/team" },
 			want: "must be the name of a LocalQueue"},
-		{name: "autoscaling", mutate: func(rj *rayv1.RayJob) { rj.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) },
-			want: "spec: Invalid value: spec.rayClusterSpec.enableInTreeAutoscaling is true"},
+		{name: "a cluster that outlives the job", mutate: func(rj *rayv1.RayJob) { rj.Spec.ShutdownAfterJobFinishes = false },
+			want: "spec: Invalid value: spec.shutdownAfterJobFinishes is false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rj := newRayJob(group("workers", 1))

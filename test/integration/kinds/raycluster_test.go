@@ -136,6 +136,33 @@ var _ = Describe("RayCluster", func() {
 		g.Replicas, g.MaxReplicas = ptr.To[int32](5), ptr.To[int32](5)
 		Expect(env.Client.Update(ctx, child)).To(MatchError(ContainSubstring(`the RayCluster of RayJob train is admitted with 3 pods in worker group "workers"`)))
 	})
+
+	It("admits an autoscaling RayJob at its minimum, and refuses the Ray autoscaler's growth of its cluster", func(ctx SpecContext) {
+		ns := rayQueue(ctx)
+		rj := newRayJob(ns, "elastic", "team")
+		rj.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+		rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](1)
+		Expect(env.Client.Create(ctx, rj)).To(Succeed())
+		Expect(rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas).To(HaveValue(Equal(int32(1))), "started at minReplicas")
+		Eventually(func(g Gomega) {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, rj)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wls).To(HaveLen(1))
+			g.Expect(wls[0].Spec.PodSets).To(ContainElement(And(HaveField("Name", "workers"), HaveField("Count", int32(1)))))
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rj), rj)).To(Succeed())
+			g.Expect(rj.Spec.Suspend).To(BeFalse())
+		}, timeout, interval).Should(Succeed())
+		rj.Status.RayClusterName = "elastic-m3n4b"
+		Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
+		meta := rayChild(rj, rj.Status.RayClusterName)
+		maps.Copy(meta.Labels, rj.Labels)
+		child := &rayv1.RayCluster{ObjectMeta: meta, Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
+		Expect(env.Client.Create(ctx, child)).To(Succeed())
+
+		By("the Ray autoscaler asks the RayJob's cluster for two workers")
+		child.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
+		Expect(env.Client.Update(ctx, child)).To(MatchError(ContainSubstring(`admitted with 1 pods in worker group "workers" (workload rayjob-elastic-`)))
+	})
 })
 
 // rayClusterAdapter drives RayClusters of a head without GPUs and two

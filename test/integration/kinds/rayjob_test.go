@@ -138,17 +138,17 @@ var _ = Describe("RayJob", func() {
 		}, timeout, interval).Should(Succeed())
 	})
 
-	It("refuses a tenant's RayJob that would run outside quota, and a tenant's early resume or unlabelling", func(ctx SpecContext) {
+	It("refuses a tenant's RayJob that berth cannot hold within quota, and a tenant's early resume or unlabelling", func(ctx SpecContext) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-it-"}}
 		Expect(env.Client.Create(ctx, ns)).To(Succeed())
 		// Held: the namespace's LocalQueue does not exist.
 		tenant, err := env.Tenant(ctx, ns.Name, "ray-user", "edit")
 		Expect(err).NotTo(HaveOccurred())
 
-		By("a RayJob whose cluster the Ray autoscaler would grow")
-		scaling := newRayJob(ns.Name, "scaling", "team")
-		scaling.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
-		Expect(tenant.Create(ctx, scaling)).To(MatchError(ContainSubstring("enableInTreeAutoscaling is true")))
+		By("a RayJob that would run on a cluster that is not its own")
+		shared := newRayJob(ns.Name, "shared", "team")
+		shared.Spec.RayClusterSpec, shared.Spec.ClusterSelector = nil, map[string]string{"ray.io/cluster": "shared"}
+		Expect(tenant.Create(ctx, shared)).To(MatchError(ContainSubstring("runs on an existing RayCluster (spec.clusterSelector)")))
 
 		By("a RayJob that keeps its cluster after it ends, which KubeRay cannot suspend")
 		kept := newRayJob(ns.Name, "kept", "team")
