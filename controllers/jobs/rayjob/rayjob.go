@@ -205,15 +205,26 @@ func (j *RayJob) PodTemplates() []jobs.PodSetTemplate {
 		out = append(out, jobs.PodSetTemplate{Name: g.GroupName, Labels: withLabels(&g.Template, g.GroupName), Spec: &g.Template.Spec})
 	}
 	if j.hasSubmitterPod() {
-		spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-job-submitter",
-			Resources: corev1.ResourceRequirements{Requests: submitterRequests()}}}}
-		var labels map[string]string
+		spec, labels := defaultSubmitter(cs), map[string]string(nil)
 		if t := j.Spec.SubmitterPodTemplate; t != nil {
 			spec, labels = &t.Spec, maps.Clone(t.Labels)
 		}
 		out = append(out, jobs.PodSetTemplate{Name: SubmitterPodSet, Labels: labels, Spec: spec})
 	}
 	return out
+}
+
+// defaultSubmitter is the pod of KubeRay's default submitter template as far
+// as berth needs it: its container with the head's image (as KubeRay builds
+// it) and its requests. It must be a valid pod spec: a booking's
+// PodTemplate is made from it, and the API server refuses a container
+// without an image.
+func defaultSubmitter(cs *rayv1.RayClusterSpec) *corev1.PodSpec {
+	c := corev1.Container{Name: "ray-job-submitter", Resources: corev1.ResourceRequirements{Requests: submitterRequests()}}
+	if ctrs := cs.HeadGroupSpec.Template.Spec.Containers; len(ctrs) > 0 {
+		c.Image = ctrs[0].Image
+	}
+	return &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c}}
 }
 
 // IsSuspended reports whether spec.suspend is true.

@@ -285,3 +285,22 @@ func TestSample(t *testing.T) {
 		t.Errorf("pod sets %v of %d GPUs, want %v of 32", got, gpus, want)
 	}
 }
+
+// TestDefaultSubmitterTemplate: without a template of its own, the
+// submitter's pod set has KubeRay's default submitter — the head's image
+// and KubeRay's requests — a spec the API server accepts in the PodTemplate
+// a booking creates.
+func TestDefaultSubmitterTemplate(t *testing.T) {
+	rj := newRayJob(group("workers", 2))
+	rj.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.46.0"
+	ts := (&RayJob{rj}).PodTemplates()
+	sub := ts[len(ts)-1]
+	if sub.Name != SubmitterPodSet || len(sub.Spec.Containers) != 1 {
+		t.Fatalf("last template %s with %d containers, want the submitter's one", sub.Name, len(sub.Spec.Containers))
+	}
+	c := sub.Spec.Containers[0]
+	cpu := c.Resources.Requests[corev1.ResourceCPU]
+	if c.Image != "rayproject/ray:2.46.0" || cpu.String() != "500m" || sub.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("submitter container %+v, restart %s; want the head's image, 500m CPU, Never", c, sub.Spec.RestartPolicy)
+	}
+}
