@@ -219,5 +219,8 @@ func (c *RayCluster) IsActive() bool {
 // Finished is never true: a RayCluster runs until it is deleted.
 func (c *RayCluster) Finished() (bool, bool, string) { return false, false, "" }
 
+// The reconciler holds and releases RayClusters; the pod webhook also reads
+// a RayCluster's metadata to accept the pods KubeRay creates for it, or for
+// a RayJob's cluster (pods.Validator.Owners and Parents).
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update

@@ -371,7 +371,3 @@ func (Defaulter) Default(_ context.Context, rj *rayv1.RayJob) error {
 
 // +kubebuilder:rbac:groups=ray.io,resources=rayjobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayjobs/finalizers,verbs=update
-
-// The pod webhook reads a RayCluster's metadata to accept the pods KubeRay
-// creates for a RayJob's cluster (Kind.IsChild).
-// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get

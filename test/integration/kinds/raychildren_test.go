@@ -17,6 +17,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // rayQueue creates a namespace with LocalQueue "team" whose ClusterQueue
@@ -90,10 +91,24 @@ var _ = Describe("RayJob children", func() {
 		Expect(submitter.Spec.Template.Labels).To(HaveKeyWithValue(berthv1.PodSetLabel, rayjob.SubmitterPodSet))
 		Expect(env.Client.Create(ctx, podOf(submitter, "batch/v1", "Job", &submitter.Spec.Template))).To(Succeed())
 
-		By("a RayCluster that only points its controller at the admitted RayJob gets no pod with berth's labels")
+		By("a tenant's RayCluster that only points its controller at the admitted RayJob gets no pod with berth's labels")
+		// edit, with RayClusters aggregated to it as a platform that
+		// installs KubeRay grants them (operatorEditor).
+		tenant, err := env.Tenant(ctx, ns, "ray-forger", "edit")
+		Expect(err).NotTo(HaveOccurred())
 		forged := &rayv1.RayCluster{ObjectMeta: rayChild(rj, "train-forged"), Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
-		Expect(env.Client.Create(ctx, forged)).To(Succeed())
-		err := env.Client.Create(ctx, podOf(forged, rayGV, "RayCluster", &forged.Spec.HeadGroupSpec.Template))
+		Expect(tenant.Create(ctx, forged)).To(Succeed())
+		err = tenant.Create(ctx, podOf(forged, rayGV, "RayCluster", &forged.Spec.HeadGroupSpec.Template))
 		Expect(err).To(MatchError(And(ContainSubstring(berthv1.WorkloadLabel), ContainSubstring(`RayCluster "train-forged", which berth does not queue`))))
+
+		By("labelled with the RayJob's queue, the tenant's look-alike is held and queued on its own")
+		queued := &rayv1.RayCluster{ObjectMeta: rayChild(rj, "train-lookalike"), Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
+		queued.Labels[berthv1.QueueNameLabel] = "team"
+		Expect(tenant.Create(ctx, queued)).To(Succeed())
+		Expect(queued.Spec.Suspend).To(HaveValue(BeTrue()))
+		Eventually(func() (int, error) {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, queued)
+			return len(wls), err
+		}, timeout, interval).Should(Equal(1))
 	})
 })

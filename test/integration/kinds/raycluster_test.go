@@ -131,10 +131,13 @@ var _ = Describe("RayCluster", func() {
 		Consistently(func() ([]berthv1.Workload, error) { return jobsuite.WorkloadsOf(ctx, env.Client, child) },
 			2*time.Second, interval).Should(BeEmpty())
 
-		By("growing the cluster past the RayJob's three admitted workers")
+		By("a tenant with RayCluster rights grows the cluster past the RayJob's three admitted workers")
+		tenant, err := env.Tenant(ctx, ns, "ray-scaler", "edit")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(tenant.Get(ctx, client.ObjectKeyFromObject(child), child)).To(Succeed())
 		g := &child.Spec.WorkerGroupSpecs[0]
 		g.Replicas, g.MaxReplicas = ptr.To[int32](5), ptr.To[int32](5)
-		Expect(env.Client.Update(ctx, child)).To(MatchError(ContainSubstring(`the RayCluster of RayJob train is admitted with 3 pods in worker group "workers"`)))
+		Expect(tenant.Update(ctx, child)).To(MatchError(ContainSubstring(`the RayCluster of RayJob train is admitted with 3 pods in worker group "workers"`)))
 	})
 
 	It("admits an autoscaling RayJob at its minimum, and refuses the Ray autoscaler's growth of its cluster", func(ctx SpecContext) {
