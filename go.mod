@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/btree v1.1.3
+	github.com/kubeflow/trainer/v2 v2.3.0
 	github.com/kubeflow/training-operator v1.9.3
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
@@ -158,9 +159,16 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.21.2 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
+	volcano.sh/apis v1.14.0 // indirect
 )
 
 tool (
 	k8s.io/kube-openapi/cmd/openapi-gen
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 )
+
+// Trainer v2.3.0's API package does not build against k8s.io/api v0.37: its
+// generated OpenAPI definitions name corev1.PodStatusResult, which v0.37
+// removed. third_party/kubeflow-trainer is that package without them
+// (README.md there); drop this once a Trainer release builds here.
+replace github.com/kubeflow/trainer/v2 v2.3.0 => ./third_party/kubeflow-trainer
