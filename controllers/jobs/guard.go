@@ -130,9 +130,24 @@ func Refusal(kind schema.GroupKind, name string, errs field.ErrorList) error {
 // not a parent, nor is one whose kind says obj is not among the children
 // its controller makes (see ChildVerifier): a forged reference does not
 // take a job out of quota.
+//
+// A parent that is itself the child of a queued parent (the JobSet a
+// TrainJob makes) is covered by that one's Workload, not its own: ParentOf
+// returns the outermost such ancestor, so the Job of a TrainJob's JobSet
+// (and its pods) count against the TrainJob's Workload.
 func ParentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []Kind) (client.Object, Kind, error) {
+	return parentOf(ctx, c, obj, kinds, maxParentDepth)
+}
+
+// maxParentDepth bounds how far up ParentOf follows controller references:
+// a Job of a TrainJob's JobSet is the deepest child berth knows (two
+// levels), and the bound ends a cycle of forged references.
+const maxParentDepth = 3
+
+// parentOf is ParentOf following at most depth controller references.
+func parentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []Kind, depth int) (client.Object, Kind, error) {
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil {
+	if ref == nil || depth == 0 {
 		return nil, nil, nil
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -156,6 +171,9 @@ func ParentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []K
 		}
 		if v, ok := k.(ChildVerifier); ok && !v.IsChild(parent, obj) {
 			return nil, nil, nil
+		}
+		if outer, outerKind, err := parentOf(ctx, c, parent, kinds, depth-1); err != nil || outer != nil {
+			return outer, outerKind, err
 		}
 		return parent, k, nil
 	}

@@ -235,6 +235,23 @@ type Kind interface {
 	Wrap(obj client.Object) GenericJob
 }
 
+// Loader is implemented by a Kind whose gang is not described by its
+// object alone: a TrainJob's pods are those of the training runtime it
+// names, another object. The reconciler builds the GenericJob of each of
+// its objects with Load instead of Wrap, passing the manager's cached
+// reader, so that the adapter can read what else describes the gang; Wrap
+// still serves what needs the object only (a webhook's suspend check). An
+// error of Load is retried. What the user must fix, such as a runtime that
+// does not exist, is no error of Load's: the GenericJob's PodSets reports
+// it, and the job is held and reported like any job berth cannot queue.
+// Such a gang changes without its object's generation changing, so the
+// reconciler reads it again on every event (see specMemo).
+type Loader interface {
+	// Load returns the GenericJob of obj, reading through c what else
+	// describes its gang.
+	Load(ctx context.Context, c client.Reader, obj client.Object) (GenericJob, error)
+}
+
 // Resolver is implemented by a Kind whose gang is not one object but
 // several that share a key (a pod group: the pods with one group label).
 // Its reconcile requests name the key, not an object. The gang's Workload

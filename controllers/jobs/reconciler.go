@@ -139,7 +139,11 @@ type gang struct {
 func (r *Reconciler) gangs(ctx context.Context, obj client.Object) ([]gang, error) {
 	s, ok := r.kind.(Splitter)
 	if !ok {
-		return []gang{{job: r.kind.Wrap(obj), workload: WorkloadName(r.kind.GVK().Kind, obj)}}, nil
+		job, err := r.wrap(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		return []gang{{job: job, workload: WorkloadName(r.kind.GVK().Kind, obj)}}, nil
 	}
 	gs, err := s.Gangs(ctx, r.client, obj)
 	if err != nil {
@@ -150,6 +154,20 @@ func (r *Reconciler) gangs(ctx context.Context, obj client.Object) ([]gang, erro
 		out = append(out, gang{job: g, workload: GangWorkloadName(r.kind.GVK().Kind, obj, g.WorkloadSuffix())})
 	}
 	return out, nil
+}
+
+// wrap returns the GenericJob of obj: its kind's Wrap, or Load for a kind
+// whose gang is described by more than its object (Loader).
+func (r *Reconciler) wrap(ctx context.Context, obj client.Object) (GenericJob, error) {
+	l, ok := r.kind.(Loader)
+	if !ok {
+		return r.kind.Wrap(obj), nil
+	}
+	job, err := l.Load(ctx, r.client, obj)
+	if err != nil {
+		return nil, fmt.Errorf("reading what describes the gang of %s %s: %w", r.kind.GVK().Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return job, nil
 }
 
 // isChild reports whether obj is controlled by an object of a kind berth

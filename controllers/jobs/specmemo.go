@@ -19,8 +19,8 @@ import (
 // requests grew. After a restart it is empty and every job is read once.
 //
 // Only kinds whose gang is read from the object alone are memoised: a job
-// that is not a Splitter, Resolver or Releaser, whose spec changes bump
-// metadata.generation, and whose pods use no ResourceClaims. What the gang
+// that is not a Splitter, Resolver, Loader or Releaser, whose spec changes
+// bump metadata.generation, and whose pods use no ResourceClaims. What the gang
 // reads outside the spec — the labels and annotations below — is part of
 // the stamp. A PriorityClass's value is immutable and tenants cannot
 // create one, so the priority read once stays right.
@@ -42,11 +42,13 @@ type specStamp struct {
 }
 
 // newSpecMemo returns a memo for kind, disabled for kinds whose gang is
-// not read from one object (a Splitter's gangs, a Resolver's pods).
+// not read from one object (a Splitter's gangs, a Resolver's pods, a
+// Loader's other objects).
 func newSpecMemo(kind Kind) *specMemo {
 	_, splits := kind.(Splitter)
 	_, resolves := kind.(Resolver)
-	return &specMemo{inStep: map[types.NamespacedName]specStamp{}, enabled: !splits && !resolves}
+	_, loads := kind.(Loader)
+	return &specMemo{inStep: map[types.NamespacedName]specStamp{}, enabled: !splits && !resolves && !loads}
 }
 
 // stampOf is the stamp of job and wl as they are now; ok is false when the
