@@ -45,6 +45,13 @@ const (
 	// (a pod group) and holds the gang's key (the group name).
 	JobKeyLabel = "berth.dev/job-key"
 
+	// SchedulingGroupLabel on a pod names the scheduling.k8s.io PodGroup
+	// it joins: berth's pod webhook copies it into the pod's
+	// spec.schedulingGroup.podGroupName when the pod is created. berth sets
+	// it on the pod templates of an admitted gang when it hands gangs to
+	// kube-scheduler's gang scheduling (berth-controller --pod-groups).
+	SchedulingGroupLabel = "berth.dev/scheduling-group"
+
 	// AdmissionGate is the scheduling gate berth puts on a labelled pod at
 	// creation, and removes when the pod's group is admitted.
 	AdmissionGate = "berth.dev/admission"

@@ -42,6 +42,7 @@ type config struct {
 	deviceClasses           jobs.DeviceClassMapping
 	leaseDuration, renewDue time.Duration
 	notifications           bool
+	podGroups               bool
 	notify                  notifyFlags
 }
 
@@ -84,6 +85,8 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		"export per-LocalQueue series (berth_local_queue_*); their labels grow with the namespaces")
 	fs.BoolVar(&c.notifications, "notifications", true,
 		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
+	fs.BoolVar(&c.podGroups, "pod-groups", false,
+		"hand every admitted gang of two or more pods to kube-scheduler's gang scheduling through a scheduling.k8s.io/v1beta1 PodGroup, so binding is all or nothing too; the cluster must serve PodGroups (GenericWorkload feature gate, beta and off by default in 1.37; docs/workload-aware-scheduling.md)")
 	bindNotifyFlags(fs, &c.notify)
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")

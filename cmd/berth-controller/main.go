@@ -114,6 +114,7 @@ func run(ctx context.Context, c config) error {
 		LocalQueueMetrics:  c.localQueueMetrics,
 		DeviceClasses:      c.deviceClasses,
 		Notifications:      notifyOptions(c),
+		PodGroups:          c.podGroups,
 	})
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func addWebhooks(mgr ctrl.Manager, c config, certsReady <-chan struct{}) (health
 	var started atomic.Pointer[healthz.Checker]
 	err := mgr.Add(&afterCerts{certsReady: certsReady, run: func(context.Context) error {
 		// Every kind's webhooks, as Setup runs every part.
-		if err := setup.RegisterWebhooks(mgr, nil); err != nil {
+		if err := setup.RegisterWebhooks(mgr, nil, c.podGroups); err != nil {
 			return err
 		}
 		check := mgr.GetWebhookServer().StartedChecker()

@@ -66,7 +66,7 @@ func SetAnnotations(ann, want map[string]string) map[string]string {
 }
 
 // managedLabels are the pod labels berth sets on admitted pods.
-var managedLabels = []string{berthv1.WorkloadLabel, berthv1.PodSetLabel, berthv1.PlacementLabel}
+var managedLabels = []string{berthv1.WorkloadLabel, berthv1.PodSetLabel, berthv1.PlacementLabel, berthv1.SchedulingGroupLabel}
 
 // ManagedLabels returns berth's labels among labels, nil when there are
 // none.

@@ -189,6 +189,11 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", g.workload, err)
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
+		if !lifecycle.IsFinished(wl) {
+			if err := r.dropPodGroup(ctx, job, wl); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{}, r.finish(ctx, wl, succeeded, msg)
 	}
 	if restored, err := r.restoreFinalizer(ctx, job, wl); err != nil || restored {
@@ -416,6 +421,9 @@ func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Work
 	if err := saveOriginalScheduling(job); err != nil {
 		return reconcile.Result{}, err
 	}
+	if scheduling, err = r.handOff(ctx, job, wl, scheduling); err != nil {
+		return reconcile.Result{}, err
+	}
 	job.SetScheduling(scheduling)
 	job.Resume()
 	if err := r.write(ctx, job); err != nil {
@@ -442,7 +450,7 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStopped, "Stop", "%s",
 			workloadMessage(wl, berthv1.ConditionEvicted, "evicted"))
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.dropPodGroup(ctx, job, wl)
 	}
 	if job.IsActive() {
 		return reconcile.Result{}, nil // the job's controller deletes the pods; their updates requeue us

@@ -29,6 +29,11 @@ type Options struct {
 	// Workers is how many jobs (or gangs of a resolved kind) are reconciled
 	// at once; never the same one twice. Zero means 1.
 	Workers int
+	// PodGroups hands every admitted gang of two or more pods to
+	// kube-scheduler's gang scheduling: a scheduling.k8s.io/v1beta1
+	// PodGroup is created before its pods are released and deleted when it
+	// stops or ends (see podgroups.go). The cluster must serve PodGroups.
+	PodGroups bool
 	// Changes is told when an admitted job changed under its admission:
 	// the engine decides the eviction and the scheduler writes it. Required.
 	Changes ChangeReporter

@@ -91,6 +91,9 @@ type plan struct {
 	capacity     bool
 	provisioning bool
 	notify       bool
+	// podGroups hands admitted gangs to kube-scheduler's gang scheduling
+	// (Options.PodGroups).
+	podGroups bool
 	// kinds are the selected job kinds, in registration order.
 	kinds []Part
 }

@@ -34,11 +34,13 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/capacity"
+	"github.com/berth-dev/berth/controllers/handoff"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/kubeflow"
 	"github.com/berth-dev/berth/controllers/jobs/lws"
+	"github.com/berth-dev/berth/controllers/jobs/podgroup"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
@@ -103,6 +105,11 @@ type Options struct {
 	// Notifications configures the failure reports of admitted gangs
 	// (off unless Enabled; enabling them requires the Notify part).
 	Notifications notify.Options
+	// PodGroups hands every admitted gang of two or more pods to
+	// kube-scheduler's gang scheduling through a scheduling.k8s.io/v1beta1
+	// PodGroup, so that even binding is all or nothing (package
+	// handoff). The cluster must serve PodGroups: Setup fails otherwise.
+	PodGroups bool
 	// Parts selects what runs besides the core (see Part); nil or empty
 	// runs every part, which is what berth-controller runs. Suites list
 	// the parts they test, so that a suite's plane runs no controller it
@@ -129,6 +136,9 @@ type Reconciler interface {
 // Setup registers the core and the parts o.Parts selects with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	p, err := newPlan(o.Parts, o.Notifications.Enabled)
+	if err == nil && o.PodGroups {
+		p.podGroups, err = true, handoff.Served(mgr.GetRESTMapper())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +165,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		reconcilers = append(reconcilers, provisioning.New(recorder, sched, o.Provisioning))
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: parentKinds(), Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
-		Changes: sched}
+		Changes: sched, PodGroups: p.podGroups}
+	if p.podGroups {
+		reconcilers = append(reconcilers, handoff.New(mgr.GetClient()))
+	}
 	kinds, missing, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
 		return nil, err
@@ -224,13 +237,29 @@ func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.M
 // mgr's webhook server, which starts it. Setup does it when
 // Options.Webhooks is set; a binary that must first wait for its
 // certificate calls it later, with the same parts.
-func RegisterWebhooks(mgr ctrl.Manager, parts []Part) error {
+//
+// podGroups is Options.PodGroups: the pod webhook then names the PodGroup
+// of every gated gang's pods.
+func RegisterWebhooks(mgr ctrl.Manager, parts []Part, podGroups bool) error {
 	// Notifications play no part in which webhooks run.
 	p, err := newPlan(parts, false)
 	if err != nil {
 		return err
 	}
+	p.podGroups = podGroups
 	return registerWebhooks(mgr, p)
+}
+
+// podDefaulter is the pod webhook's defaulter: with the gang scheduling
+// hand-off on, it names the PodGroup of a pod group's gated pods when they
+// are created. A serving replica is a gang of one and joins none. Neither
+// do LeaderWorkerSet replicas nor whole-set StatefulSet gangs: see
+// docs/workload-aware-scheduling.md for why.
+func podDefaulter(p plan) pods.Defaulter {
+	if !p.podGroups {
+		return pods.Defaulter{}
+	}
+	return pods.Defaulter{SchedulingGroups: podgroup.SchedulingGroup}
 }
 
 // parentKinds are the kinds whose operators make child objects berth must
@@ -279,7 +308,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			err = ctrl.NewWebhookManagedBy(mgr, &kftraining.MPIJob{}).WithDefaulter(kubeflow.Defaulter[*kftraining.MPIJob]{Kind: k}).
 				WithValidator(kubeflow.Validator[*kftraining.MPIJob]{Kind: k, Workloads: wls}).Complete()
 		case webhookPodDefaulter:
-			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(pods.Defaulter{}).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p)).Complete()
 		case webhookPodValidator:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}}).Complete()
 		}

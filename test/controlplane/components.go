@@ -22,8 +22,9 @@ import (
 // Jobs and fake nodes need (job, node-lifecycle to lift the not-ready taint,
 // taint-eviction and pod GC for lost or deleted nodes, garbage collection),
 // namespaces and service accounts so namespaced tests look like a cluster,
-// ResourceClaims for pods that use ResourceClaimTemplates (DRA),
-// and the workload controllers the job integrations build on (JobSet on
+// ResourceClaims for pods that use ResourceClaimTemplates (DRA), the
+// finalizer of PodGroups that no running pod uses any more (skipped by
+// kube-controller-manager unless the GenericWorkload gate is on), and the workload controllers the job integrations build on (JobSet on
 // Jobs, LeaderWorkerSet on StatefulSets, the demo on Deployments). Cloud,
 // volume, certificate and endpoint controllers are left out: nothing here
 // uses them and each costs watches on a 2-core machine.
@@ -32,7 +33,8 @@ const kcmControllers = "job-controller,cronjob-controller,ttl-after-finished-con
 	"garbage-collector-controller,namespace-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller,root-ca-certificate-publisher-controller," +
 	"clusterrole-aggregation-controller,replicaset-controller,deployment-controller," +
-	"statefulset-controller,disruption-controller,resourceclaim-controller"
+	"statefulset-controller,disruption-controller,resourceclaim-controller," +
+	"podgroup-protection-controller"
 
 // kwokPodCIDR is where kwok allocates fake pod IPs; it is kept clear of
 // envtest's service range (10.0.0.0/24), which kwok's default overlaps.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
 )
@@ -42,8 +43,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	// Two 8-GPU nodes: room for two 8-GPU jobs at once, so only berth's
-	// quota can make them run one after the other.
-	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product}})
+	// quota can make them run one after the other. kube-scheduler's gang
+	// scheduling is on and berth hands it every gang (--pod-groups): every
+	// spec's gangs of two or more pods are bound through a PodGroup.
+	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product},
+		ExtraArgs: framework.GenericWorkloadArgs(), Berth: framework.BerthOptions{Setup: setup.Options{PodGroups: true}}})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 

@@ -31,6 +31,9 @@ type GPUPlane struct {
 	Operators []Operator
 	// CRDPaths are more CRDs to install (e.g. JobSetCRD()).
 	CRDPaths []string
+	// ExtraArgs adds command-line flags per component (see
+	// controlplane.Options.ExtraArgs), e.g. feature gates.
+	ExtraArgs map[controlplane.Component][]string
 	// Berth configures berth's manager. The full-plane suites leave
 	// Berth.Setup.Parts nil: they show the whole product, every part of
 	// it at once.
@@ -49,7 +52,7 @@ func StartGPUPlane(ctx context.Context, p GPUPlane) (*Env, error) {
 		}
 		crds = append(crds, crd)
 	}
-	env, err := StartWith(ctx, StartOptions{Full: true, CRDPaths: crds})
+	env, err := StartWith(ctx, StartOptions{Full: true, CRDPaths: crds, ExtraArgs: p.ExtraArgs})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,19 @@ func (e *Env) startGPUPlane(ctx context.Context, p GPUPlane) error {
 		return fmt.Errorf("starting berth: %w", err)
 	}
 	return nil
+}
+
+// GenericWorkloadArgs turn on kube-scheduler's gang scheduling on a plane:
+// the GenericWorkload feature gate on kube-apiserver, kube-scheduler and
+// kube-controller-manager, and the scheduling.k8s.io/v1beta1 API (beta
+// APIs are off by default) that serves PodGroups.
+func GenericWorkloadArgs() map[controlplane.Component][]string {
+	gate := "--feature-gates=GenericWorkload=true"
+	return map[controlplane.Component][]string{
+		controlplane.KubeAPIServer:         {gate, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		controlplane.KubeScheduler:         {gate},
+		controlplane.KubeControllerManager: {gate},
+	}
 }
 
 // CleanOptions configure CleanNamespace.

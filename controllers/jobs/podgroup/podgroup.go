@@ -64,6 +64,20 @@ func (Kind) Key(obj client.Object) (string, bool) {
 	return obj.GetName(), true
 }
 
+// SchedulingGroup is the PodGroup a pod of a group of two or more joins
+// when berth hands gangs to kube-scheduler's gang scheduling, named from
+// the group's name; "" for a pod of no group, or of a group of one.
+func SchedulingGroup(p *corev1.Pod) string {
+	group, ok := Kind{}.Key(p)
+	if !ok || group != p.Labels[berthv1.PodGroupLabel] {
+		return ""
+	}
+	if n, err := strconv.Atoi(p.Annotations[berthv1.PodGroupTotalCountAnnotation]); err != nil || n < 2 {
+		return ""
+	}
+	return jobs.SchedulingGroupName("podgroup", group)
+}
+
 // Resolve reads the pods of a group, or the lone pod whose key is its own
 // name, from the gang-key index.
 func (k Kind) Resolve(ctx context.Context, c client.Reader, namespace, key string) (jobs.Gang, error) {

@@ -142,6 +142,27 @@ func TestKey(t *testing.T) {
 	}
 }
 
+func TestSchedulingGroup(t *testing.T) {
+	owned := pod("c", "ranks", "2")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "s", Controller: ptr.To(true)}}
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want string
+	}{
+		{"a pod of a group of two joins the group's PodGroup", pod("a", "ranks", "2"), "podgroup-ranks"},
+		{"a group of one has nothing to gang", pod("a", "ranks", "1"), ""},
+		{"a group without a valid count joins none (berth refuses it)", pod("a", "ranks", "two"), ""},
+		{"a lone pod joins none", pod("b", "", ""), ""},
+		{"a pod of another controller is not a pod group's", owned, ""},
+	}
+	for _, tt := range tests {
+		if got := SchedulingGroup(&tt.pod); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestFinished(t *testing.T) {
 	phases := func(ps ...corev1.PodPhase) []corev1.Pod {
 		var out []corev1.Pod

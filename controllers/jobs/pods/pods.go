@@ -176,6 +176,27 @@ func Older(a, b *corev1.Pod) bool {
 	return a.Name < b.Name
 }
 
+// SchedulingGroup is the PodGroup name the gang's pods were created with
+// (see Defaulter.SchedulingGroups), "" when none names one or they name
+// different ones. A pod that names a group is not scheduled until the
+// group exists, so one named pod is enough for berth to create it; a pod
+// created before the hand-off was turned on names none and is scheduled
+// on its own.
+func (g *Gang) SchedulingGroup() string {
+	name := ""
+	for i := range g.Pods {
+		sg := g.Pods[i].Spec.SchedulingGroup
+		if sg == nil || sg.PodGroupName == nil {
+			continue
+		}
+		if name != "" && *sg.PodGroupName != name {
+			return ""
+		}
+		name = *sg.PodGroupName
+	}
+	return name
+}
+
 // Released is the number of pods the last Write released.
 func (g *Gang) Released() int { return g.released }
 
@@ -239,18 +260,33 @@ func Requests(ps []*corev1.Pod) corev1.ResourceList {
 	return out
 }
 
-// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"has(object.metadata.labels) && ('berth.dev/queue-name' in object.metadata.labels || 'berth.dev/scheduling-group' in object.metadata.labels)"}]}`
 
 // Defaulter gates every labelled pod at creation, so kube-scheduler does
 // not place it before berth admits its gang. Pods of a Job are not gated:
 // berth holds the Job itself through spec.suspend.
-type Defaulter struct{}
+//
+// It also names the scheduling.k8s.io PodGroup a pod joins, which can only
+// be done at creation (spec.schedulingGroup is immutable): a pod labelled
+// berthv1.SchedulingGroupLabel (berth labels the pod templates of admitted
+// gangs so) joins the group the label names, and a gated pod joins the
+// group SchedulingGroups names for its gang. A pod that already names a
+// group keeps it.
+type Defaulter struct {
+	// SchedulingGroups names the PodGroup of a gated pod's gang, "" for a
+	// pod that joins none; nil names none (gang scheduling hand-off off).
+	SchedulingGroups func(*corev1.Pod) string
+}
 
 // jobGroup is the API group of batch Jobs.
 var jobGroup = schema.GroupKind{Group: "batch", Kind: "Job"}
 
-// Default adds the admission gate to a labelled pod not controlled by a Job.
-func (Defaulter) Default(_ context.Context, p *corev1.Pod) error {
+// Default names the pod's scheduling group and adds the admission gate to
+// a labelled pod not controlled by a Job.
+func (d Defaulter) Default(_ context.Context, p *corev1.Pod) error {
+	if name := p.Labels[berthv1.SchedulingGroupLabel]; name != "" {
+		joinGroup(p, name)
+	}
 	if _, ok := p.Labels[berthv1.QueueNameLabel]; !ok || IsGated(p) {
 		return nil
 	}
@@ -261,7 +297,18 @@ func (Defaulter) Default(_ context.Context, p *corev1.Pod) error {
 		}
 	}
 	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.AdmissionGate})
+	if d.SchedulingGroups != nil {
+		joinGroup(p, d.SchedulingGroups(p))
+	}
 	return nil
+}
+
+// joinGroup sets the pod's scheduling group to name unless it has one.
+func joinGroup(p *corev1.Pod, name string) {
+	if name == "" || p.Spec.SchedulingGroup != nil {
+		return
+	}
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete

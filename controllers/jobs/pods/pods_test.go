@@ -49,6 +49,75 @@ func TestDefaulter(t *testing.T) {
 	}
 }
 
+// TestDefaulterSchedulingGroup names the PodGroup a pod joins at
+// creation, the only time it can be named.
+func TestDefaulterSchedulingGroup(t *testing.T) {
+	queued := map[string]string{berthv1.QueueNameLabel: "q"}
+	byLabel := map[string]string{berthv1.SchedulingGroupLabel: "job-train-1a2b3"}
+	jobPod := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", Controller: ptr.To(true)}}
+	groups := func(*corev1.Pod) string { return "podgroup-ranks" }
+	tests := []struct {
+		name   string
+		d      Defaulter
+		labels map[string]string
+		owners []metav1.OwnerReference
+		has    *string
+		want   string
+	}{
+		{name: "a Job's pod joins the group its template's label names", labels: byLabel, owners: jobPod, want: "job-train-1a2b3"},
+		{name: "a gated pod joins the group of its gang", d: Defaulter{SchedulingGroups: groups}, labels: queued, want: "podgroup-ranks"},
+		{name: "hand-off off: a gated pod joins none", labels: queued},
+		{name: "a pod of no gang joins none", d: Defaulter{SchedulingGroups: func(*corev1.Pod) string { return "" }}, labels: queued},
+		{name: "a pod that names its group keeps it", d: Defaulter{SchedulingGroups: groups}, labels: queued, has: ptr.To("own"), want: "own"},
+		{name: "an unlabelled pod is left alone", d: Defaulter{SchedulingGroups: groups}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, OwnerReferences: tt.owners}}
+			if tt.has != nil {
+				p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: tt.has}
+			}
+			if err := tt.d.Default(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+				got = *sg.PodGroupName
+			}
+			if got != tt.want {
+				t.Errorf("scheduling group %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGangSchedulingGroup is the group a gang's pods share.
+func TestGangSchedulingGroup(t *testing.T) {
+	pod := func(group string) corev1.Pod {
+		p := corev1.Pod{}
+		if group != "" {
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"every pod names one group", []corev1.Pod{pod("g"), pod("g")}, "g"},
+		{"a pod created before the hand-off names none", []corev1.Pod{pod("g"), pod("")}, "g"},
+		{"no pod names one", []corev1.Pod{pod(""), pod("")}, ""},
+		{"pods name different groups", []corev1.Pod{pod("g"), pod("h")}, ""},
+		{"no pods", nil, ""},
+	}
+	for _, tt := range tests {
+		if got := (&Gang{Pods: tt.pods}).SchedulingGroup(); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestReleaseFromStaleCache releases a pod from a cached copy a version
 // behind the server's, as after kube-scheduler wrote the gated pod's
 // PodScheduled condition: the release must not conflict, must keep what

@@ -154,6 +154,9 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.localQueueFairSharing) }}
 - --local-queue-fair-sharing={{ $c.localQueueFairSharing }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.podGroups) }}
+- --pod-groups={{ $c.podGroups }}
+{{- end }}
 {{- if not (kindIs "invalid" $c.localQueueMetrics) }}
 - --local-queue-metrics={{ $c.localQueueMetrics }}
 {{- end }}

@@ -54,6 +54,7 @@ var flagCases = []flagCase{
 	{"pending-status-delay", []string{"controller.pendingStatusDelay=2m"}, "--pending-status-delay=2m"},
 	{"fair-sharing", []string{"controller.fairSharing=false"}, "--fair-sharing=false"},
 	{"local-queue-fair-sharing", []string{"controller.localQueueFairSharing=true"}, "--local-queue-fair-sharing=true"},
+	{"pod-groups", []string{"controller.podGroups=true"}, "--pod-groups=true"},
 	{"local-queue-metrics", []string{"controller.localQueueMetrics=true"}, "--local-queue-metrics=true"},
 	{"notifications", []string{"controller.notifications=false"}, "--notifications=false"},
 	{"notification-allowed-cidrs", []string{"controller.notificationAllowedCIDRs={10.20.30.0/24,fd00::/8}"}, "--notification-allowed-cidrs=10.20.30.0/24,fd00::/8"},

@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+)
+
+// SchedulingGrouper is a job whose pods were named into a scheduling group
+// when they were created (gated pods, see package pods): the PodGroup berth
+// creates for the gang takes that name.
+type SchedulingGrouper interface {
+	// SchedulingGroup is the spec.schedulingGroup.podGroupName its pods
+	// share, "" when they share none.
+	SchedulingGroup() string
+}
+
+// SchedulingGroupName is a PodGroup name made of parts: the parts joined
+// by "-" when that is a valid name and a valid label value (≤ 63
+// characters, so it can travel in berthv1.SchedulingGroupLabel), else the
+// first part and a hash of all of them.
+func SchedulingGroupName(parts ...string) string {
+	name := strings.Join(parts, "-")
+	if len(validation.IsDNS1123Label(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	prefix := strings.ToLower(parts[0])
+	const keep = validation.DNS1123LabelMaxLength - 11
+	if len(prefix) > keep {
+		prefix = prefix[:keep]
+	}
+	prefix = strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, prefix), "-")
+	return strings.TrimPrefix(prefix+"-"+hex.EncodeToString(sum[:])[:10], "-")
+}
+
+// handOff prepares an admitted gang for kube-scheduler's gang scheduling
+// (Options.PodGroups): it creates the gang's PodGroup, with minCount the
+// pods the admission counts, before the pods are released, and returns
+// scheduling with the label that names the group on each pod template.
+// A gang of one pod has nothing to gang and gets no PodGroup; neither does
+// a gang of gated pods created without a group name (before the option was
+// on): their names cannot change.
+func (r *Reconciler) handOff(ctx context.Context, job GenericJob, wl *berthv1.Workload, scheduling []PodSetScheduling) ([]PodSetScheduling, error) {
+	var pods int32
+	for _, s := range scheduling {
+		pods += s.Count
+	}
+	if !r.opts.PodGroups || pods < 2 {
+		return scheduling, nil
+	}
+	name := r.podGroupName(job, wl)
+	if name == "" {
+		return scheduling, nil
+	}
+	if _, gated := job.(SchedulingGrouper); !gated {
+		for i := range scheduling {
+			scheduling[i].Labels[berthv1.SchedulingGroupLabel] = name
+		}
+	}
+	return scheduling, r.ensurePodGroup(ctx, wl, name, pods)
+}
+
+// podGroupName is the name of the gang's PodGroup: the one its gated pods
+// carry, or one made from the Workload's name for kinds whose pods the
+// job's operator creates once berth lets it.
+func (r *Reconciler) podGroupName(job GenericJob, wl *berthv1.Workload) string {
+	if g, ok := job.(SchedulingGrouper); ok {
+		return g.SchedulingGroup()
+	}
+	return SchedulingGroupName(wl.Name)
+}
+
+// ensurePodGroup creates the PodGroup name for wl's gang of pods pods, or
+// finds wl's own in place (its minCount may have been lowered once placed,
+// see package handoff). A group being deleted (it stays while pods of the
+// last run terminate) or left by another Workload of that name is not
+// joined: pods that joined it would wait for a group that goes, or has the
+// wrong size. The latter is deleted; either way the start is retried.
+func (r *Reconciler) ensurePodGroup(ctx context.Context, wl *berthv1.Workload, name string, pods int32) error {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: name,
+			Labels:          map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(wl, berthv1.GroupVersion.WithKind("Workload"))}},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: pods}},
+		},
+	}
+	err := r.client.Create(ctx, pg)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating PodGroup %s of workload %s: %w", name, wl.Name, err)
+		}
+		return nil
+	}
+	old := &schedulingv1beta1.PodGroup{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(pg), old); err != nil {
+		return fmt.Errorf("reading PodGroup %s of workload %s: %w", name, wl.Name, err)
+	}
+	switch {
+	case !old.DeletionTimestamp.IsZero():
+		return fmt.Errorf("PodGroup %s of an earlier run of workload %s is still being deleted: starting it again once it is gone", name, wl.Name)
+	case old.Labels[berthv1.WorkloadLabel] == string(wl.UID):
+		return nil
+	}
+	if err := r.client.Delete(ctx, old, client.Preconditions{UID: ptr.To(old.UID)}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting PodGroup %s, which is not workload %s's: %w", name, wl.Name, err)
+	}
+	return fmt.Errorf("PodGroup %s was not workload %s's: deleted, starting the workload again once it is gone", name, wl.Name)
+}
+
+// dropPodGroup deletes the PodGroup of a gang that stops or ends, so that
+// its next admission starts a fresh group. A gang whose group berth cannot
+// name any more (its gated pods are gone) leaves it to the garbage
+// collector, which deletes it with its Workload.
+func (r *Reconciler) dropPodGroup(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+	if !r.opts.PodGroups || admittedPods(wl) < 2 {
+		return nil
+	}
+	name := r.podGroupName(job, wl)
+	if name == "" {
+		return nil
+	}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: name}}
+	if err := r.client.Delete(ctx, pg); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting PodGroup %s of workload %s: %w", name, wl.Name, err)
+	}
+	return nil
+}
+
+// admittedPods counts the pods of wl's admission, 0 when it has none.
+func admittedPods(wl *berthv1.Workload) int32 {
+	var n int32
+	if a := wl.Status.Admission; a != nil {
+		for _, psa := range a.PodSetAssignments {
+			n += psa.Count
+		}
+	}
+	return n
+}
+
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;create;delete
