@@ -206,14 +206,27 @@ func (j *JobSet) Finished() (bool, bool, string) {
 
 // Defaulter holds every JobSet submitted to a berth queue: it sets
 // spec.suspend on creation, so that no child Job runs a pod before
-// admission.
-type Defaulter struct{}
+// admission. A JobSet an operator makes for a queued parent of its own (a
+// TrainJob's, labelled with the TrainJob's queue) is left alone: the
+// parent is what berth holds, and the Validator keeps the JobSet within
+// the parent's admission.
+type Defaulter struct {
+	// Reader reads a JobSet's parent.
+	Reader client.Reader
+	// Parents are the kinds whose children berth covers (a TrainJob).
+	Parents []jobs.Kind
+}
 
-// Default suspends a JobSet that carries the queue-name label.
-func (Defaulter) Default(_ context.Context, js *jobsetv1.JobSet) error {
-	if _, ok := js.Labels[berthv1.QueueNameLabel]; ok {
-		js.Spec.Suspend = ptr.To(true)
+// Default suspends a queued JobSet that is not a queued parent's.
+func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
+	if _, ok := js.Labels[berthv1.QueueNameLabel]; !ok {
+		return nil
 	}
+	parent, _, err := jobs.ParentOf(ctx, d.Reader, js, d.Parents)
+	if err != nil || parent != nil {
+		return err
+	}
+	js.Spec.Suspend = ptr.To(true)
 	return nil
 }
 
