@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
+	"github.com/berth-dev/berth/controllers/jobs/trainjob"
 )
 
 // Part names a part of berth that Options.Parts selects. The core always
@@ -73,17 +74,23 @@ const (
 	// MPIJob queues the training-operator's MPIJobs (kubeflow.org/v1):
 	// their controller and webhook.
 	MPIJob Part = "mpijob"
+	// TrainJob queues Kubeflow Trainer's TrainJobs: their controller and
+	// webhook. It requires JobSet, whose webhooks guard a TrainJob's
+	// JobSet: they leave it unheld as the TrainJob's child, and keep it
+	// from running before, or beyond, the TrainJob's admission.
+	TrainJob Part = "trainjob"
 )
 
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob}
+	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob,
+		TrainJob}
 }
 
 // JobKinds are the parts that each queue one kind of job.
 func JobKinds() []Part {
-	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob}
+	return []Part{BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob, TrainJob}
 }
 
 // plan is what Setup registers for a selection of parts.
@@ -119,6 +126,9 @@ func newPlan(parts []Part, notifications bool) (plan, error) {
 	}
 	if has(RayJob) && !has(RayCluster) {
 		errs = append(errs, fmt.Errorf("part %q requires %q: the RayCluster webhook keeps a queued RayJob's cluster from growing beyond its admission", RayJob, RayCluster))
+	}
+	if has(TrainJob) && !has(JobSet) {
+		errs = append(errs, fmt.Errorf("part %q requires %q: the JobSet webhooks keep a queued TrainJob's JobSet within the TrainJob's admission", TrainJob, JobSet))
 	}
 	if notifications && !has(Notify) {
 		errs = append(errs, fmt.Errorf("notifications are enabled but part %q is not selected", Notify))
@@ -165,6 +175,8 @@ func kindOf(p Part) jobs.Kind {
 		return kubeflow.PyTorchJobKind{}
 	case MPIJob:
 		return kubeflow.MPIJobKind{}
+	case TrainJob:
+		return trainjob.Kind{}
 	default:
 		return podgroup.Kind{}
 	}
@@ -186,6 +198,7 @@ const (
 	webhookRayCluster     = "RayCluster"
 	webhookPyTorchJob     = "PyTorchJob"
 	webhookMPIJob         = "MPIJob"
+	webhookTrainJob       = "TrainJob"
 	// webhookPodDefaulter gates queued pods at creation.
 	webhookPodDefaulter = "Pod defaulter"
 	// webhookPodValidator guards berth's labels on every admitted pod and
@@ -207,7 +220,8 @@ func (p plan) webhooks() []string {
 		part Part
 		name string
 	}{{BatchJob, webhookJob}, {JobSet, webhookJobSet}, {LWS, webhookLWS}, {Deployment, webhookDeployment}, {StatefulSet, webhookStatefulSet},
-		{RayJob, webhookRayJob}, {RayCluster, webhookRayCluster}, {PyTorchJob, webhookPyTorchJob}, {MPIJob, webhookMPIJob}} {
+		{RayJob, webhookRayJob}, {RayCluster, webhookRayCluster}, {PyTorchJob, webhookPyTorchJob}, {MPIJob, webhookMPIJob},
+		{TrainJob, webhookTrainJob}} {
 		if p.has(k.part) {
 			out = append(out, k.name)
 		}

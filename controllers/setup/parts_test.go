@@ -14,6 +14,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
+	"github.com/berth-dev/berth/controllers/jobs/trainjob"
 )
 
 // planCase is a selection of parts and what newPlan makes of it.
@@ -29,7 +30,8 @@ type planCase struct {
 // planCases are the selections TestNewPlan tries.
 func planCases() []planCase {
 	every := []string{webhookResourceFlavor, webhookClusterQueue, webhookJob, webhookJobSet, webhookLWS,
-		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookRayCluster, webhookPyTorchJob, webhookMPIJob, webhookPodDefaulter, webhookPodValidator}
+		webhookDeployment, webhookStatefulSet, webhookRayJob, webhookRayCluster, webhookPyTorchJob, webhookMPIJob, webhookTrainJob,
+		webhookPodDefaulter, webhookPodValidator}
 	coreHooks := []string{webhookResourceFlavor, webhookClusterQueue}
 	return []planCase{
 		{name: "nil selects everything, as berth-controller runs", parts: nil, notifications: true,
@@ -72,6 +74,11 @@ func planCases() []planCase {
 			webhooks: append(slices.Clone(coreHooks), webhookRayJob, webhookRayCluster, webhookPodValidator)},
 		{name: "RayJobs without RayClusters", parts: []Part{RayJob},
 			err: `part "rayjob" requires "raycluster"`},
+		{name: "TrainJobs with JobSets, whose webhooks guard a TrainJob's JobSet", parts: []Part{TrainJob, JobSet},
+			want:     plan{kinds: []Part{JobSet, TrainJob}},
+			webhooks: append(slices.Clone(coreHooks), webhookJobSet, webhookTrainJob, webhookPodValidator)},
+		{name: "TrainJobs without JobSets", parts: []Part{TrainJob},
+			err: `part "trainjob" requires "jobset"`},
 		{name: "provisioning without capacity", parts: []Part{Provisioning, BatchJob},
 			err: `part "provisioning" requires "capacity"`},
 		{name: "notifications enabled without notify", parts: []Part{BatchJob}, notifications: true,
@@ -116,7 +123,8 @@ func TestJobKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}, raycluster.Kind{}, kubeflow.PyTorchJobKind{}, kubeflow.MPIJobKind{}}
+	want := []jobs.Kind{batchjob.Kind{}, jobset.Kind{}, lws.Kind{}, podgroup.Kind{}, serving.DeploymentKind{}, serving.StatefulSetKind{}, rayjob.Kind{}, raycluster.Kind{},
+		kubeflow.PyTorchJobKind{}, kubeflow.MPIJobKind{}, trainjob.Kind{}}
 	got := p.jobKinds()
 	if len(got) != len(want) {
 		t.Fatalf("kinds = %v, want %v", got, want)

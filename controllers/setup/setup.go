@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -45,6 +46,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/raycluster"
 	"github.com/berth-dev/berth/controllers/jobs/rayjob"
 	"github.com/berth-dev/berth/controllers/jobs/serving"
+	"github.com/berth-dev/berth/controllers/jobs/trainjob"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/provisioning"
@@ -263,9 +265,10 @@ func podDefaulter(p plan) pods.Defaulter {
 }
 
 // parentKinds are the kinds whose operators make child objects berth must
-// recognise: a JobSet's Jobs, a RayJob's RayCluster and submitter Job. A
-// child is covered by its parent's Workload (jobs.ParentOf).
-func parentKinds() []jobs.Kind { return []jobs.Kind{jobset.Kind{}, rayjob.Kind{}} }
+// recognise: a JobSet's Jobs, a RayJob's RayCluster and submitter Job, a
+// TrainJob's JobSet. A child is covered by its parent's Workload
+// (jobs.ParentOf); a TrainJob's JobSet's Jobs by the TrainJob's.
+func parentKinds() []jobs.Kind { return []jobs.Kind{jobset.Kind{}, rayjob.Kind{}, trainjob.Kind{}} }
 
 // registerWebhooks registers the webhooks of plan.webhooks.
 func registerWebhooks(mgr ctrl.Manager, p plan) error {
@@ -282,8 +285,8 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			err = ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
 				WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookJobSet:
-			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{}).
-				WithValidator(jobset.Validator{Workloads: wls}).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{Reader: mgr.GetClient(), Parents: parents}).
+				WithValidator(jobset.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookLWS:
 			err = ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).
 				WithValidator(lws.Validator{Workloads: wls}).Complete()
@@ -307,6 +310,9 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			k := kubeflow.MPIJobKind{}
 			err = ctrl.NewWebhookManagedBy(mgr, &kftraining.MPIJob{}).WithDefaulter(kubeflow.Defaulter[*kftraining.MPIJob]{Kind: k}).
 				WithValidator(kubeflow.Validator[*kftraining.MPIJob]{Kind: k, Workloads: wls}).Complete()
+		case webhookTrainJob:
+			err = ctrl.NewWebhookManagedBy(mgr, &trainer.TrainJob{}).WithDefaulter(trainjob.Defaulter{}).
+				WithValidator(trainjob.Validator{Workloads: wls}).Complete()
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p)).Complete()
 		case webhookPodValidator:
@@ -374,6 +380,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	}
 	if err := rayv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering RayJob types: %w", err)
+	}
+	if err := trainer.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering TrainJob types: %w", err)
 	}
 	if err := autoscalingv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering ProvisioningRequest types: %w", err)

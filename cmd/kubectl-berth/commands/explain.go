@@ -38,12 +38,15 @@ var explainKinds = map[string]explainKind{
 	"mpijob": {"MPIJob", "kubeflow.org"}, "mpijobs": {"MPIJob", "kubeflow.org"},
 	"raycluster": {"RayCluster", "ray.io"}, "rayclusters": {"RayCluster", "ray.io"},
 	"rayjob": {"RayJob", "ray.io"}, "rayjobs": {"RayJob", "ray.io"}, "rayjob.ray.io": {"RayJob", "ray.io"},
+	"trainjob": {"TrainJob", "trainer.kubeflow.org"}, "trainjobs": {"TrainJob", "trainer.kubeflow.org"},
+	"trainjob.trainer.kubeflow.org": {"TrainJob", "trainer.kubeflow.org"},
 	"podgroup": {podGroupKind, ""}, "podgroups": {podGroupKind, ""}, "pod": {podGroupKind, ""}, "pods": {podGroupKind, ""},
 	"workload": {"Workload", ""}, "workloads": {"Workload", ""}, "workload.berth.dev": {"Workload", ""}, "bwl": {"Workload", ""},
 }
 
 // explainKindNames are what completion offers and errors name.
-var explainKindNames = []string{"deployment", "job", "jobset", "leaderworkerset", "lws", "mpijob", "podgroup", "pytorchjob", "raycluster", "rayjob", "statefulset", "workload"}
+var explainKindNames = []string{"deployment", "job", "jobset", "leaderworkerset", "lws", "mpijob", "podgroup", "pytorchjob", "raycluster", "rayjob", "statefulset",
+	"trainjob", "workload"}
 
 func newExplain(e *env) *cobra.Command {
 	var output string
@@ -52,7 +55,7 @@ func newExplain(e *env) *cobra.Command {
 		Short: "Say where a job's Workload stands: its queue, place in line and why it waits, or where it runs",
 		Long: `Finds the Workload of a job (job, jobset, leaderworkerset or lws, podgroup —
 a group of pods labelled berth.dev/pod-group, or a single labelled pod —,
-deployment, statefulset, rayjob, raycluster, pytorchjob or mpijob labelled berth.dev/queue-name, or a workload by
+deployment, statefulset, rayjob, raycluster, pytorchjob, mpijob or trainjob labelled berth.dev/queue-name, or a workload by
 name) and says in plain words where it stands: its queues
 and status; if it is pending, its position in its ClusterQueue and
 LocalQueue, why it waits, what it is short of per flavor (needs X, Y

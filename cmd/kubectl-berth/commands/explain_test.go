@@ -36,7 +36,9 @@ func TestParseExplainTarget(t *testing.T) {
 		{"sts short name", []string{"sts/kv"}, "StatefulSet", "kv", ""},
 		{"statefulsets", []string{"statefulsets/kv"}, "StatefulSet", "kv", ""},
 		{"statefulset.apps", []string{"StatefulSet.apps/kv"}, "StatefulSet", "kv", ""},
-		{"unknown kind", []string{"service/web"}, "", "", `"service" is not a kind explain knows: use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, workload`},
+		{"trainjob", []string{"trainjob/finetune"}, "TrainJob", "finetune", ""},
+		{"trainjob with its group", []string{"trainjob.trainer.kubeflow.org/finetune"}, "TrainJob", "finetune", ""},
+		{"unknown kind", []string{"service/web"}, "", "", `"service" is not a kind explain knows: use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, trainjob, workload`},
 		{"no slash", []string{"train"}, "", "", "name what to explain as KIND/NAME"},
 		{"no name", []string{"job/"}, "", "", "the name is missing"},
 	}
@@ -66,7 +68,7 @@ func TestListAndExplainRefuseBadArguments(t *testing.T) {
 	}{
 		{"list in xml", []string{"list", "workloads", "-o", "xml"}, `--output "xml": use wide, json or yaml`},
 		{"list queues in xml", []string{"list", "cq", "-o", "name"}, `--output "name"`},
-		{"explain a bad kind", []string{"explain", "svc/x"}, "use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, workload"},
+		{"explain a bad kind", []string{"explain", "svc/x"}, "use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, trainjob, workload"},
 		{"explain wide", []string{"explain", "job/x", "-o", "wide"}, `--output "wide": use json or yaml`},
 		{"explain nothing", []string{"explain"}, "accepts between 1 and 2 arg(s), received 0"},
 	}
@@ -82,7 +84,7 @@ func TestListAndExplainRefuseBadArguments(t *testing.T) {
 
 func TestExplainKindCompletion(t *testing.T) {
 	got, _ := explainKindCompletion(nil, nil, "")
-	if strings.Join(got, " ") != "deployment/ job/ jobset/ leaderworkerset/ lws/ mpijob/ podgroup/ pytorchjob/ raycluster/ rayjob/ statefulset/ workload/" {
+	if strings.Join(got, " ") != "deployment/ job/ jobset/ leaderworkerset/ lws/ mpijob/ podgroup/ pytorchjob/ raycluster/ rayjob/ statefulset/ trainjob/ workload/" {
 		t.Errorf("completions %v", got)
 	}
 	if got, _ := explainKindCompletion(nil, nil, "job/tr"); got != nil {
