@@ -139,6 +139,19 @@ func ParentOf(ctx context.Context, c client.Reader, obj client.Object, kinds []K
 	return parentOf(ctx, c, obj, kinds, maxParentDepth)
 }
 
+// ParentOf is ParentOf read through the cache, and again from the API
+// server when the cache finds no parent for an object that names a
+// controller: an operator creates a child right after it saw its parent,
+// which berth's cache may not hold yet, and a child taken for a job of its
+// own would be held, and charged, twice.
+func (w Workloads) ParentOf(ctx context.Context, obj client.Object, kinds []Kind) (client.Object, Kind, error) {
+	parent, kind, err := ParentOf(ctx, w.Cache, obj, kinds)
+	if err != nil || parent != nil || metav1.GetControllerOf(obj) == nil {
+		return parent, kind, err
+	}
+	return ParentOf(ctx, w.API, obj, kinds)
+}
+
 // maxParentDepth bounds how far up ParentOf follows controller references:
 // a Job of a TrainJob's JobSet is the deepest child berth knows (two
 // levels), and the bound ends a cycle of forged references.

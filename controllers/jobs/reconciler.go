@@ -173,7 +173,7 @@ func (r *Reconciler) wrap(ctx context.Context, obj client.Object) (GenericJob, e
 // isChild reports whether obj is controlled by an object of a kind berth
 // manages as a whole (a JobSet's Job): its parent's Workload covers it.
 func (r *Reconciler) isChild(ctx context.Context, obj client.Object) (bool, error) {
-	parent, _, err := ParentOf(ctx, r.client, obj, r.opts.Parents)
+	parent, _, err := Workloads{Cache: r.client, API: r.reader}.ParentOf(ctx, obj, r.opts.Parents)
 	return parent != nil, err
 }
 

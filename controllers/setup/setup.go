@@ -285,7 +285,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			err = ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
 				WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookJobSet:
-			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{Reader: mgr.GetClient(), Parents: parents}).
+			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{Readers: wls, Parents: parents}).
 				WithValidator(jobset.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookLWS:
 			err = ctrl.NewWebhookManagedBy(mgr, &lwsv1.LeaderWorkerSet{}).WithDefaulter(lws.Defaulter{}).

@@ -81,9 +81,12 @@ func TestDefaulterLeavesChildrenAlone(t *testing.T) {
 	tests := []struct {
 		name string
 		js   *jobsetv1.JobSet
-		want bool
+		// uncached: berth's cache does not have the TrainJob yet.
+		uncached bool
+		want     bool
 	}{
 		{name: "the TrainJob's JobSet, resumed with it", js: childOf(tj, "train", 4, "8", false), want: false},
+		{name: "the TrainJob's JobSet, made before berth's cache has the TrainJob", js: childOf(tj, "train", 4, "8", false), uncached: true},
 		{name: "a look-alike under another name is held", js: childOf(tj, "train-forged", 4, "8", false), want: true},
 		{name: "a JobSet of its own is held", js: func() *jobsetv1.JobSet {
 			js := childOf(tj, "train", 4, "8", false)
@@ -93,7 +96,11 @@ func TestDefaulterLeavesChildrenAlone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := jobset.Defaulter{Reader: reader(t, tj), Parents: parents}
+			api, cache := reader(t, tj), reader(t, tj)
+			if tt.uncached {
+				cache = reader(t)
+			}
+			d := jobset.Defaulter{Readers: jobs.Workloads{Cache: cache, API: api}, Parents: parents}
 			if err := d.Default(t.Context(), tt.js); err != nil {
 				t.Fatal(err)
 			}

@@ -211,8 +211,8 @@ func (j *JobSet) Finished() (bool, bool, string) {
 // parent is what berth holds, and the Validator keeps the JobSet within
 // the parent's admission.
 type Defaulter struct {
-	// Reader reads a JobSet's parent.
-	Reader client.Reader
+	// Readers read a JobSet's parent.
+	Readers jobs.Workloads
 	// Parents are the kinds whose children berth covers (a TrainJob).
 	Parents []jobs.Kind
 }
@@ -222,7 +222,7 @@ func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
 	if _, ok := js.Labels[berthv1.QueueNameLabel]; !ok {
 		return nil
 	}
-	parent, _, err := jobs.ParentOf(ctx, d.Reader, js, d.Parents)
+	parent, _, err := d.Readers.ParentOf(ctx, js, d.Parents)
 	if err != nil || parent != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (Validator) ValidateDelete(context.Context, *jobsetv1.JobSet) (admission.Wa
 // parent returns the name of the Workload of the queued parent whose
 // child js is (a TrainJob's), and whether it is one.
 func (v Validator) parent(ctx context.Context, js *jobsetv1.JobSet) (string, bool, error) {
-	parent, kind, err := jobs.ParentOf(ctx, v.Workloads.Cache, js, v.Parents)
+	parent, kind, err := v.Workloads.ParentOf(ctx, js, v.Parents)
 	if err != nil || parent == nil {
 		return "", false, err
 	}
