@@ -38,8 +38,7 @@ var explainKinds = map[string]explainKind{
 	"mpijob": {"MPIJob", "kubeflow.org"}, "mpijobs": {"MPIJob", "kubeflow.org"},
 	"raycluster": {"RayCluster", "ray.io"}, "rayclusters": {"RayCluster", "ray.io"},
 	"rayjob": {"RayJob", "ray.io"}, "rayjobs": {"RayJob", "ray.io"}, "rayjob.ray.io": {"RayJob", "ray.io"},
-	"trainjob": {"TrainJob", "trainer.kubeflow.org"}, "trainjobs": {"TrainJob", "trainer.kubeflow.org"},
-	"trainjob.trainer.kubeflow.org": {"TrainJob", "trainer.kubeflow.org"},
+	"trainjob": {"TrainJob", "trainer.kubeflow.org"}, "trainjobs": {"TrainJob", "trainer.kubeflow.org"}, "trainjob.trainer.kubeflow.org": {"TrainJob", "trainer.kubeflow.org"},
 	"podgroup": {podGroupKind, ""}, "podgroups": {podGroupKind, ""}, "pod": {podGroupKind, ""}, "pods": {podGroupKind, ""},
 	"workload": {"Workload", ""}, "workloads": {"Workload", ""}, "workload.berth.dev": {"Workload", ""}, "bwl": {"Workload", ""},
 }
