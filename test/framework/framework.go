@@ -10,6 +10,7 @@ package framework
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -170,6 +171,38 @@ func TrainingOperatorCRDs() ([]string, error) {
 	}
 	crds := filepath.Join(dir, "manifests", "base", "crds")
 	return []string{filepath.Join(crds, "kubeflow.org_pytorchjobs.yaml"), filepath.Join(crds, "kubeflow.org_mpijobs.yaml")}, nil
+}
+
+// TrainerCRDs are the TrainJob, TrainingRuntime and ClusterTrainingRuntime
+// CRDs of the Kubeflow Trainer version berth is built with. go.mod replaces
+// that version with third_party/kubeflow-trainer, which holds its API
+// package only: the CRDs are read from the release's own module, which go
+// downloads into the module cache (from the cache when it is there).
+func TrainerCRDs() ([]string, error) {
+	const module = "github.com/kubeflow/trainer/v2"
+	list := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module)
+	list.Dir = RepoRoot()
+	out, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("reading the version of %s berth requires: %w", module, err)
+	}
+	download := exec.Command("go", "mod", "download", "-json", module+"@"+strings.TrimSpace(string(out)))
+	download.Dir = RepoRoot()
+	raw, err := download.Output()
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", module, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(raw, &mod); err != nil {
+		return nil, fmt.Errorf("reading where go mod download put %s: %w", module, err)
+	}
+	if mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download named no directory for %s: %s", module, raw)
+	}
+	crds := filepath.Join(mod.Dir, "manifests", "base", "crds")
+	return []string{filepath.Join(crds, "trainer.kubeflow.org_trainjobs.yaml"),
+		filepath.Join(crds, "trainer.kubeflow.org_trainingruntimes.yaml"),
+		filepath.Join(crds, "trainer.kubeflow.org_clustertrainingruntimes.yaml")}, nil
 }
 
 // BerthOptions configure StartBerth.

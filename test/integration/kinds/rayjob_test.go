@@ -177,9 +177,10 @@ var _ = Describe("RayJob", func() {
 	})
 })
 
-// operatorEditor is what a platform that installs KubeRay and the
-// training-operator grants its tenants: their jobs in their namespaces,
-// aggregated to the built-in edit role. Created before the suite's first
+// operatorEditor is what a platform that installs KubeRay, the
+// training-operator, JobSet and Kubeflow Trainer grants its tenants: their
+// jobs in their namespaces, and reading the training runtimes (as
+// Kubeflow's own roles grant them), aggregated to the built-in edit role. Created before the suite's first
 // tenant, whose binding fills edit on a plane without
 // kube-controller-manager (framework.Env.Tenant).
 func operatorEditor() *rbacv1.ClusterRole {
@@ -190,6 +191,12 @@ func operatorEditor() *rbacv1.ClusterRole {
 				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{"kubeflow.org"}, Resources: []string{"pytorchjobs", "mpijobs"},
 				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainjobs"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{"trainer.kubeflow.org"}, Resources: []string{"trainingruntimes", "clustertrainingruntimes"},
+				Verbs: []string{"get", "list", "watch"}},
 		},
 	}
 }

@@ -1,5 +1,6 @@
 // Package kinds_test runs each job kind's adapter — batch/v1 Job, JobSet,
-// LeaderWorkerSet, pod group, RayJob, RayCluster, PyTorchJob and MPIJob —
+// LeaderWorkerSet, pod group, RayJob, RayCluster, PyTorchJob, MPIJob and
+// TrainJob —
 // against one real kube-apiserver and etcd with the kinds' CRDs installed:
 // the shared adapter suite (test/jobsuite) for each kind, and each kind's
 // specifics. Every spec works in a namespace, flavor and ClusterQueue of
@@ -7,7 +8,7 @@
 // kube-controller-manager, operator or kubelet here: the adapters play
 // them — they mark Jobs and JobSets finished as their controllers would,
 // move a RayJob's, a RayCluster's and a training-operator job's status as
-// their operators do, create a LeaderWorkerSet replica's pods (labelled as
+// their operators do, build a TrainJob's JobSet as the trainer does, create a LeaderWorkerSet replica's pods (labelled as
 // the operator labels them) whenever they are missing, and mark released
 // pods Succeeded as a kubelet would.
 package kinds_test
@@ -57,7 +58,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 	kfCRDs, err := framework.TrainingOperatorCRDs()
 	Expect(err).NotTo(HaveOccurred())
-	crds := append(append([]string{jobSetCRD, lwsCRD}, rayCRDs...), kfCRDs...)
+	trainerCRDs, err := framework.TrainerCRDs()
+	Expect(err).NotTo(HaveOccurred())
+	crds := append(append(append([]string{jobSetCRD, lwsCRD}, rayCRDs...), kfCRDs...), trainerCRDs...)
 	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: crds}, framework.BerthOptions{Setup: setup.Options{
 		DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 		// Every kind the suite describes, and capacity: the shared spec
@@ -65,7 +68,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// flavor's levels, which reach the engine through the capacity
 		// controllers.
 		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob, setup.RayCluster,
-			setup.PyTorchJob, setup.MPIJob},
+			setup.PyTorchJob, setup.MPIJob, setup.TrainJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(env.Client.Create(ctx, operatorEditor())).To(Succeed())
@@ -86,6 +89,7 @@ var (
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, rayClusterAdapter{})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.PyTorchJobKind})
 	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, kubeflowAdapter{kind: kftraining.MPIJobKind})
+	_ = jobsuite.DescribeAdapter(func() *framework.Env { return env }, trainJobAdapter{})
 )
 
 // gated reports whether berth's admission gate still holds the pod.
