@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -74,7 +75,8 @@ func (r *Reconciler) handOff(ctx context.Context, job GenericJob, wl *berthv1.Wo
 			scheduling[i].Labels[berthv1.SchedulingGroupLabel] = name
 		}
 	}
-	return scheduling, r.ensurePodGroup(ctx, wl, name, pods)
+	_, gated := job.(SchedulingGrouper)
+	return scheduling, r.ensurePodGroup(ctx, wl, name, pods, gated && !job.IsActive())
 }
 
 // podGroupName is the name of the gang's PodGroup: the one its gated pods
@@ -88,12 +90,22 @@ func (r *Reconciler) podGroupName(job GenericJob, wl *berthv1.Workload) string {
 }
 
 // ensurePodGroup creates the PodGroup name for wl's gang of pods pods, or
-// finds wl's own in place (its minCount may have been lowered once placed,
-// see package handoff). A group being deleted (it stays while pods of the
-// last run terminate) or left by another Workload of that name is not
-// joined: pods that joined it would wait for a group that goes, or has the
-// wrong size. The latter is deleted; either way the start is retried.
-func (r *Reconciler) ensurePodGroup(ctx context.Context, wl *berthv1.Workload, name string, pods int32) error {
+// finds wl's own in place and sets its minCount to pods again: package
+// handoff lowers it to one once the gang is placed, and a gang of gated
+// pods keeps its group across an eviction (see dropPodGroup), so that the
+// pods its owner creates again are placed whole again. A group being
+// deleted (it stays while pods of the last run terminate) or left by
+// another Workload of that name is not joined: pods that joined it would
+// wait for a group that goes, or has the wrong size. The latter is
+// deleted; either way the start is retried.
+//
+// held says that every pod of the gang still waits at berth's gate. Such
+// pods name the group from their creation on, and kube-controller-manager
+// keeps a deleted group while pods that name it have not ended: a group
+// deleted under them (with an earlier Workload of the gang, or by hand)
+// would never go, and the gang never start. No pod of it is scheduled, so
+// berth lifts that protection itself and creates the group afresh.
+func (r *Reconciler) ensurePodGroup(ctx context.Context, wl *berthv1.Workload, name string, pods int32, held bool) error {
 	pg := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: name,
 			Labels:          map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
@@ -114,10 +126,12 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, wl *berthv1.Workload, n
 		return fmt.Errorf("reading PodGroup %s of workload %s: %w", name, wl.Name, err)
 	}
 	switch {
+	case !old.DeletionTimestamp.IsZero() && held:
+		return r.lift(ctx, old, wl)
 	case !old.DeletionTimestamp.IsZero():
 		return fmt.Errorf("PodGroup %s of an earlier run of workload %s is still being deleted: starting it again once it is gone", name, wl.Name)
 	case old.Labels[berthv1.WorkloadLabel] == string(wl.UID):
-		return nil
+		return r.resetMinCount(ctx, old, pods)
 	}
 	if err := r.client.Delete(ctx, old, client.Preconditions{UID: ptr.To(old.UID)}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting PodGroup %s, which is not workload %s's: %w", name, wl.Name, err)
@@ -125,12 +139,49 @@ func (r *Reconciler) ensurePodGroup(ctx context.Context, wl *berthv1.Workload, n
 	return fmt.Errorf("PodGroup %s was not workload %s's: deleted, starting the workload again once it is gone", name, wl.Name)
 }
 
-// dropPodGroup deletes the PodGroup of a gang that stops or ends, so that
-// its next admission starts a fresh group. A gang whose group berth cannot
-// name any more (its gated pods are gone) leaves it to the garbage
-// collector, which deletes it with its Workload.
-func (r *Reconciler) dropPodGroup(ctx context.Context, job GenericJob, wl *berthv1.Workload) error {
+// podGroupProtection is kube-controller-manager's finalizer on PodGroups.
+const podGroupProtection = "scheduling.k8s.io/podgroup-protection"
+
+// lift removes the protection finalizer from a deleted group whose pods
+// all wait at berth's gate, so that it goes, and asks for the start to be
+// retried.
+func (r *Reconciler) lift(ctx context.Context, pg *schedulingv1beta1.PodGroup, wl *berthv1.Workload) error {
+	if slices.Contains(pg.Finalizers, podGroupProtection) {
+		base := pg.DeepCopy()
+		pg.Finalizers = slices.DeleteFunc(pg.Finalizers, func(f string) bool { return f == podGroupProtection })
+		if err := r.client.Patch(ctx, pg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("lifting the protection of deleted PodGroup %s, whose pods all wait for berth: %w", pg.Name, err)
+		}
+	}
+	return fmt.Errorf("PodGroup %s was deleted while workload %s's pods waited: starting it again once it is gone", pg.Name, wl.Name)
+}
+
+// resetMinCount sets the gang minCount of berth's own group pg to pods.
+func (r *Reconciler) resetMinCount(ctx context.Context, pg *schedulingv1beta1.PodGroup, pods int32) error {
+	if g := pg.Spec.SchedulingPolicy.Gang; g == nil || g.MinCount == pods {
+		return nil
+	}
+	base := pg.DeepCopy()
+	pg.Spec.SchedulingPolicy.Gang.MinCount = pods
+	if err := r.client.Patch(ctx, pg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting the minCount of PodGroup %s to %d: %w", pg.Name, pods, err)
+	}
+	return nil
+}
+
+// dropPodGroup deletes the PodGroup of a gang that ends, or of a gang held
+// through suspend that stops, so that its next admission starts a fresh
+// group. A stopped gang of gated pods keeps its group: its owner creates
+// the pods again at once, gated and naming the group (the name cannot
+// change), and kube-controller-manager keeps a deleted group while pods
+// that name it wait, so a deleted group would hold them for good. A gang
+// whose group berth cannot name any more (its gated pods are gone) leaves
+// it to the garbage collector, which deletes it with its Workload.
+func (r *Reconciler) dropPodGroup(ctx context.Context, job GenericJob, wl *berthv1.Workload, ended bool) error {
 	if !r.opts.PodGroups || admittedPods(wl) < 2 {
+		return nil
+	}
+	if _, gated := job.(SchedulingGrouper); gated && !ended {
 		return nil
 	}
 	name := r.podGroupName(job, wl)
@@ -155,4 +206,4 @@ func admittedPods(wl *berthv1.Workload) int32 {
 	return n
 }
 
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;create;delete
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;create;patch;delete

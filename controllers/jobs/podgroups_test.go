@@ -50,10 +50,12 @@ type plainJob struct{ GenericJob }
 // gatedJob is a gang of gated pods created with a scheduling group name.
 type gatedJob struct {
 	GenericJob
-	group string
+	group  string
+	active bool
 }
 
 func (g gatedJob) SchedulingGroup() string { return g.group }
+func (g gatedJob) IsActive() bool          { return g.active }
 
 func handOffScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
@@ -105,10 +107,15 @@ func TestHandOff(t *testing.T) {
 		{name: "gated pods created without a name get no group", on: true, job: gatedJob{}, counts: []int32{4}},
 		{name: "the Workload's own group is kept", on: true, job: plainJob{}, counts: []int32{2},
 			existing: podGroup("wl-uid", 2), wantGroup: "job-train-1a2b3", wantMin: 2, wantLabel: true},
-		{name: "its own group, lowered once placed, is kept (a replacement pod joins it)", on: true, job: gatedJob{group: "job-train-1a2b3"}, counts: []int32{2},
-			existing: podGroup("wl-uid", 1), wantGroup: "job-train-1a2b3", wantMin: 1},
+		{name: "its own group, lowered once placed, is whole again for the next start", on: true, job: gatedJob{group: "job-train-1a2b3"}, counts: []int32{2},
+			existing: podGroup("wl-uid", 1), wantGroup: "job-train-1a2b3", wantMin: 2},
 		{name: "a group of another Workload is deleted and the start retried", on: true, job: plainJob{}, counts: []int32{2},
 			existing: podGroup("forged", 2), wantLabel: true, wantErr: "was not workload"},
+		{name: "a group deleted under a gang of pods that all wait at the gate is let go, and the start retried", on: true,
+			job: gatedJob{group: "job-train-1a2b3"}, counts: []int32{2}, existing: deleting(podGroup("wl-uid", 2)), wantErr: "was deleted while"},
+		{name: "a group deleted under a running gang of gated pods is waited for", on: true,
+			job: gatedJob{group: "job-train-1a2b3", active: true}, counts: []int32{2}, existing: deleting(podGroup("wl-uid", 2)),
+			wantGroup: "job-train-1a2b3", wantMin: 2, wantErr: "still being deleted"},
 		{name: "a group still being deleted is waited for", on: true, job: plainJob{}, counts: []int32{2},
 			existing: deleting(podGroup("wl-uid", 2)), wantGroup: "job-train-1a2b3", wantMin: 2, wantLabel: true, wantErr: "still being deleted"},
 	}
@@ -174,18 +181,21 @@ func TestDropPodGroup(t *testing.T) {
 		on     bool
 		job    GenericJob
 		counts []int32
+		ended  bool
 		gone   bool
 	}{
-		{"off: kept", false, plainJob{}, []int32{2}, false},
-		{"a job's group is deleted", true, plainJob{}, []int32{2}, true},
-		{"a gated gang's group is deleted by the name its pods carry", true, gatedJob{group: "job-train-1a2b3"}, []int32{2}, true},
-		{"a gang of one never had one: no call", true, plainJob{}, []int32{1}, false},
+		{"off: kept", false, plainJob{}, []int32{2}, true, false},
+		{"a stopped job's group is deleted", true, plainJob{}, []int32{2}, false, true},
+		{"an ended job's group is deleted", true, plainJob{}, []int32{2}, true, true},
+		{"an ended gated gang's group is deleted by the name its pods carry", true, gatedJob{group: "job-train-1a2b3"}, []int32{2}, true, true},
+		{"a stopped gated gang keeps its group for the pods its owner creates again", true, gatedJob{group: "job-train-1a2b3"}, []int32{2}, false, false},
+		{"a gang of one never had one: no call", true, plainJob{}, []int32{1}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(handOffScheme(t)).WithObjects(podGroup("wl-uid", 2)).Build()
 			r := &Reconciler{client: c, reader: c, opts: Options{PodGroups: tc.on}}
-			if err := r.dropPodGroup(context.Background(), tc.job, admittedWorkload(tc.counts...)); err != nil {
+			if err := r.dropPodGroup(context.Background(), tc.job, admittedWorkload(tc.counts...), tc.ended); err != nil {
 				t.Fatal(err)
 			}
 			err := c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "job-train-1a2b3"}, &schedulingv1beta1.PodGroup{})

@@ -190,7 +190,7 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
 		if !lifecycle.IsFinished(wl) {
-			if err := r.dropPodGroup(ctx, job, wl); err != nil {
+			if err := r.dropPodGroup(ctx, job, wl, true); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -450,7 +450,7 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 		}
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventStopped, "Stop", "%s",
 			workloadMessage(wl, berthv1.ConditionEvicted, "evicted"))
-		return reconcile.Result{}, r.dropPodGroup(ctx, job, wl)
+		return reconcile.Result{}, r.dropPodGroup(ctx, job, wl, false)
 	}
 	if job.IsActive() {
 		return reconcile.Result{}, nil // the job's controller deletes the pods; their updates requeue us
