@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -253,15 +254,26 @@ func RegisterWebhooks(mgr ctrl.Manager, parts []Part, podGroups bool) error {
 }
 
 // podDefaulter is the pod webhook's defaulter: with the gang scheduling
-// hand-off on, it names the PodGroup of a pod group's gated pods when they
-// are created. A serving replica is a gang of one and joins none. Neither
-// do LeaderWorkerSet replicas nor whole-set StatefulSet gangs: see
-// docs/workload-aware-scheduling.md for why.
-func podDefaulter(p plan) pods.Defaulter {
+// hand-off on, it names the PodGroup of the gated pods of pod groups,
+// whole-set StatefulSets and (when berth runs that part) LeaderWorkerSet
+// replicas, which it reads through r, when they are created. A Deployment
+// replica or StatefulSet ordinal is a gang of one and joins none.
+func podDefaulter(p plan, r client.Reader) pods.Defaulter {
 	if !p.podGroups {
 		return pods.Defaulter{}
 	}
-	return pods.Defaulter{SchedulingGroups: podgroup.SchedulingGroup}
+	namers := []func(context.Context, *corev1.Pod) string{podgroup.SchedulingGroup, pods.SetSchedulingGroup}
+	if slices.Contains(p.kinds, LWS) {
+		namers = append(namers, lws.SchedulingGroups(r))
+	}
+	return pods.Defaulter{SchedulingGroups: func(ctx context.Context, pod *corev1.Pod) string {
+		for _, name := range namers {
+			if n := name(ctx, pod); n != "" {
+				return n
+			}
+		}
+		return ""
+	}}
 }
 
 // parentKinds are the kinds whose operators make child objects berth must
@@ -314,7 +326,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			err = ctrl.NewWebhookManagedBy(mgr, &trainer.TrainJob{}).WithDefaulter(trainjob.Defaulter{}).
 				WithValidator(trainjob.Validator{Workloads: wls}).Complete()
 		case webhookPodDefaulter:
-			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p)).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p, mgr.GetClient())).Complete()
 		case webhookPodValidator:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}}).Complete()
 		}

@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,6 +47,26 @@ func boundAndUnschedulable(ctx SpecContext, g Gomega, job *batchv1.Job) (bound, 
 		}
 	}
 	return bound, unschedulable
+}
+
+// describePods says where each pod of the namespace is and why, for a
+// failure's message.
+func describePods(ctx SpecContext, ns string) string {
+	pods := &corev1.PodList{}
+	if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		line := fmt.Sprintf("%s: phase %s, node %q, deleting %v", p.Name, p.Status.Phase, p.Spec.NodeName, !p.DeletionTimestamp.IsZero())
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				line += fmt.Sprintf(", scheduled %s %s %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		out = append(out, line)
+	}
+	return "pods:\n" + strings.Join(out, "\n")
 }
 
 func getPodGroup(ctx SpecContext, g Gomega, ns, name string) *schedulingv1beta1.PodGroup {
@@ -96,7 +118,10 @@ var _ = Describe("gangs handed to kube-scheduler's gang scheduling", func() {
 		var group string
 		Eventually(func(g Gomega) {
 			group = jobs.SchedulingGroupName(workloadOf(ctx, g, job).Name)
-			pg := getPodGroup(ctx, g, ns, group)
+			pg := &schedulingv1beta1.PodGroup{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: group}, pg)).To(Succeed(), func() string {
+				return describePods(ctx, ns)
+			})
 			g.Expect(pg.Spec.SchedulingPolicy.Gang).To(HaveField("MinCount", BeEquivalentTo(2)))
 			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 			g.Expect(c).NotTo(BeNil(), "kube-scheduler has tried the gang")

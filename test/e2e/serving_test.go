@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -251,12 +252,19 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 			g.Expect(r.gated).To(HaveLen(5))
 		}, 2*timeout, interval).Should(Succeed())
 
-		By("shrinking to 4 x 2 GPUs: admitted whole again")
+		By("shrinking to 4 x 2 GPUs: admitted whole again, and bound through the set's PodGroup again")
 		scale(ctx, s, 4)
 		Eventually(func(g Gomega) {
 			r := replicasOf(ctx, g, ns, "shards")
 			g.Expect(r.released).To(HaveLen(4))
 			g.Expect(r.gated).To(BeEmpty())
+			for _, p := range r.released {
+				g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil(), "pod %s joined the set's group at creation", p.Name)
+				g.Expect(p.Spec.SchedulingGroup.PodGroupName).To(HaveValue(Equal("statefulset-shards")))
+			}
+			pg := &schedulingv1beta1.PodGroup{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "statefulset-shards"}, pg)).To(Succeed())
+			g.Expect(apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)).To(BeTrue())
 		}, 2*timeout, interval).Should(Succeed())
 
 		By("shrinking to 2 keeps it running on the smaller admission")

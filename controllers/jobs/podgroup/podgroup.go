@@ -67,7 +67,7 @@ func (Kind) Key(obj client.Object) (string, bool) {
 // SchedulingGroup is the PodGroup a pod of a group of two or more joins
 // when berth hands gangs to kube-scheduler's gang scheduling, named from
 // the group's name; "" for a pod of no group, or of a group of one.
-func SchedulingGroup(p *corev1.Pod) string {
+func SchedulingGroup(_ context.Context, p *corev1.Pod) string {
 	group, ok := Kind{}.Key(p)
 	if !ok || group != p.Labels[berthv1.PodGroupLabel] {
 		return ""

@@ -157,7 +157,7 @@ func TestSchedulingGroup(t *testing.T) {
 		{"a pod of another controller is not a pod group's", owned, ""},
 	}
 	for _, tt := range tests {
-		if got := SchedulingGroup(&tt.pod); got != tt.want {
+		if got := SchedulingGroup(context.Background(), &tt.pod); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}

@@ -275,7 +275,7 @@ func Requests(ps []*corev1.Pod) corev1.ResourceList {
 type Defaulter struct {
 	// SchedulingGroups names the PodGroup of a gated pod's gang, "" for a
 	// pod that joins none; nil names none (gang scheduling hand-off off).
-	SchedulingGroups func(*corev1.Pod) string
+	SchedulingGroups func(context.Context, *corev1.Pod) string
 }
 
 // jobGroup is the API group of batch Jobs.
@@ -283,24 +283,33 @@ var jobGroup = schema.GroupKind{Group: "batch", Kind: "Job"}
 
 // Default names the pod's scheduling group and adds the admission gate to
 // a labelled pod not controlled by a Job.
-func (d Defaulter) Default(_ context.Context, p *corev1.Pod) error {
+func (d Defaulter) Default(ctx context.Context, p *corev1.Pod) error {
 	if name := p.Labels[berthv1.SchedulingGroupLabel]; name != "" {
 		joinGroup(p, name)
 	}
-	if _, ok := p.Labels[berthv1.QueueNameLabel]; !ok || IsGated(p) {
+	if _, ok := p.Labels[berthv1.QueueNameLabel]; !ok || jobPod(p) {
 		return nil
 	}
+	// A pod may come gated already (its owner's template carries the
+	// gate); it still joins its gang's group.
+	if !IsGated(p) {
+		p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.AdmissionGate})
+	}
+	if d.SchedulingGroups != nil {
+		joinGroup(p, d.SchedulingGroups(ctx, p))
+	}
+	return nil
+}
+
+// jobPod reports whether a Job controls the pod.
+func jobPod(p *corev1.Pod) bool {
 	for _, ref := range p.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err == nil && ref.Controller != nil && *ref.Controller && gv.Group == jobGroup.Group && ref.Kind == jobGroup.Kind {
-			return nil
+			return true
 		}
 	}
-	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1.AdmissionGate})
-	if d.SchedulingGroups != nil {
-		joinGroup(p, d.SchedulingGroups(p))
-	}
-	return nil
+	return false
 }
 
 // joinGroup sets the pod's scheduling group to name unless it has one.

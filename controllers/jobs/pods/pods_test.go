@@ -55,20 +55,23 @@ func TestDefaulterSchedulingGroup(t *testing.T) {
 	queued := map[string]string{berthv1.QueueNameLabel: "q"}
 	byLabel := map[string]string{berthv1.SchedulingGroupLabel: "job-train-1a2b3"}
 	jobPod := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", Controller: ptr.To(true)}}
-	groups := func(*corev1.Pod) string { return "podgroup-ranks" }
+	groups := func(context.Context, *corev1.Pod) string { return "podgroup-ranks" }
 	tests := []struct {
 		name   string
 		d      Defaulter
 		labels map[string]string
 		owners []metav1.OwnerReference
 		has    *string
+		gated  bool
 		want   string
 	}{
 		{name: "a Job's pod joins the group its template's label names", labels: byLabel, owners: jobPod, want: "job-train-1a2b3"},
 		{name: "a gated pod joins the group of its gang", d: Defaulter{SchedulingGroups: groups}, labels: queued, want: "podgroup-ranks"},
 		{name: "hand-off off: a gated pod joins none", labels: queued},
-		{name: "a pod of no gang joins none", d: Defaulter{SchedulingGroups: func(*corev1.Pod) string { return "" }}, labels: queued},
+		{name: "a pod of no gang joins none", d: Defaulter{SchedulingGroups: func(context.Context, *corev1.Pod) string { return "" }}, labels: queued},
 		{name: "a pod that names its group keeps it", d: Defaulter{SchedulingGroups: groups}, labels: queued, has: ptr.To("own"), want: "own"},
+		{name: "a pod created gated (its template has the gate) joins its gang's group", d: Defaulter{SchedulingGroups: groups}, labels: queued,
+			gated: true, want: "podgroup-ranks"},
 		{name: "an unlabelled pod is left alone", d: Defaulter{SchedulingGroups: groups}},
 	}
 	for _, tt := range tests {
@@ -76,6 +79,9 @@ func TestDefaulterSchedulingGroup(t *testing.T) {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, OwnerReferences: tt.owners}}
 			if tt.has != nil {
 				p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: tt.has}
+			}
+			if tt.gated {
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
 			}
 			if err := tt.d.Default(context.Background(), p); err != nil {
 				t.Fatal(err)

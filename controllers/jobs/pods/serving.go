@@ -14,6 +14,7 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
 )
 
 // The kinds whose replicas berth queues pod by pod: a Deployment (through
@@ -57,6 +58,20 @@ func ServingKey(p client.Object) (string, string, bool) {
 		return StatefulSetKind, podKey(p), true
 	}
 	return "", "", false
+}
+
+// SetSchedulingGroup is the PodGroup a pod of a whole-set StatefulSet gang
+// joins when berth hands gangs to kube-scheduler's gang scheduling, named
+// from its set; "" for every other pod, a Deployment replica or a
+// StatefulSet ordinal being a gang of one. A whole-set StatefulSet creates
+// its pods in parallel (berth's webhook requires it), so a group of all of
+// them can form.
+func SetSchedulingGroup(_ context.Context, p *corev1.Pod) string {
+	kind, key, ok := ServingKey(p)
+	if !ok || kind != StatefulSetKind || !strings.HasSuffix(key, WholeSetSuffix) {
+		return ""
+	}
+	return jobs.SchedulingGroupName("statefulset", strings.TrimSuffix(key, WholeSetSuffix))
 }
 
 // podKey is a replica's gang key: its pod's name, or its UID when the name

@@ -146,3 +146,28 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+func TestSetSchedulingGroup(t *testing.T) {
+	pod := func(ref metav1.OwnerReference, labels map[string]string) *corev1.Pod {
+		l := map[string]string{berthv1.QueueNameLabel: "team"}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", Labels: l, OwnerReferences: []metav1.OwnerReference{ref}}}
+	}
+	whole := map[string]string{berthv1.GangAnnotation: berthv1.GangSet}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"a whole-set StatefulSet's pod joins its set's group", pod(ctrlRef("StatefulSet", "db", "s1"), whole), "statefulset-db"},
+		{"a StatefulSet ordinal is a gang of one", pod(ctrlRef("StatefulSet", "db", "s1"), nil), ""},
+		{"a Deployment replica is a gang of one", pod(ctrlRef("ReplicaSet", "web-abc", "rs1"), whole), ""},
+	}
+	for _, tt := range tests {
+		if got := SetSchedulingGroup(context.Background(), tt.pod); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	berthsetup "github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
@@ -45,10 +46,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	// Two 8-GPU nodes: room for two 8-GPU gangs at once, so only berth's
-	// quota can make them wait.
+	// quota can make them wait. kube-scheduler's gang scheduling is on and
+	// berth hands it every gang (--pod-groups), as in the e2e suite.
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
 		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
 		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
+		ExtraArgs: framework.GenericWorkloadArgs(), Berth: framework.BerthOptions{Setup: berthsetup.Options{PodGroups: true}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(framework.OperatorPlaneTimeout))
