@@ -16,7 +16,6 @@ import (
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
-	"github.com/berth-dev/berth/test/framework"
 )
 
 var _ = Describe("GPU Jobs on a real cluster", func() {
@@ -129,7 +128,7 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 
 		By("restarting berth while one Job runs and two wait")
 		Expect(env.StopBerth()).To(Succeed())
-		berth, err := env.StartBerth(framework.BerthOptions{})
+		berth, err := env.StartBerth(berthOptions)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
 			st, ok := berth.Scheduler.ClusterQueueStatus(ns)

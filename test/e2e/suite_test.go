@@ -39,6 +39,11 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "e2e suite")
 }
 
+// berthOptions are how the suite runs berth, also when a spec restarts it:
+// a restart with other options would hand later specs' gangs off
+// differently.
+var berthOptions = framework.BerthOptions{Setup: setup.Options{PodGroups: true}}
+
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
@@ -47,7 +52,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// scheduling is on and berth hands it every gang (--pod-groups): every
 	// spec's gangs of two or more pods are bound through a PodGroup.
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product},
-		ExtraArgs: framework.GenericWorkloadArgs(), Berth: framework.BerthOptions{Setup: setup.Options{PodGroups: true}}})
+		ExtraArgs: framework.GenericWorkloadArgs(), Berth: berthOptions})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 
