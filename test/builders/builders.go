@@ -1,9 +1,11 @@
 // Package builders makes the objects tests need in one readable line each:
-// ResourceFlavors, ClusterQueues, LocalQueues and GPU Jobs, with the
+// ResourceFlavors, ClusterQueues, LocalQueues, GPU Jobs and Workloads, with the
 // defaults a test does not care about already filled in.
 package builders
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // GPU is the extended resource name of NVIDIA GPUs.
@@ -126,3 +129,21 @@ func (b *JobBuilder) Suspend(s bool) *JobBuilder { b.job.Spec.Suspend = ptr.To(s
 
 // Obj returns the Job.
 func (b *JobBuilder) Obj() *batchv1.Job { return b.job.DeepCopy() }
+
+// Workload is a Workload of queue "team" with one pod set "node" of pods
+// pods, each requesting gpus GPUs; when admitted is set, ClusterQueue "cq"
+// has admitted all of it, through the lifecycle transition the engine
+// applies.
+func Workload(namespace, name string, pods int32, gpus string, admitted bool) (*berthv1.Workload, error) {
+	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "node", Count: pods,
+			Requests: corev1.ResourceList{GPU: resource.MustParse(gpus)}}}}}
+	if !admitted {
+		return wl, nil
+	}
+	a := &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "node", Count: pods}}}
+	if err := lifecycle.Apply(wl, lifecycle.Admit{Admission: a, Message: "admitted"}, metav1.Unix(1, 0)); err != nil {
+		return nil, fmt.Errorf("admitting workload %s: %w", name, err)
+	}
+	return wl, nil
+}

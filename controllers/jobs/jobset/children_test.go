@@ -20,7 +20,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
 	"github.com/berth-dev/berth/controllers/jobs/trainjob"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/test/builders"
 )
 
 // The JobSet a queued TrainJob's trainer makes is the TrainJob's: the
@@ -52,14 +52,9 @@ func childOf(tj *trainer.TrainJob, name string, pods int32, gpus string, suspend
 // trainJobWorkload is tj's Workload of 4 pods × 8 GPUs, admitted or not.
 func trainJobWorkload(t *testing.T, tj *trainer.TrainJob, admitted bool) *berthv1.Workload {
 	t.Helper()
-	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: tj.Namespace, Name: jobs.WorkloadName(trainer.TrainJobKind, tj)},
-		Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "node", Count: 4,
-			Requests: corev1.ResourceList{gpu: resource.MustParse("8")}}}}}
-	if admitted {
-		a := &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "node", Count: 4}}}
-		if err := lifecycle.Apply(wl, lifecycle.Admit{Admission: a, Message: "admitted"}, metav1.Unix(1, 0)); err != nil {
-			t.Fatal(err)
-		}
+	wl, err := builders.Workload(tj.Namespace, jobs.WorkloadName(trainer.TrainJobKind, tj), 4, "8", admitted)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return wl
 }

@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,20 +11,16 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
-	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/test/builders"
 )
 
-// workloadOf is the Workload of tj, admitted when admitted is set.
+// workloadOf is the Workload of tj's 2 pods × 8 GPUs, admitted when
+// admitted is set.
 func workloadOf(t *testing.T, tj *trainer.TrainJob, admitted bool) *berthv1.Workload {
 	t.Helper()
-	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: tj.Namespace, Name: jobs.WorkloadName(trainer.TrainJobKind, tj)},
-		Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "node", Count: 2,
-			Requests: corev1.ResourceList{gpu: resource.MustParse("8")}}}}}
-	if admitted {
-		a := &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "node", Count: 2}}}
-		if err := lifecycle.Apply(wl, lifecycle.Admit{Admission: a, Message: "admitted"}, metav1.Unix(1, 0)); err != nil {
-			t.Fatal(err)
-		}
+	wl, err := builders.Workload(tj.Namespace, jobs.WorkloadName(trainer.TrainJobKind, tj), 2, "8", admitted)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return wl
 }
@@ -60,15 +53,7 @@ func TestValidateCreate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := validator(t, tt.cached, tt.live).ValidateCreate(t.Context(), tt.tj)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want one containing %q", err, tt.want)
-			}
+			expectRefusal(t, err, tt.want)
 		})
 	}
 }
@@ -114,15 +99,19 @@ func TestValidateUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := validator(t, tt.objs, tt.objs).ValidateUpdate(t.Context(), tt.old, tt.new)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want one containing %q", err, tt.want)
-			}
+			expectRefusal(t, err, tt.want)
 		})
+	}
+}
+
+// expectRefusal fails t unless err is nil when want is "", or an error
+// containing want otherwise.
+func expectRefusal(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error = %v, want one containing %q", err, want)
 	}
 }
