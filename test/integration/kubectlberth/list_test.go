@@ -237,7 +237,7 @@ var _ = Describe("kubectl berth list and explain", Ordered, func() {
 		_, _, err := berth("", "explain", "job/missing", "-n", nsA)
 		Expect(err).To(MatchError(ContainSubstring("job/missing in namespace " + nsA + " has no Workload")))
 		_, _, err = berth("", "explain", "svc/web", "-n", nsA)
-		Expect(err).To(MatchError(ContainSubstring("use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, workload")))
+		Expect(err).To(MatchError(ContainSubstring("use deployment, job, jobset, leaderworkerset, lws, mpijob, podgroup, pytorchjob, raycluster, rayjob, statefulset, trainjob, workload")))
 		_, _, err = berth("", "explain", "deployment/web", "-n", nsA)
 		Expect(err).To(MatchError(ContainSubstring("no Deployment web in namespace " + nsA)))
 	})
