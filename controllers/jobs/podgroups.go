@@ -27,6 +27,26 @@ type SchedulingGrouper interface {
 	SchedulingGroup() string
 }
 
+// OwnGang is a job whose own controller makes the PodGroup its pods join,
+// from the job's spec: a batch Job with spec.scheduling, which kube-apiserver
+// keeps only with the WorkloadWithJob gate on. berth makes no group of its
+// own for such a job (its pods would never join it); it sets the gang's size
+// in the job's spec at each start instead, and package handoff lowers it
+// there once the gang is placed.
+type OwnGang interface {
+	// HasOwnGang reports whether the job's controller makes its group.
+	HasOwnGang() bool
+	// SetGangSize sets the gang minCount of the job's spec to pods when
+	// the job asks for a gang.
+	SetGangSize(pods int32)
+}
+
+// ownGang returns job as an OwnGang whose controller makes its group.
+func ownGang(job GenericJob) (OwnGang, bool) {
+	og, ok := job.(OwnGang)
+	return og, ok && og.HasOwnGang()
+}
+
 // SchedulingGroupName is a PodGroup name made of parts: the parts joined
 // by "-" when that is a valid name and a valid label value (≤ 63
 // characters, so it can travel in berthv1.SchedulingGroupLabel), else the
@@ -54,7 +74,9 @@ func SchedulingGroupName(parts ...string) string {
 // handOff prepares an admitted gang for kube-scheduler's gang scheduling
 // (Options.PodGroups): it creates the gang's PodGroup, with minCount the
 // pods the admission counts, before the pods are released, and returns
-// scheduling with the label that names the group on each pod template.
+// scheduling with the label that names the group on each pod template. A
+// job whose controller makes its group (OwnGang) gets its gang's size set
+// in its spec instead, written with the start.
 // A gang of one pod has nothing to gang and gets no PodGroup; neither does
 // a gang of gated pods created without a group name (before the option was
 // on): their names cannot change.
@@ -64,6 +86,10 @@ func (r *Reconciler) handOff(ctx context.Context, job GenericJob, wl *berthv1.Wo
 		pods += s.Count
 	}
 	if !r.opts.PodGroups || pods < 2 {
+		return scheduling, nil
+	}
+	if og, ok := ownGang(job); ok {
+		og.SetGangSize(pods)
 		return scheduling, nil
 	}
 	name := r.podGroupName(job, wl)
@@ -183,6 +209,9 @@ func (r *Reconciler) dropPodGroup(ctx context.Context, job GenericJob, wl *berth
 	}
 	if _, gated := job.(SchedulingGrouper); gated && !ended {
 		return nil
+	}
+	if _, ok := ownGang(job); ok {
+		return nil // its controller's group goes with the job
 	}
 	name := r.podGroupName(job, wl)
 	if name == "" {

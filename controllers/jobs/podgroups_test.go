@@ -57,6 +57,39 @@ type gatedJob struct {
 func (g gatedJob) SchedulingGroup() string { return g.group }
 func (g gatedJob) IsActive() bool          { return g.active }
 
+// ownJob is a job whose controller makes its gang's group from the job's
+// spec (a Job with spec.scheduling); size records the gang size set.
+type ownJob struct {
+	GenericJob
+	size *int32
+}
+
+func (o ownJob) HasOwnGang() bool       { return true }
+func (o ownJob) SetGangSize(pods int32) { *o.size = pods }
+
+func TestHandOffToOwnGang(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(handOffScheme(t)).Build()
+	r := &Reconciler{client: c, reader: c, opts: Options{PodGroups: true}}
+	job := ownJob{size: new(int32)}
+	wl := admittedWorkload(1, 3)
+	got, err := r.handOff(context.Background(), job, wl, schedulingOf(wl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *job.size != 4 {
+		t.Errorf("gang size %d, want the 4 pods admitted", *job.size)
+	}
+	for _, s := range got {
+		if _, has := s.Labels[berthv1.SchedulingGroupLabel]; has {
+			t.Errorf("pod set %s names a group of berth's: its pods join the job controller's", s.Name)
+		}
+	}
+	pgs := &schedulingv1beta1.PodGroupList{}
+	if err := c.List(context.Background(), pgs); err != nil || len(pgs.Items) != 0 {
+		t.Errorf("PodGroups %v (%v), want none of berth's", pgs.Items, err)
+	}
+}
+
 func handOffScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -190,6 +223,7 @@ func TestDropPodGroup(t *testing.T) {
 		{"an ended gated gang's group is deleted by the name its pods carry", true, gatedJob{group: "job-train-1a2b3"}, []int32{2}, true, true},
 		{"a stopped gated gang keeps its group for the pods its owner creates again", true, gatedJob{group: "job-train-1a2b3"}, []int32{2}, false, false},
 		{"a gang of one never had one: no call", true, plainJob{}, []int32{1}, true, false},
+		{"a job whose controller made its group leaves it to that controller", true, ownJob{size: new(int32)}, []int32{2}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -170,7 +170,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: parentKinds(), Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
 		Changes: sched, PodGroups: p.podGroups}
 	if p.podGroups {
-		reconcilers = append(reconcilers, handoff.New(mgr.GetClient()))
+		reconcilers = append(reconcilers, handoff.New(mgr.GetClient(), mgr.GetAPIReader()))
 	}
 	kinds, missing, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {
@@ -294,7 +294,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookClusterQueue:
 			err = ctrl.NewWebhookManagedBy(mgr, &berthv1.ClusterQueue{}).WithValidator(queue.ClusterQueueValidator{}).Complete()
 		case webhookJob:
-			err = ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{}).
+			err = ctrl.NewWebhookManagedBy(mgr, &batchv1.Job{}).WithDefaulter(batchjob.Defaulter{Gang: p.podGroups}).
 				WithValidator(batchjob.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookJobSet:
 			err = ctrl.NewWebhookManagedBy(mgr, &jobsetv1.JobSet{}).WithDefaulter(jobset.Defaulter{Readers: wls, Parents: parents}).

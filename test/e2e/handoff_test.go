@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -69,6 +70,17 @@ func describePods(ctx SpecContext, ns string) string {
 	return "pods:\n" + strings.Join(out, "\n")
 }
 
+// gangMinCount is the gang minCount job's spec.scheduling asks for, 0
+// when it asks for none.
+func gangMinCount(ctx SpecContext, job *batchv1.Job) int32 {
+	got := &batchv1.Job{}
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), got)).To(Succeed())
+	if s := got.Spec.Scheduling; s != nil && s.SchedulingPolicy != nil && s.SchedulingPolicy.Gang != nil {
+		return ptr.Deref(s.SchedulingPolicy.Gang.MinCount, 0)
+	}
+	return 0
+}
+
 func getPodGroup(ctx SpecContext, g Gomega, ns, name string) *schedulingv1beta1.PodGroup {
 	pg := &schedulingv1beta1.PodGroup{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)).To(Succeed())
@@ -111,38 +123,38 @@ var _ = Describe("gangs handed to kube-scheduler's gang scheduling", func() {
 		Expect(env.Client.Delete(ctx, unqueued, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
 		Eventually(func(g Gomega) { g.Expect(podsOf(ctx, g, unqueued)).To(BeEmpty()) }, timeout, interval).Should(Succeed())
 
-		By("queueing the same gang through berth, which admits it on two nodes with room")
+		By("queueing the same gang through berth, which admits it on two nodes with room and asks for the gang in the Job's spec")
 		job := withHostPort(builders.Job(ns, "gang", "team").Pods(2).Request(builders.GPU, "8").
 			PodAnnotations(controlplane.RunFor(2 * time.Second)).Obj())
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		Expect(gangMinCount(ctx, job)).To(BeEquivalentTo(2), "berth asks for a gang of the Job's pods")
 		var group string
 		Eventually(func(g Gomega) {
-			group = jobs.SchedulingGroupName(workloadOf(ctx, g, job).Name)
-			pg := &schedulingv1beta1.PodGroup{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: group}, pg)).To(Succeed(), func() string {
-				return describePods(ctx, ns)
-			})
+			pods := podsOf(ctx, g, job)
+			g.Expect(pods).To(HaveLen(2), func() string { return describePods(ctx, ns) })
+			for _, p := range pods {
+				g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil(), "the Job controller names its group in every pod")
+				group = ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "")
+			}
+			pg := getPodGroup(ctx, g, ns, group)
+			g.Expect(metav1.IsControlledBy(pg, job)).To(BeTrue(), "the Job controller's group, not one of berth's")
 			g.Expect(pg.Spec.SchedulingPolicy.Gang).To(HaveField("MinCount", BeEquivalentTo(2)))
 			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 			g.Expect(c).NotTo(BeNil(), "kube-scheduler has tried the gang")
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(schedulingv1beta1.PodGroupReasonUnschedulable))
-			pods := podsOf(ctx, g, job)
-			g.Expect(pods).To(HaveLen(2))
-			for _, p := range pods {
-				g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil())
-				g.Expect(p.Spec.SchedulingGroup.PodGroupName).To(HaveValue(Equal(group)))
-			}
 		}, timeout, interval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			bound, _ := boundAndUnschedulable(ctx, g, job)
 			g.Expect(bound).To(BeZero(), "no pod of the gang is bound while its last one cannot fit")
 		}, "3s", interval).Should(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobs.SchedulingGroupName(workloadOf(ctx, Default, job).Name)},
+			&schedulingv1beta1.PodGroup{})).To(Satisfy(apierrors.IsNotFound), "berth makes no group of its own, which no pod would join")
 
-		By("freeing the port: the whole gang binds and runs")
+		By("freeing the port: the whole gang binds and runs, and the Job's gang no longer waits for a whole gang")
 		Expect(env.Client.Delete(ctx, taker, client.GracePeriodSeconds(0))).To(Succeed())
 		Eventually(complete(ctx, job), timeout, interval).Should(Succeed())
-		expectPodGroupGone(ctx, ns, group)
+		Eventually(func() int32 { return gangMinCount(ctx, job) }, timeout, interval).Should(BeEquivalentTo(1))
 	})
 
 	It("hands a pod group's gated pods to kube-scheduler as one gang, and no longer waits for a whole gang once it is placed", func(ctx SpecContext) {

@@ -50,9 +50,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// Two 8-GPU nodes: room for two 8-GPU jobs at once, so only berth's
 	// quota can make them run one after the other. kube-scheduler's gang
 	// scheduling is on and berth hands it every gang (--pod-groups): every
-	// spec's gangs of two or more pods are bound through a PodGroup.
+	// spec's gangs of two or more pods are bound through a PodGroup. With
+	// WorkloadWithJob on too, a Job's group is the one the Job controller
+	// makes from the gang berth asks for in its spec.scheduling; the
+	// operators suite runs without it, where berth makes the groups itself.
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product},
-		ExtraArgs: framework.GenericWorkloadArgs(), Berth: berthOptions})
+		ExtraArgs: framework.GenericWorkloadArgs("WorkloadWithJob"), Berth: berthOptions})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 

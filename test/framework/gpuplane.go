@@ -86,9 +86,14 @@ func (e *Env) startGPUPlane(ctx context.Context, p GPUPlane) error {
 // GenericWorkloadArgs turn on kube-scheduler's gang scheduling on a plane:
 // the GenericWorkload feature gate on kube-apiserver, kube-scheduler and
 // kube-controller-manager, and the scheduling.k8s.io/v1beta1 API (beta
-// APIs are off by default) that serves PodGroups.
-func GenericWorkloadArgs() map[controlplane.Component][]string {
+// APIs are off by default) that serves PodGroups. gates are more feature
+// gates to turn on beside it on all three (e.g. "WorkloadWithJob", which
+// lets the Job controller make each Job's PodGroup).
+func GenericWorkloadArgs(gates ...string) map[controlplane.Component][]string {
 	gate := "--feature-gates=GenericWorkload=true"
+	for _, g := range gates {
+		gate += "," + g + "=true"
+	}
 	return map[controlplane.Component][]string{
 		controlplane.KubeAPIServer:         {gate, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
 		controlplane.KubeScheduler:         {gate},

@@ -10,6 +10,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,10 +45,7 @@ func (j *Job) Object() client.Object { return j.Job }
 
 // PodSets returns the Job's single pod set.
 func (j *Job) PodSets() ([]berthv1.PodSet, error) {
-	count := ptr.Deref(j.Spec.Parallelism, 1)
-	if c := j.Spec.Completions; c != nil && *c < count {
-		count = *c
-	}
+	count := gangSize(j.Job)
 	if count < 1 {
 		return nil, fmt.Errorf("the Job runs no pods (parallelism %d, completions %v): set parallelism to at least 1",
 			ptr.Deref(j.Spec.Parallelism, 1), ptr.Deref(j.Spec.Completions, -1))
@@ -56,6 +55,16 @@ func (j *Job) PodSets() ([]berthv1.PodSet, error) {
 		Count:    count,
 		Requests: jobs.PodRequests(&j.Spec.Template.Spec),
 	}}, nil
+}
+
+// gangSize is the pods of job that run at once: min(parallelism,
+// completions).
+func gangSize(job *batchv1.Job) int32 {
+	count := ptr.Deref(job.Spec.Parallelism, 1)
+	if c := job.Spec.Completions; c != nil && *c < count {
+		count = *c
+	}
+	return count
 }
 
 // PodTemplates returns the Job's pod template.
@@ -117,16 +126,52 @@ func (j *Job) Finished() (bool, bool, string) {
 	return false, false, ""
 }
 
+// HasOwnGang reports whether the Job has spec.scheduling: kube-apiserver
+// keeps it only with the WorkloadWithJob gate on, and the Job controller
+// then makes the Job's PodGroup and names it in every pod it creates.
+func (j *Job) HasOwnGang() bool { return j.Spec.Scheduling != nil }
+
+// SetGangSize sets the gang minCount of spec.scheduling to pods when the
+// Job asks for a gang; a Job that asks for basic scheduling keeps it.
+func (j *Job) SetGangSize(pods int32) {
+	if s := j.Spec.Scheduling; s != nil && s.SchedulingPolicy != nil && s.SchedulingPolicy.Gang != nil {
+		s.SchedulingPolicy.Gang.MinCount = ptr.To(pods)
+	}
+}
+
 // +kubebuilder:webhook:path=/mutate-batch-v1-job,mutating=true,failurePolicy=fail,sideEffects=None,groups=batch,resources=jobs,verbs=create,versions=v1,name=mjob.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
 
 // Defaulter holds every Job submitted to a berth queue: it sets
 // spec.suspend on creation, so that no pod exists before admission.
-type Defaulter struct{}
+type Defaulter struct {
+	// Gang is set when berth hands admitted gangs to kube-scheduler
+	// (setup.Options.PodGroups): a queued Job of two or more pods then
+	// asks for a gang of all of them in spec.scheduling.
+	Gang bool
+}
 
-// Default suspends a Job that carries the queue-name label.
-func (Defaulter) Default(_ context.Context, job *batchv1.Job) error {
-	if _, ok := job.Labels[berthv1.QueueNameLabel]; ok {
-		job.Spec.Suspend = ptr.To(true)
+// Default suspends a Job that carries the queue-name label and, with Gang,
+// asks for its gang.
+//
+// With the WorkloadWithJob gate on, the Job controller makes a PodGroup
+// for every Job without a controller owner (at its first sync, whether
+// suspended or not) and names it in every pod: a group berth made would
+// never be joined, so the Job's own must be the gang. spec.scheduling can
+// only be set at creation, and kube-apiserver drops it with the gate off,
+// where berth's own group serves (jobs.OwnGang). A Job that already says
+// how it is scheduled (spec.scheduling, or a group in its template), or
+// whose controller is another object's (a JobSet's Job joins its parent's
+// group), is left as it is.
+func (d Defaulter) Default(_ context.Context, job *batchv1.Job) error {
+	if _, ok := job.Labels[berthv1.QueueNameLabel]; !ok {
+		return nil
+	}
+	job.Spec.Suspend = ptr.To(true)
+	pods := gangSize(job)
+	if d.Gang && pods > 1 && job.Spec.Scheduling == nil && job.Spec.Template.Spec.SchedulingGroup == nil &&
+		metav1.GetControllerOf(job) == nil {
+		job.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To(pods)}}}
 	}
 	return nil
 }

@@ -7,7 +7,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -112,6 +114,60 @@ func TestDefaulterSuspendsOnlyQueuedJobs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDefaulterAsksForTheGang(t *testing.T) {
+	queued := map[string]string{berthv1.QueueNameLabel: "team"}
+	own := &batchv1.JobSchedulingConfiguration{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+		Basic: &schedulingv1alpha3.WorkloadPodGroupBasicSchedulingPolicy{}}}
+	cases := []struct {
+		name string
+		gang bool
+		job  func(*batchv1.Job)
+		want int32 // the gang minCount asked for, 0 none
+	}{
+		{name: "a queued gang asks for all its pods", gang: true, want: 4},
+		{name: "completions below parallelism bound the gang", gang: true, job: func(j *batchv1.Job) { j.Spec.Completions = ptr.To[int32](3) }, want: 3},
+		{name: "hand-off off: nothing asked", job: func(*batchv1.Job) {}},
+		{name: "not queued", gang: true, job: func(j *batchv1.Job) { j.Labels = nil }},
+		{name: "a gang of one", gang: true, job: func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](1) }},
+		{name: "a Job that says how it is scheduled keeps it", gang: true, job: func(j *batchv1.Job) { j.Spec.Scheduling = own }},
+		{name: "a template that names a group keeps it", gang: true, job: func(j *batchv1.Job) {
+			j.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("mine")}
+		}},
+		{name: "a JobSet's Job joins its parent's group", gang: true, job: func(j *batchv1.Job) {
+			j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "js-uid", Controller: ptr.To(true)}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: queued}, Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4)}}
+			if tc.job != nil {
+				tc.job(job)
+			}
+			if err := (Defaulter{Gang: tc.gang}).Default(context.Background(), job); err != nil {
+				t.Fatal(err)
+			}
+			w := &Job{job}
+			if got := gangOf(job); got != tc.want {
+				t.Errorf("gang minCount %d, want %d", got, tc.want)
+			}
+			if tc.want > 0 {
+				w.SetGangSize(2)
+				if !w.HasOwnGang() || gangOf(job) != 2 {
+					t.Errorf("the gang size set at a start: %d (own gang %v), want 2", gangOf(job), w.HasOwnGang())
+				}
+			}
+		})
+	}
+}
+
+// gangOf is the gang minCount the Job asks for, 0 when it asks for none.
+func gangOf(job *batchv1.Job) int32 {
+	if s := job.Spec.Scheduling; s != nil && s.SchedulingPolicy != nil && s.SchedulingPolicy.Gang != nil {
+		return ptr.Deref(s.SchedulingPolicy.Gang.MinCount, 0)
+	}
+	return 0
 }
 
 func TestFinished(t *testing.T) {
