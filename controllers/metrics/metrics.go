@@ -61,9 +61,19 @@ type Metrics struct {
 	// NotificationBreakerTripsTotal counts circuit breakers of sinks that
 	// opened, by sink type.
 	NotificationBreakerTripsTotal *prometheus.CounterVec
+	// PodGate is 1 for the way queued pods are gated, as detected at
+	// start: path "policy" (berth's MutatingAdmissionPolicy, inside the
+	// API server) or "webhook" (berth's pod webhook), 0 for the other.
+	PodGate *prometheus.GaugeVec
 	// Queues are the per-queue series, set on the queue-status tick.
 	Queues *Queues
 }
+
+// Values of the path label of PodGate.
+const (
+	PodGatePolicy  = "policy"
+	PodGateWebhook = "webhook"
+)
 
 // Values of the result label of NotificationsTotal.
 const (
@@ -123,6 +133,10 @@ func New() *Metrics {
 			Name: "berth_notification_breaker_trips_total",
 			Help: "Circuit breakers of notification sinks that opened after repeated failures, by sink type (slack, webhook, event).",
 		}, []string{"sink"}),
+		PodGate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_pod_gate",
+			Help: "1 for how queued pods are gated, as detected at start: path policy (berth's MutatingAdmissionPolicy inside the API server) or webhook (berth's pod webhook); 0 for the other.",
+		}, []string{"path"}),
 		Queues: newQueues(),
 	}
 }
@@ -131,12 +145,23 @@ func New() *Metrics {
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range append([]prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
 		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal, m.NotificationBreakersOpen,
-		m.NotificationBreakerTripsTotal}, m.Queues.collectors()...) {
+		m.NotificationBreakerTripsTotal, m.PodGate}, m.Queues.collectors()...) {
 		if err := r.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SetPodGate records the path queued pods are gated by.
+func (m *Metrics) SetPodGate(path string) {
+	for _, p := range []string{PodGatePolicy, PodGateWebhook} {
+		v := 0.0
+		if p == path {
+			v = 1
+		}
+		m.PodGate.WithLabelValues(p).Set(v)
+	}
 }
 
 // ObserveCycle records the duration of one engine cycle.

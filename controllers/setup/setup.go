@@ -36,6 +36,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/capacity"
+	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/handoff"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
@@ -50,6 +51,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/trainjob"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/notify"
+	"github.com/berth-dev/berth/controllers/podgate"
 	"github.com/berth-dev/berth/controllers/provisioning"
 	"github.com/berth-dev/berth/controllers/queue"
 	"github.com/berth-dev/berth/controllers/scheduler"
@@ -113,6 +115,10 @@ type Options struct {
 	// PodGroup, so that even binding is all or nothing (package
 	// handoff). The cluster must serve PodGroups: Setup fails otherwise.
 	PodGroups bool
+	// PodGate names the pod webhook's configuration and the pod-gate
+	// policy's binding (package podgate). An empty WebhookConfiguration is
+	// certs.MutatingWebhookConfiguration, the install's name.
+	PodGate podgate.Options
 	// Parts selects what runs besides the core (see Part); nil or empty
 	// runs every part, which is what berth-controller runs. Suites list
 	// the parts they test, so that a suite's plane runs no controller it
@@ -171,6 +177,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		Changes: sched, PodGroups: p.podGroups}
 	if p.podGroups {
 		reconcilers = append(reconcilers, handoff.New(mgr.GetClient(), mgr.GetAPIReader()))
+	}
+	if slices.Contains(p.webhooks(), webhookPodDefaulter) {
+		gate := o.PodGate
+		gate.WebhookConfiguration = cmp.Or(gate.WebhookConfiguration, certs.MutatingWebhookConfiguration)
+		gate.HandOff = p.podGroups
+		reconcilers = append(reconcilers, podgate.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetRESTMapper(), m, gate))
 	}
 	kinds, missing, err := servedKinds(mgr, p.jobKinds()...)
 	if err != nil {

@@ -55,7 +55,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// makes from the gang berth asks for in its spec.scheduling; the
 	// operators suite runs without it, where berth makes the groups itself.
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{Nodes: 2, NodeLabels: map[string]string{productLabel: product},
-		ExtraArgs: framework.GenericWorkloadArgs("WorkloadWithJob"), Berth: berthOptions})
+		ExtraArgs: framework.GenericWorkloadArgs("WorkloadWithJob"), Berth: berthOptions,
+		// The API server gates queued pods; with the hand-off on, the pod
+		// webhook still names their PodGroups (package podgate).
+		PodGatePolicy: true})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 

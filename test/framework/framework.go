@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -216,6 +217,9 @@ type BerthOptions struct {
 	// NewClient, when set, builds the manager's client (e.g. to inject
 	// faults with interceptor.NewClient).
 	NewClient func(cfg *rest.Config, o client.Options) (client.Client, error)
+	// WrapTransport, when set, wraps every request berth sends (its
+	// clients, caches and events), e.g. to count its writes.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // StartBerth runs berth's manager in-process against the plane until
@@ -233,7 +237,11 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(e.Plane.Config, ctrl.Options{
+	cfg := rest.CopyConfig(e.Plane.Config)
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                  cacheOpts,
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -255,6 +263,10 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	if o.Setup.MetricsRegistry == nil {
 		// Each start (a restart is a second start) gets its own registry.
 		o.Setup.MetricsRegistry = prometheus.NewRegistry()
+	}
+	if o.Setup.PodGate.WebhookConfiguration == "" && len(wh.MutatingWebhooks) > 0 {
+		// The plane installs the configuration under its file's name.
+		o.Setup.PodGate.WebhookConfiguration = wh.MutatingWebhooks[0].Name
 	}
 	if o.Setup.Engine == (admission.Options{}) {
 		o.Setup.Engine = admission.DefaultOptions()
@@ -282,6 +294,12 @@ func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 			cancel()
 			return nil, fmt.Errorf("berth stopped before its webhook server started: %w", err)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if o.Setup.PodGroups && o.Setup.PodGate.WebhookConfiguration != "" {
+		if err := e.waitForHandOffCondition(ctx, o.Setup.PodGate.WebhookConfiguration); err != nil {
+			cancel()
+			return nil, errors.Join(err, <-done)
 		}
 	}
 	e.cancel, e.done, e.current = cancel, done, b

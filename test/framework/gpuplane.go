@@ -34,6 +34,11 @@ type GPUPlane struct {
 	// ExtraArgs adds command-line flags per component (see
 	// controlplane.Options.ExtraArgs), e.g. feature gates.
 	ExtraArgs map[controlplane.Component][]string
+	// PodGatePolicy installs berth's pod-gate MutatingAdmissionPolicy
+	// (InstallPodGatePolicy) before berth starts, so that the API server
+	// gates queued pods and the pod webhook is only the fallback. Without
+	// it the plane runs the webhook path.
+	PodGatePolicy bool
 	// Berth configures berth's manager. The full-plane suites leave
 	// Berth.Setup.Parts nil: they show the whole product, every part of
 	// it at once.
@@ -75,6 +80,11 @@ func (e *Env) startGPUPlane(ctx context.Context, p GPUPlane) error {
 	for _, o := range p.Operators {
 		if err := e.StartOperator(ctx, o); err != nil {
 			return fmt.Errorf("starting the %s operator: %w", o.Name, err)
+		}
+	}
+	if p.PodGatePolicy {
+		if err := InstallPodGatePolicy(ctx, e.Client); err != nil {
+			return err
 		}
 	}
 	if _, err := e.StartBerth(p.Berth); err != nil {

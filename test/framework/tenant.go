@@ -93,7 +93,30 @@ func (e *Env) aggregate(ctx context.Context, name string) error {
 // (config/rbac/tenant_policies.yaml), named as config/default's namePrefix
 // names them, so that a suite's tenant meets the refusals a cluster's does.
 func InstallTenantPolicies(ctx context.Context, c client.Client) error {
-	file := filepath.Join("config", "rbac", "tenant_policies.yaml")
+	return installPolicies(ctx, c, filepath.Join("config", "rbac", "tenant_policies.yaml"))
+}
+
+// InstallPodGatePolicy creates the MutatingAdmissionPolicy that gates
+// queued pods inside the API server, and its binding
+// (config/webhook/pod_gate_policy.yaml), named as the install names them.
+func InstallPodGatePolicy(ctx context.Context, c client.Client) error {
+	return installPolicies(ctx, c, filepath.Join("config", "webhook", "pod_gate_policy.yaml"))
+}
+
+// DeletePodGatePolicy deletes what InstallPodGatePolicy created.
+func DeletePodGatePolicy(ctx context.Context, c client.Client) error {
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, &admissionregistrationv1.MutatingAdmissionPolicy{}} {
+		obj.SetName("berth-pod-gate")
+		if err := client.IgnoreNotFound(c.Delete(ctx, obj)); err != nil {
+			return fmt.Errorf("deleting %T berth-pod-gate: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// installPolicies creates the admission policies and bindings of a file
+// of the repository, prefixed berth- as config/default names them.
+func installPolicies(ctx context.Context, c client.Client, file string) error {
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), file))
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
@@ -109,6 +132,10 @@ func InstallTenantPolicies(ctx context.Context, c client.Client) error {
 			obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		case "ValidatingAdmissionPolicyBinding":
 			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		case "MutatingAdmissionPolicy":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
+		case "MutatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
 		default:
 			return fmt.Errorf("%s: unexpected kind %q", file, meta.Kind)
 		}

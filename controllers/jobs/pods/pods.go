@@ -260,7 +260,14 @@ func Requests(ps []*corev1.Pod) corev1.ResourceList {
 	return out
 }
 
-// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"has(object.metadata.labels) && ('berth.dev/queue-name' in object.metadata.labels || 'berth.dev/scheduling-group' in object.metadata.labels)"}]}`
+// The pod webhook is called for a pod whose labels ask for a gate it does
+// not have yet, or name a scheduling group it has not joined: where the
+// API server serves MutatingAdmissionPolicy, berth's pod-gate policy gates
+// queued pods before any webhook runs, so they never call out. With the
+// gang scheduling hand-off on, berth widens the condition to every queued
+// pod at start (package podgate), as gated pods must join their gang's
+// group here.
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"('berth.dev/scheduling-group' in object.metadata.?labels.orValue({}) && !object.spec.?schedulingGroup.hasValue()) || ('berth.dev/queue-name' in object.metadata.?labels.orValue({}) && !object.metadata.?ownerReferences.orValue([]).exists(r, r.kind == 'Job' && r.apiVersion.startsWith('batch/') && r.?controller.orValue(false)) && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission'))"}]}`
 
 // Defaulter gates every labelled pod at creation, so kube-scheduler does
 // not place it before berth admits its gang. Pods of a Job are not gated:

@@ -20,12 +20,16 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 )
 
-// The pod webhook is called for pods that carry the queue-name label and
-// for pods that carry one of the labels berth puts on admitted pods, so
-// that a pod cannot pass for a member of an admitted gang.
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/queue-name","operator":"Exists"}]}}`
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod-workload.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/workload","operator":"Exists"}]}}`
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod-placement.berth.dev,admissionReviewVersions=v1,patch=`{"objectSelector":{"matchExpressions":[{"key":"berth.dev/placement","operator":"Exists"}]}}`
+// The pod webhook is called only for what needs berth's state, so that
+// the API server evaluates everything else in-process (matchConditions,
+// docs/admission-path.md): pods that carry the queue-name label or one of
+// the labels berth puts on admitted pods (a pod cannot pass for a member
+// of an admitted gang), not updated by berth itself or by whoever else may
+// write Workload status (cluster administrators), and then only a create
+// that names a controller, carries berth's gang labels or has a malformed
+// queue name, or an update that removes berth's gate or changes a queued
+// pod's labels or controller.
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"(has(object.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.labels)) || (request.operation == 'UPDATE' && (has(oldObject.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in oldObject.metadata.labels)))"},{"name":"not-berth","expression":"request.operation != 'UPDATE' || !authorizer.group('berth.dev').resource('workloads').subresource('status').namespace(request.namespace).check('update').allowed()"},{"name":"needs-lookup","expression":"request.operation == 'CREATE' ? (size(object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid)) > 0 || ['berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.?labels.orValue({})) || (object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].hasValue() && (size(object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value()) > 253 || !object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value().matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))) : ((oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission') && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission')) || ['berth.dev/queue-name', 'berth.dev/pod-group', 'berth.dev/gang', 'berth.dev/workload', 'berth.dev/placement'].exists(k, oldObject.metadata.?labels.orValue({})[?k] != object.metadata.?labels.orValue({})[?k]) || oldObject.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid) != object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid))"}]}`
 
 // Validator refuses the pods and pod edits that would run a pod outside
 // quota: removing berth's scheduling gate before the pod's gang is

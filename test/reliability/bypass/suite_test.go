@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/notify"
+	"github.com/berth-dev/berth/controllers/podgate"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
@@ -70,7 +71,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env, err = framework.StartGPUPlane(ctx, framework.GPUPlane{
 		Nodes: 2, NodeLabels: map[string]string{productLabel: product},
 		Operators: []framework.Operator{framework.JobSetOperator, framework.LWSOperator},
+		// Every attack meets the path a current cluster has: the API server
+		// gates queued pods and the pod webhooks are called only for what
+		// needs berth's state (podgate_test.go).
+		PodGatePolicy: true,
 		Berth: framework.BerthOptions{Setup: setup.Options{
+			PodGate: podgate.Options{Every: time.Second},
 			// Devices of gpuClass count as GPUs (attacks_dra_test.go).
 			DeviceClasses: jobs.DeviceClassMapping{gpuClass: {Resource: builders.GPU, PerDevice: resource.MustParse("1")}},
 			Notifications: notify.Options{

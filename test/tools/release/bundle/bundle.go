@@ -108,7 +108,7 @@ func header(o Options) string {
 // verb), as config/default's own transformers do for berth-system: the
 // visibility server's RoleBinding stays in kube-system and names the
 // ServiceAccount in the new namespace, and API Priority and Fairness
-// objects stay cluster-scoped.
+// objects and MutatingAdmissionPolicies stay cluster-scoped.
 const overlayTemplate = `namespace: %[1]s
 resources:
 - %[2]s
@@ -130,6 +130,15 @@ transformers:
   patch: '[{"op": "remove", "path": "/metadata/namespace"}]'
   target:
     group: flowcontrol.apiserver.k8s.io
+- |
+  apiVersion: builtin
+  kind: PatchTransformer
+  metadata:
+    name: mutating-admission-policies-cluster-scoped
+  patch: '[{"op": "remove", "path": "/metadata/namespace"}]'
+  target:
+    group: admissionregistration.k8s.io
+    kind: MutatingAdmissionPolicy.*
 `
 
 // writeOverlay writes a kustomization that puts base into namespace and

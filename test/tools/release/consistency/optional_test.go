@@ -58,6 +58,11 @@ func TestOptionalObjects(t *testing.T) {
 			}
 		}},
 		{"no PodDisruptionBudget when off", []string{"podDisruptionBudget.enabled=false"}, noneOf("PodDisruptionBudget")},
+		{"the pod gate policy by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			one(t, objs, "MutatingAdmissionPolicy", "berth-pod-gate")
+			one(t, objs, "MutatingAdmissionPolicyBinding", "berth-pod-gate")
+		}},
+		{"no pod gate policy when off", []string{"webhook.podGatePolicy=false"}, noneOf("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")},
 		{"no visibility API when off", []string{"visibility.enabled=false"},
 			noneOf("APIService", "FlowSchema", "PriorityLevelConfiguration")},
 		{"the visibility Service forwards to the pod's port", []string{"visibility.port=9082"}, func(t *testing.T, objs []*unstructured.Unstructured) {

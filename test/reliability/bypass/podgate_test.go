@@ -1,0 +1,98 @@
+package bypass_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/test/framework"
+)
+
+// The paths of berth's pod webhooks (mpod.berth.dev, vpod.berth.dev).
+const (
+	mutatePod   = framework.MutatePodPath
+	validatePod = "/validate--v1-pod"
+)
+
+// webhookCalls is how many requests berth's webhook server answered, by
+// path.
+func webhookCalls(g Gomega) map[string]float64 {
+	calls, err := framework.WebhookCalls()
+	g.Expect(err).NotTo(HaveOccurred())
+	return calls
+}
+
+// podGate is the path berth reports.
+func podGate() string {
+	m := env.Berth().Metrics
+	for _, path := range []string{metrics.PodGatePolicy, metrics.PodGateWebhook} {
+		if testutil.ToFloat64(m.PodGate.WithLabelValues(path)) == 1 {
+			return path
+		}
+	}
+	return ""
+}
+
+// isGated reports whether the pod carries berth's gate.
+func isGated(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == berthv1.AdmissionGate {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = Describe("the pod gate inside the API server", Ordered, func() {
+	It("gates an editor's queued pods without calling berth, and berth's release calls nothing either", func(ctx SpecContext) {
+		Eventually(podGate, timeout, interval).Should(Equal(metrics.PodGatePolicy))
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		before := webhookCalls(Default)
+		group := members(ns, "quiet", "2", "1", 0, 2)
+		for _, p := range group {
+			Expect(mallory.Create(ctx, p)).To(Succeed())
+			Expect(isGated(p)).To(BeTrue(), "pod %s is created gated", p.Name)
+		}
+		bound(ctx, group...)
+		after := webhookCalls(Default)
+		Expect(after[mutatePod]).To(Equal(before[mutatePod]), "creating queued pods never called the pod gate webhook")
+		Expect(after[validatePod]).To(Equal(before[validatePod]), "neither the creates nor berth's release called the pod validation webhook")
+
+		By("a change the webhook must judge still reaches it: removing the gate of a pod berth holds")
+		held := members(ns, "held", "4", "1", 0, 1)[0]
+		Expect(mallory.Create(ctx, held)).To(Succeed())
+		Expect(update(ctx, mallory, held, func(p *corev1.Pod) { p.Spec.SchedulingGates = nil })).
+			To(MatchError(ContainSubstring("the berth.dev/admission gate is removed by berth when the pod's gang is admitted")))
+		Expect(webhookCalls(Default)[validatePod]).To(BeNumerically(">", after[validatePod]))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+
+	It("falls back to berth's webhook when the policy is deleted, and no queued pod is created ungated meanwhile", func(ctx SpecContext) {
+		ns := newTeam(ctx, "64")
+		mallory := editor(ctx, ns)
+		Expect(framework.DeletePodGatePolicy(ctx, env.Client)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(framework.InstallPodGatePolicy(ctx, env.Client)).To(Succeed())
+			Eventually(podGate, timeout, interval).Should(Equal(metrics.PodGatePolicy))
+		})
+		Eventually(podGate, timeout, interval).Should(Equal(metrics.PodGateWebhook))
+
+		By("creating pods until the API server no longer runs the policy: every one is gated, the last by the webhook")
+		var created []*corev1.Pod
+		Eventually(func(g Gomega) {
+			before := webhookCalls(g)
+			p := members(ns, "fallback-"+rand.String(5), "1", "1", 0, 1)[0]
+			g.Expect(mallory.Create(ctx, p)).To(Succeed())
+			created = append(created, p)
+			Expect(isGated(p)).To(BeTrue(), "pod %s is created gated", p.Name)
+			g.Expect(webhookCalls(g)[mutatePod]).To(BeNumerically(">", before[mutatePod]))
+		}, timeout, interval).Should(Succeed())
+		bound(ctx, created...)
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+})
