@@ -143,7 +143,7 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	// The creator's own client must never be what throttles arrivals.
 	cfg := rest.CopyConfig(env.Plane.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
-	p := &phaser{env: env, cfg: cfg, o: o}
+	p := &phaser{env: env, cfg: cfg, o: o, writes: &writeCounter{}}
 
 	fmt.Fprintln(o.Progress, "floor: the pods with kube-scheduler alone")
 	floor, err := p.run(ctx, "burst-floor", false)
@@ -151,17 +151,33 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	if err != nil {
 		return fmt.Errorf("floor run: %w", err)
 	}
-	if _, err := env.StartBerth(framework.BerthOptions{}); err != nil {
+	if _, err := env.StartBerth(framework.BerthOptions{WrapTransport: p.writes.wrap}); err != nil {
 		return fmt.Errorf("starting berth: %w", err)
 	}
-	fmt.Fprintln(o.Progress, "berth: the same pods as pod groups in a LocalQueue")
+	fmt.Fprintln(o.Progress, "berth, webhook path: the same pods as pod groups in a LocalQueue, gated by berth's pod webhook")
 	through, err := p.run(ctx, "burst-berth", true)
 	rep.Berth = through
 	if err != nil {
 		return fmt.Errorf("berth run: %w", err)
 	}
+	if err := emptyNamespace(ctx, env.Client, "burst-berth", o.DeletePage); err != nil {
+		return err
+	}
+	if err := framework.InstallPodGatePolicy(ctx, env.Client); err != nil {
+		return err
+	}
+	if err := framework.WaitForPodGatePolicy(ctx, env.Client, "default"); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.Progress, "berth, policy path: the same pods, gated inside the API server by berth's MutatingAdmissionPolicy")
+	policy, err := p.run(ctx, "burst-policy", true)
+	rep.Policy = &policy
+	if err != nil {
+		return fmt.Errorf("berth run on the policy path: %w", err)
+	}
 	if rep.Floor.P95 > 0 {
 		rep.P95Ratio = rep.Berth.P95 / rep.Floor.P95
+		rep.PolicyP95Ratio = policy.P95 / rep.Floor.P95
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ type phaser struct {
 	env *framework.Env
 	cfg *rest.Config
 	o   Options
+	// writes counts berth's writes (BerthOptions.WrapTransport).
+	writes *writeCounter
 }
 
 // binds records when each pod was first seen bound to a node.
@@ -110,6 +112,11 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 	}
 
 	before := sampleCPU()
+	calls, err := framework.WebhookCalls()
+	if err != nil {
+		return ph, err
+	}
+	writes := p.writes.snapshot()
 	created, span, err := p.arrive(ctx, cs, ns, throughBerth)
 	ph.CreateSpan = span.Seconds()
 	if err != nil {
@@ -120,6 +127,12 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		func(context.Context) (bool, error) { return seen.count() >= ph.Pods, nil })
 	ph.measure(created, seen, p.o.MaxGangSize)
 	ph.CPUSeconds = cpuSince(before)
+	if ph.WebhookCalls, err = webhookCallsSince(calls); err != nil {
+		return ph, err
+	}
+	if throughBerth {
+		ph.BerthWrites = p.writes.since(writes)
+	}
 	if throughBerth {
 		st := wls.stages(created, seen, p.o.MaxGangSize)
 		ph.Stages = &st
@@ -328,4 +341,20 @@ func emptyNamespace(ctx context.Context, c client.Client, ns string, page int64)
 		return fmt.Errorf("emptying %s: %w", ns, err)
 	}
 	return nil
+}
+
+// webhookCallsSince is how many requests berth's webhook server answered
+// since before, by path; paths without one are left out.
+func webhookCallsSince(before map[string]float64) (map[string]float64, error) {
+	now, err := framework.WebhookCalls()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for path, n := range now {
+		if d := n - before[path]; d > 0 {
+			out[path] = d
+		}
+	}
+	return out, nil
 }

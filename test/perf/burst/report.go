@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -35,6 +36,12 @@ type Phase struct {
 	// CPUSeconds each process used from the first creation until the last
 	// bind (or the timeout), by component.
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+	// WebhookCalls are the requests berth's webhook server answered during
+	// the run, by path: the round trips the API server made to berth.
+	WebhookCalls map[string]float64 `json:"webhookCalls,omitempty"`
+	// BerthWrites are the writes berth sent during the run, by method and
+	// resource ("PATCH pods", "PUT workloads/status").
+	BerthWrites map[string]int `json:"berthWrites,omitempty"`
 	// Stages splits the berth run's time per gang.
 	Stages *Stages `json:"stages,omitempty"`
 }
@@ -48,11 +55,15 @@ type Report struct {
 	SchedulerQPS int     `json:"schedulerQPS"`
 	CPUs         int     `json:"cpus"`
 	GoVersion    string  `json:"goVersion"`
-	// Floor is kube-scheduler alone; Berth the same pods through berth.
-	Floor Phase `json:"floor"`
-	Berth Phase `json:"berth"`
-	// P95Ratio is the berth run's p95 over the floor's.
-	P95Ratio float64 `json:"p95Ratio"`
+	// Floor is kube-scheduler alone; Berth the same pods through berth,
+	// gated by its pod webhook; Policy the same again, gated inside the
+	// API server by berth's MutatingAdmissionPolicy.
+	Floor  Phase  `json:"floor"`
+	Berth  Phase  `json:"berth"`
+	Policy *Phase `json:"policy,omitempty"`
+	// P95Ratio and PolicyP95Ratio are the berth runs' p95 over the floor's.
+	P95Ratio       float64 `json:"p95Ratio"`
+	PolicyP95Ratio float64 `json:"policyP95Ratio,omitempty"`
 }
 
 // WriteJSON writes the report to path.
@@ -74,9 +85,13 @@ type namedPhase struct {
 	p    Phase
 }
 
-// runs are the floor and the berth run, in table order.
+// runs are the floor and the berth runs, in table order.
 func (r *Report) runs() []namedPhase {
-	return []namedPhase{{"kube-scheduler alone", r.Floor}, {"through berth", r.Berth}}
+	out := []namedPhase{{"kube-scheduler alone", r.Floor}, {"berth, webhook path", r.Berth}}
+	if r.Policy != nil {
+		out = append(out, namedPhase{"berth, policy path", *r.Policy})
+	}
+	return out
 }
 
 // WriteTable prints the report for a reader.
@@ -95,28 +110,63 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: %.2fx; Workloads admitted: %d\n", r.P95Ratio, r.Berth.Workloads); err != nil {
+	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: webhook path %.2fx, policy path %.2fx; Workloads admitted: %d\n",
+		r.P95Ratio, r.PolicyP95Ratio, r.Berth.Workloads); err != nil {
 		return err
 	}
 	for _, ph := range r.runs() {
 		if _, err := fmt.Fprintf(w, "CPU seconds, %s: %s\n", ph.name, cpuLine(ph.p.CPUSeconds)); err != nil {
 			return err
 		}
+		if ph.p.ThroughBerth {
+			calls := line(ph.p.WebhookCalls, func(v float64) string { return strconv.Itoa(int(v)) })
+			if _, err := fmt.Fprintf(w, "webhook calls, %s: %s\n", ph.name, calls); err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "berth's writes, %s: %s (%.2f per pod)\n", ph.name, countLine(ph.p.BerthWrites),
+				float64(total(ph.p.BerthWrites))/float64(max(ph.p.Pods, 1))); err != nil {
+				return err
+			}
+		}
 	}
-	if s := r.Berth.Stages; s != nil {
-		_, err = fmt.Fprintf(w, "through berth, p50 / p95: creation to Workload %.2fs / %.2fs, to admission %.2fs / %.2fs, to all bound %.2fs / %.2fs\n",
-			s.ToWorkloadP50, s.ToWorkloadP95, s.ToAdmittedP50, s.ToAdmittedP95, s.ToBoundP50, s.ToBoundP95)
+	for _, ph := range r.runs() {
+		if s := ph.p.Stages; s != nil {
+			_, err = fmt.Fprintf(w, "%s, p50 / p95: creation to Workload %.2fs / %.2fs, to admission %.2fs / %.2fs, to all bound %.2fs / %.2fs\n",
+				ph.name, s.ToWorkloadP50, s.ToWorkloadP95, s.ToAdmittedP50, s.ToAdmittedP95, s.ToBoundP50, s.ToBoundP95)
+			if err != nil {
+				return err
+			}
+		}
 	}
-	return err
+	return nil
+}
+
+// countLine lists counts by name, largest first.
+func countLine(counts map[string]int) string {
+	return line(counts, func(n int) string { return strconv.Itoa(n) })
+}
+
+// total sums counts.
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // cpuLine lists CPU seconds by component, largest first.
 func cpuLine(cpu map[string]float64) string {
-	names := slices.Collect(maps.Keys(cpu))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(cpu[b], cpu[a]) })
+	return line(cpu, func(v float64) string { return fmt.Sprintf("%.1f", v) })
+}
+
+// line lists amounts by name, largest first, each formatted by format.
+func line[V int | float64](amounts map[string]V, format func(V) string) string {
+	names := slices.Collect(maps.Keys(amounts))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(amounts[b], amounts[a]), cmp.Compare(a, b)) })
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %.1f", n, cpu[n]))
+		parts = append(parts, n+" "+format(amounts[n]))
 	}
 	return strings.Join(parts, ", ")
 }

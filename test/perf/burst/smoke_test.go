@@ -12,11 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/perf/burst"
 )
 
 var _ = Describe("a small burst on the full plane", func() {
-	It("binds every gang whole, with kube-scheduler alone and through berth, and reports both", func(ctx SpecContext) {
+	It("binds every gang whole, with kube-scheduler alone and through berth, and reports all three", func(ctx SpecContext) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		const gangs = 24
 		// Pages of ten: the floor's pods are deleted in several pages
@@ -25,7 +26,8 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(err).NotTo(HaveOccurred())
 		pods := burst.Pods(gangs, 4)
 		Expect(rep.Pods).To(Equal(pods))
-		for _, ph := range []burst.Phase{rep.Floor, rep.Berth} {
+		Expect(rep.Policy).NotTo(BeNil())
+		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
 			Expect(ph.Pods).To(Equal(pods))
 			Expect(ph.Complete).To(Equal(gangs), "%s: every gang bound", ph.Namespace)
 			Expect(ph.Partial).To(BeZero(), "%s: no gang partly bound", ph.Namespace)
@@ -33,11 +35,24 @@ var _ = Describe("a small burst on the full plane", func() {
 			Expect(ph.P95).To(BeNumerically(">=", ph.P50))
 			Expect(ph.Max).To(BeNumerically(">=", ph.P95))
 		}
-		By("every gang of the berth run went through berth, one admitted Workload each")
-		Expect(rep.Berth.ThroughBerth).To(BeTrue())
-		Expect(rep.Berth.Workloads).To(Equal(gangs))
+		By("every gang of the berth runs went through berth, one admitted Workload each")
+		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
+			Expect(ph.ThroughBerth).To(BeTrue())
+			Expect(ph.Workloads).To(Equal(gangs))
+		}
 		Expect(rep.Floor.Workloads).To(BeZero())
 		Expect(rep.P95Ratio).To(BeNumerically("~", rep.Berth.P95/rep.Floor.P95, 1e-9))
+		Expect(rep.PolicyP95Ratio).To(BeNumerically("~", rep.Policy.P95/rep.Floor.P95, 1e-9))
+
+		By("the webhook path gated every pod by berth's webhook; the policy path called berth for none of them")
+		Expect(rep.Berth.WebhookCalls[framework.MutatePodPath]).To(BeNumerically("==", pods))
+		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
+
+		By("berth released each pod with one patch and made one Workload per gang")
+		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
+			Expect(ph.BerthWrites).To(HaveKeyWithValue("PATCH pods", pods), "%s: one release per pod", ph.Namespace)
+			Expect(ph.BerthWrites).To(HaveKeyWithValue("POST workloads", gangs), "%s: one Workload per gang", ph.Namespace)
+		}
 
 		By("writing the report as JSON and as a table")
 		path := filepath.Join(GinkgoT().TempDir(), "burst.json")
@@ -49,7 +64,7 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(back.Berth).To(Equal(rep.Berth))
 		var table bytes.Buffer
 		Expect(rep.WriteTable(&table)).To(Succeed())
-		Expect(table.String()).To(ContainSubstring("through berth"))
+		Expect(table.String()).To(ContainSubstring("berth, policy path"))
 		GinkgoWriter.Println(table.String())
 	}, NodeTimeout(10*time.Minute))
 })
