@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,6 +188,19 @@ type Releaser interface {
 	// Held are the pods that claim the gang but stay gated: beyond the
 	// admitted count, or not the gang's own.
 	Held() []ExcludedPod
+}
+
+// Assumer is a gang whose writes the cache shows late: a gang of pods,
+// each released by its own write. The reconciler keeps what the last
+// writes returned and gives it back on the next pass, so that a pod whose
+// cached copy predates its release is not released twice.
+type Assumer interface {
+	// Assume gives the gang the objects berth wrote earlier, by UID, with
+	// the resourceVersion each write returned.
+	Assume(written map[types.UID]string)
+	// Written returns what to give the next Assume: the earlier writes the
+	// cache still does not show, and those of the last Write.
+	Written() map[types.UID]string
 }
 
 // ExcludedPod is a pod berth keeps gated although it claims a gang, and

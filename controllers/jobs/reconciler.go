@@ -58,6 +58,8 @@ type Reconciler struct {
 	memo *specMemo
 	// indexed: its cache indexes are registered (Index).
 	indexed bool
+	// assumed are the gangs' writes the cache may not show yet (Assumer).
+	assumed assumedWrites
 }
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
@@ -65,6 +67,9 @@ type Reconciler struct {
 func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder, kind Kind, opts Options) *Reconciler {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.IncompleteGrace <= 0 {
+		opts.IncompleteGrace = DefaultIncompleteGrace
 	}
 	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}, memo: newSpecMemo(kind)}
@@ -183,7 +188,7 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	wl := &berthv1.Workload{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: g.workload}, wl)
 	if apierrors.IsNotFound(err) {
-		return reconcile.Result{}, r.createWorkload(ctx, g)
+		return r.createWorkload(ctx, g)
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", g.workload, err)
@@ -199,6 +204,9 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if restored, err := r.restoreFinalizer(ctx, job, wl); err != nil || restored {
 		return reconcile.Result{}, err
 	}
+	key := client.ObjectKeyFromObject(wl)
+	r.assumed.give(key, job)
+	defer r.assumed.keep(key, job)
 	var res reconcile.Result
 	switch phase := lifecycle.PhaseOf(wl); {
 	case phase == lifecycle.Evicting:
@@ -287,22 +295,27 @@ func (r *Reconciler) invalid(job GenericJob, wl *berthv1.Workload, err error) er
 	return nil
 }
 
-// createWorkload holds a new job and creates its Workload.
-func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
+// createWorkload holds a new job and creates its Workload. A gang that
+// still lacks members is looked at again once its grace is over, and only
+// then reported (Options.IncompleteGrace).
+func (r *Reconciler) createWorkload(ctx context.Context, g gang) (reconcile.Result, error) {
 	job, obj := g.job, g.job.Object()
 	if finished, _, _ := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if !job.IsSuspended() {
 		job.Suspend()
 		if err := r.write(ctx, job); err != nil {
-			return fmt.Errorf("suspending %s: %w", client.ObjectKeyFromObject(obj), err)
+			return reconcile.Result{}, fmt.Errorf("suspending %s: %w", client.ObjectKeyFromObject(obj), err)
 		}
 		r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventSuspended, "Suspend", "suspended until berth admits it")
 	}
 	spec, err := r.spec(ctx, job)
 	if err != nil {
-		return r.invalid(job, nil, err)
+		if wait := r.incompleteWait(obj, err); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		return reconcile.Result{}, r.invalid(job, nil, err)
 	}
 	wl := &berthv1.Workload{
 		// The finalizer keeps the Workload, and its quota, until the job's
@@ -317,13 +330,13 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 		},
 	}
 	if err := r.setOwners(g, wl); err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if err := r.client.Create(ctx, wl); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return reconcile.Result{}, nil
 		}
-		return fmt.Errorf("creating workload for %s: %w", client.ObjectKeyFromObject(obj), err)
+		return reconcile.Result{}, fmt.Errorf("creating workload for %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
 	// Created from the gang just read: the Workload's first event needs
 	// no second read.
@@ -331,7 +344,7 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) error {
 	if !quiet(job) {
 		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "Queue", "queued as workload %s", wl.Name)
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // hold keeps a job whose workload is not admitted suspended, and keeps the
@@ -490,6 +503,7 @@ func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string
 			continue
 		}
 		r.memo.forget(namespace, wls.Items[i].Name)
+		r.assumed.forget(client.ObjectKeyFromObject(&wls.Items[i]))
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}
@@ -565,6 +579,17 @@ func restoreScheduling(job GenericJob) bool {
 	delete(ann, berthv1.OriginalSchedulingAnnotation)
 	obj.SetAnnotations(ann)
 	return true
+}
+
+// incompleteWait is how much longer a gang that lacks members (err) waits
+// before it is reported: its grace from the creation of the object its
+// events are recorded on. Zero for any other error, or once the grace is
+// over.
+func (r *Reconciler) incompleteWait(obj client.Object, err error) time.Duration {
+	if !isIncomplete(err) {
+		return 0
+	}
+	return max(0, r.opts.IncompleteGrace-r.opts.Clock.Since(obj.GetCreationTimestamp().Time))
 }
 
 // quiet reports whether the job's routine events are left out (Quiet).

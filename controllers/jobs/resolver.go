@@ -114,6 +114,7 @@ func (r *Reconciler) deleteKeyWorkloads(ctx context.Context, namespace, key stri
 		if wls.Items[i].Name != KeyWorkloadName(r.kind.GVK().Kind, namespace, key) {
 			continue
 		}
+		r.assumed.forget(client.ObjectKeyFromObject(&wls.Items[i]))
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}

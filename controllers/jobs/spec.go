@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"time"
 	"context"
 	"errors"
 	"fmt"
@@ -34,10 +35,18 @@ type Options struct {
 	// PodGroup is created before its pods are released and deleted when it
 	// stops or ends (see podgroups.go). The cluster must serve PodGroups.
 	PodGroups bool
+	// IncompleteGrace is how long a gang may lack members before berth
+	// warns about it (GroupIncomplete, SetIncomplete): members that arrive
+	// one by one, as a burst creates them, are not a problem to report.
+	// DefaultIncompleteGrace when zero.
+	IncompleteGrace time.Duration
 	// Changes is told when an admitted job changed under its admission:
 	// the engine decides the eviction and the scheduler writes it. Required.
 	Changes ChangeReporter
 }
+
+// DefaultIncompleteGrace is Options.IncompleteGrace unless set.
+const DefaultIncompleteGrace = 10 * time.Second
 
 // ChangeReporter feeds the engine what changed in job, the job of an
 // admitted workload; the eviction is told on job. *scheduler.Scheduler

@@ -119,6 +119,11 @@ func podSetOf(p *corev1.Pod) string {
 	return WorkersPodSet
 }
 
+// QuietEvents implements jobs.Quiet: a replica is one of many, and its
+// routine events, all on the LeaderWorkerSet, would cost two writes per
+// replica on every scale-up. Warnings stay.
+func (*Replica) QuietEvents() bool { return true }
+
 // WorkloadSuffix is the replica's index.
 func (r *Replica) WorkloadSuffix() string { return strconv.Itoa(r.index) }
 

@@ -146,6 +146,12 @@ func members(all []corev1.Pod, total int) ([]corev1.Pod, []jobs.ExcludedPod) {
 	return in, out
 }
 
+// QuietEvents implements jobs.Quiet: a group's routine events would land
+// on one of its pods, two per group, which a burst of small groups pays
+// for in API writes; its Workload's conditions say the same. Warnings
+// stay.
+func (*Group) QuietEvents() bool { return true }
+
 // WorkloadSuffix is empty: a group has one Workload, named after its key.
 func (g *Group) WorkloadSuffix() string { return "" }
 

@@ -43,6 +43,8 @@ type Gang struct {
 	suspend    bool
 	released   int
 	held       []string
+	// writes are the releases the cache may not show yet (assumed.go).
+	writes releases
 }
 
 // IsGated reports whether the pod still waits for berth.
@@ -65,7 +67,7 @@ func (g *Gang) IsSuspended() bool {
 		return true
 	}
 	for i := range g.Pods {
-		if IsGated(&g.Pods[i]) && g.Pods[i].DeletionTimestamp.IsZero() {
+		if g.gated(&g.Pods[i]) && g.Pods[i].DeletionTimestamp.IsZero() {
 			return true
 		}
 	}
@@ -90,7 +92,7 @@ func (g *Gang) SetScheduling(s []jobs.PodSetScheduling) {
 // IsActive reports whether a released pod still runs or terminates.
 func (g *Gang) IsActive() bool {
 	for i := range g.Pods {
-		if p := &g.Pods[i]; !IsGated(p) && !isTerminal(p) {
+		if p := &g.Pods[i]; !g.gated(p) && !isTerminal(p) {
 			return true
 		}
 	}
@@ -109,6 +111,7 @@ func (g *Gang) Write(ctx context.Context, c client.Writer) error {
 	var eg errgroup.Group
 	eg.SetLimit(writeParallelism)
 	errs := make([]error, len(g.Pods))
+	written := make([]bool, len(g.Pods))
 	release := map[int]bool{}
 	if g.resume {
 		for _, i := range g.releasable() {
@@ -119,8 +122,12 @@ func (g *Gang) Write(ctx context.Context, c client.Writer) error {
 		p := &g.Pods[i]
 		switch {
 		case release[i]:
-			eg.Go(func() error { errs[i] = g.release(ctx, c, p); return nil })
-		case g.suspend && !IsGated(p) && !isTerminal(p) && p.DeletionTimestamp.IsZero():
+			eg.Go(func() error {
+				errs[i] = g.release(ctx, c, p)
+				written[i] = errs[i] == nil
+				return nil
+			})
+		case g.suspend && !g.gated(p) && !isTerminal(p) && p.DeletionTimestamp.IsZero():
 			eg.Go(func() error {
 				if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 					errs[i] = fmt.Errorf("deleting pod %s to stop its gang: %w", p.Name, err)
@@ -129,7 +136,12 @@ func (g *Gang) Write(ctx context.Context, c client.Writer) error {
 			})
 		}
 	}
-	_ = eg.Wait() // the goroutines report through errs
+	_ = eg.Wait() // the goroutines report through errs and written
+	for i, w := range written {
+		if w {
+			g.writes.wrote(&g.Pods[i])
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,9 +157,9 @@ func (g *Gang) releasable() []int {
 	for i := range g.Pods {
 		p := &g.Pods[i]
 		switch {
-		case IsGated(p) && p.DeletionTimestamp.IsZero():
+		case g.gated(p) && p.DeletionTimestamp.IsZero():
 			gated = append(gated, i)
-		case !IsGated(p) && !isTerminal(p):
+		case !g.gated(p) && !isTerminal(p):
 			running[g.PodSetOf(p)]++
 		}
 	}

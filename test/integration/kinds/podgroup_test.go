@@ -181,7 +181,11 @@ var _ = Describe("pod group specifics", func() {
 		for _, p := range waiting {
 			Expect(env.Client.Create(ctx, p)).To(Succeed())
 		}
-		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, waiting[0].Name), timeout, interval).Should(ContainElement(HavePrefix("CreatedWorkload:")))
+		Eventually(func(g Gomega) []berthv1.Workload {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1.JobKeyLabel: "waiting"})).To(Succeed())
+			return wls.Items
+		}, timeout, interval).Should(HaveLen(1), "the group is queued")
 
 		By("deleting a member of the queued group, then freeing the quota it waited for")
 		Expect(env.Client.Delete(ctx, waiting[1])).To(Succeed())
