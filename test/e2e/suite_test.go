@@ -58,7 +58,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		ExtraArgs: framework.GenericWorkloadArgs("WorkloadWithJob"), Berth: berthOptions,
 		// The API server gates queued pods; with the hand-off on, the pod
 		// webhook still names their PodGroups (package podgate).
-		PodGatePolicy: true})
+		PodPolicies: true})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(10*time.Minute))
 

@@ -34,11 +34,12 @@ type GPUPlane struct {
 	// ExtraArgs adds command-line flags per component (see
 	// controlplane.Options.ExtraArgs), e.g. feature gates.
 	ExtraArgs map[controlplane.Component][]string
-	// PodGatePolicy installs berth's pod-gate MutatingAdmissionPolicy
-	// (InstallPodGatePolicy) before berth starts, so that the API server
-	// gates queued pods and the pod webhook is only the fallback. Without
-	// it the plane runs the webhook path.
-	PodGatePolicy bool
+	// PodPolicies installs berth's pod admission policies
+	// (InstallPodPolicies) before berth starts, so that the API server
+	// gates queued pods and checks their edits, and the pod webhooks are
+	// only called for what needs berth. Without them the plane runs the
+	// webhook path.
+	PodPolicies bool
 	// Berth configures berth's manager. The full-plane suites leave
 	// Berth.Setup.Parts nil: they show the whole product, every part of
 	// it at once.
@@ -82,8 +83,8 @@ func (e *Env) startGPUPlane(ctx context.Context, p GPUPlane) error {
 			return fmt.Errorf("starting the %s operator: %w", o.Name, err)
 		}
 	}
-	if p.PodGatePolicy {
-		if err := InstallPodGatePolicy(ctx, e.Client); err != nil {
+	if p.PodPolicies {
+		if err := InstallPodPolicies(ctx, e.Client); err != nil {
 			return err
 		}
 	}

@@ -103,6 +103,17 @@ func InstallPodGatePolicy(ctx context.Context, c client.Client) error {
 	return installPolicies(ctx, c, filepath.Join("config", "webhook", "pod_gate_policy.yaml"))
 }
 
+// InstallPodPolicies creates the pod-gate policy (InstallPodGatePolicy)
+// and the ValidatingAdmissionPolicy that checks queued pods' edits inside
+// the API server (config/webhook/pod_checks_policy.yaml), as the install
+// does on Kubernetes 1.36 and later.
+func InstallPodPolicies(ctx context.Context, c client.Client) error {
+	if err := InstallPodGatePolicy(ctx, c); err != nil {
+		return err
+	}
+	return installPolicies(ctx, c, filepath.Join("config", "webhook", "pod_checks_policy.yaml"))
+}
+
 // DeletePodGatePolicy deletes what InstallPodGatePolicy created.
 func DeletePodGatePolicy(ctx context.Context, c client.Client) error {
 	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, &admissionregistrationv1.MutatingAdmissionPolicy{}} {

@@ -52,6 +52,12 @@ type Options struct {
 	// server's request timeout on a 2-core machine ("the server was unable
 	// to return a response in the time allotted"). Default 500.
 	DeletePage int64
+	// APIServerProfile, when set, is a directory where each berth run
+	// writes a CPU profile of kube-apiserver over the run's first
+	// ProfileSeconds: <dir>/apiserver-<namespace>.pprof.
+	APIServerProfile string
+	// ProfileSeconds is how long the API server is profiled. Default 30.
+	ProfileSeconds int
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
@@ -81,6 +87,9 @@ func (o *Options) defaults() {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.ProfileSeconds == 0 {
+		o.ProfileSeconds = 30
 	}
 }
 
@@ -160,16 +169,21 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	if err != nil {
 		return fmt.Errorf("berth run: %w", err)
 	}
+	// The next run starts on a quiet plane: the pods and the Workloads of
+	// this one gone.
 	if err := emptyNamespace(ctx, env.Client, "burst-berth", o.DeletePage); err != nil {
 		return err
 	}
-	if err := framework.InstallPodGatePolicy(ctx, env.Client); err != nil {
+	if err := waitNoWorkloads(ctx, env.Client, "burst-berth"); err != nil {
+		return err
+	}
+	if err := framework.InstallPodPolicies(ctx, env.Client); err != nil {
 		return err
 	}
 	if err := framework.WaitForPodGatePolicy(ctx, env.Client, "default"); err != nil {
 		return err
 	}
-	fmt.Fprintln(o.Progress, "berth, policy path: the same pods, gated inside the API server by berth's MutatingAdmissionPolicy")
+	fmt.Fprintln(o.Progress, "berth, policy path: the same pods, gated and checked inside the API server by berth's admission policies")
 	policy, err := p.run(ctx, "burst-policy", true)
 	rep.Policy = &policy
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -111,6 +112,10 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		}
 	}
 
+	if throughBerth && p.o.APIServerProfile != "" {
+		done := p.profileAPIServer(ctx, ns)
+		defer func() { <-done }()
+	}
 	before := sampleCPU()
 	calls, err := framework.WebhookCalls()
 	if err != nil {
@@ -357,4 +362,44 @@ func webhookCallsSince(before map[string]float64) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// waitNoWorkloads waits until ns holds no Workload: berth has let go of
+// every one of a run's Workloads once their pods are gone.
+func waitNoWorkloads(ctx context.Context, c client.Client, ns string) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		wls := &berthv1.WorkloadList{}
+		if err := c.List(ctx, wls, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, fmt.Errorf("listing the Workloads in %s: %w", ns, err)
+		}
+		return len(wls.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the Workloads of %s to go: %w", ns, err)
+	}
+	return nil
+}
+
+// profileAPIServer writes a CPU profile of kube-apiserver over the next
+// ProfileSeconds to <APIServerProfile>/apiserver-<ns>.pprof, in the
+// background; the channel closes when it is written (or failed, which is
+// reported on Progress: a profile is an aid, not a result).
+func (p *phaser) profileAPIServer(ctx context.Context, ns string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cs, err := kubernetes.NewForConfig(p.env.Plane.Config)
+		if err == nil {
+			var raw []byte
+			raw, err = cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(p.o.ProfileSeconds)).Timeout(time.Duration(p.o.ProfileSeconds+30) * time.Second).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(p.o.APIServerProfile, "apiserver-"+ns+".pprof"), raw, 0o644)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(p.o.Progress, "  profiling kube-apiserver: %v\n", err)
+		}
+	}()
+	return done
 }

@@ -69,6 +69,13 @@ var _ = Describe("the pod gate inside the API server", Ordered, func() {
 		Expect(update(ctx, mallory, held, func(p *corev1.Pod) { p.Spec.SchedulingGates = nil })).
 			To(MatchError(ContainSubstring("the berth.dev/admission gate is removed by berth when the pod's gang is admitted")))
 		Expect(webhookCalls(Default)[validatePod]).To(BeNumerically(">", after[validatePod]))
+
+		By("a change that needs no state of berth's is refused inside the API server, with the webhook's message")
+		calls := webhookCalls(Default)
+		Expect(update(ctx, mallory, held, func(p *corev1.Pod) { p.Labels[berthv1.PodGroupLabel] = "other" })).To(MatchError(And(
+			ContainSubstring("ValidatingAdmissionPolicy 'berth-pod-checks'"),
+			ContainSubstring(`metadata.labels[berth.dev/pod-group]: Forbidden: cannot be changed or removed on a queued pod`))))
+		Expect(webhookCalls(Default)[validatePod]).To(Equal(calls[validatePod]), "the refusal did not call berth")
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 

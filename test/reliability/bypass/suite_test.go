@@ -74,7 +74,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// Every attack meets the path a current cluster has: the API server
 		// gates queued pods and the pod webhooks are called only for what
 		// needs berth's state (podgate_test.go).
-		PodGatePolicy: true,
+		PodPolicies: true,
 		Berth: framework.BerthOptions{Setup: setup.Options{
 			PodGate: podgate.Options{Every: time.Second},
 			// Devices of gpuClass count as GPUs (attacks_dra_test.go).
