@@ -1,11 +1,11 @@
 package jobs
 
 import (
-	"time"
 	"context"
 	"errors"
 	"fmt"
 	"k8s.io/apimachinery/pkg/runtime"
+	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"

@@ -19,6 +19,7 @@ package podgate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -151,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	changed := false
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if w.Name == Webhook && !sameConditions(w.MatchConditions, want) {
+		if w.Name == Webhook && !slices.Equal(w.MatchConditions, want) {
 			w.MatchConditions, changed = want, true
 		}
 	}
@@ -163,18 +164,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.FromContext(ctx).Info("set the pod webhook's condition", "configuration", cfg.Name, "handOff", r.opts.HandOff)
 	return reconcile.Result{}, nil
-}
-
-func sameConditions(a, b []admissionv1.MatchCondition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // report detects the path and records it.

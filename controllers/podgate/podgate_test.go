@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,7 +130,7 @@ func TestInstalledConditions(t *testing.T) {
 		for _, w := range cfg.Webhooks {
 			if w.Name == Webhook {
 				found = true
-				if !sameConditions(w.MatchConditions, Condition(false)) {
+				if !slices.Equal(w.MatchConditions, Condition(false)) {
 					t.Errorf("%s's conditions in manifests.yaml are %v, want GateCondition", Webhook, w.MatchConditions)
 				}
 			}

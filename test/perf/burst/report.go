@@ -143,7 +143,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 // countLine lists counts by name, largest first.
 func countLine(counts map[string]int) string {
-	return line(counts, func(n int) string { return strconv.Itoa(n) })
+	return line(counts, strconv.Itoa)
 }
 
 // total sums counts.
