@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -226,12 +227,29 @@ type BerthOptions struct {
 // StopBerth. Metrics and probes are off; the webhook server listens where
 // the installed webhook configuration points, and the configuration keeps
 // only the webhooks of the parts o selects.
+//
+// The webhook port was chosen free when the plane started, and berth
+// binds it only now: another plane on the machine (make test runs two
+// lanes) may have taken it meanwhile. Berth then starts on a new free
+// port, the plane's webhook configurations pointed at it.
 func (e *Env) StartBerth(o BerthOptions) (*setup.Berth, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cancel != nil {
 		return nil, errors.New("berth is already running")
 	}
+	b, err := e.startBerth(o)
+	for tries := 0; errors.Is(err, syscall.EADDRINUSE) && tries < 3; tries++ {
+		if perr := e.moveWebhookPort(); perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		b, err = e.startBerth(o)
+	}
+	return b, err
+}
+
+// startBerth starts berth's manager; e.mu is held.
+func (e *Env) startBerth(o BerthOptions) (*setup.Berth, error) {
 	wh := e.Plane.Env.WebhookInstallOptions
 	cacheOpts, err := setup.CacheOptions()
 	if err != nil {

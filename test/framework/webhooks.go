@@ -3,20 +3,24 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/test/controlplane"
 )
 
 // InstallWebhooks creates berth's webhook configurations, named as the
@@ -104,7 +108,9 @@ func (e *Env) followWebhooks(ctx context.Context, mux *http.ServeMux) error {
 		live := &admissionv1.MutatingWebhookConfiguration{}
 		hooks := slices.DeleteFunc(slices.Clone(installed.Webhooks), func(w admissionv1.MutatingWebhook) bool { return !served(w.ClientConfig) })
 		if err := e.setWebhooks(ctx, installed.Name, live, func() bool {
-			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.MutatingWebhook) bool { return a.Name == b.Name })
+			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.MutatingWebhook) bool {
+				return a.Name == b.Name && sameURL(a.ClientConfig, b.ClientConfig)
+			})
 			live.Webhooks = hooks
 			return same
 		}); err != nil {
@@ -115,11 +121,49 @@ func (e *Env) followWebhooks(ctx context.Context, mux *http.ServeMux) error {
 		live := &admissionv1.ValidatingWebhookConfiguration{}
 		hooks := slices.DeleteFunc(slices.Clone(installed.Webhooks), func(w admissionv1.ValidatingWebhook) bool { return !served(w.ClientConfig) })
 		if err := e.setWebhooks(ctx, installed.Name, live, func() bool {
-			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.ValidatingWebhook) bool { return a.Name == b.Name })
+			same := slices.EqualFunc(live.Webhooks, hooks, func(a, b admissionv1.ValidatingWebhook) bool {
+				return a.Name == b.Name && sameURL(a.ClientConfig, b.ClientConfig)
+			})
 			live.Webhooks = hooks
 			return same
 		}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// sameURL reports whether two client configurations call the same URL.
+func sameURL(a, b admissionv1.WebhookClientConfig) bool {
+	return ptr.Deref(a.URL, "") == ptr.Deref(b.URL, "")
+}
+
+// moveWebhookPort points the plane's webhook configurations, as installed,
+// at a new free port for berth's webhook server: the one chosen when the
+// plane started was taken by another process. The next start writes them
+// to the API server (followWebhooks).
+func (e *Env) moveWebhookPort() error {
+	port, err := controlplane.FreePort()
+	if err != nil {
+		return fmt.Errorf("choosing a new webhook port: %w", err)
+	}
+	wh := &e.Plane.Env.WebhookInstallOptions
+	oldHost := net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
+	newHost := net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(port))
+	wh.LocalServingPort = port
+	move := func(cc *admissionv1.WebhookClientConfig) {
+		if cc.URL != nil {
+			cc.URL = ptr.To(strings.Replace(*cc.URL, "//"+oldHost+"/", "//"+newHost+"/", 1))
+		}
+	}
+	for i := range wh.MutatingWebhooks {
+		for j := range wh.MutatingWebhooks[i].Webhooks {
+			move(&wh.MutatingWebhooks[i].Webhooks[j].ClientConfig)
+		}
+	}
+	for i := range wh.ValidatingWebhooks {
+		for j := range wh.ValidatingWebhooks[i].Webhooks {
+			move(&wh.ValidatingWebhooks[i].Webhooks[j].ClientConfig)
 		}
 	}
 	return nil
