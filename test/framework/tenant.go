@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -33,6 +36,9 @@ func (e *Env) Tenant(ctx context.Context, ns, user, clusterRole string) (client.
 	if err := e.Client.Create(ctx, rb); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("binding %s to %s in %s: %w", user, clusterRole, ns, err)
 	}
+	if err := e.waitForGrants(ctx, ns, user, clusterRole); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(e.Plane.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	c, err := client.New(cfg, client.Options{Scheme: e.Scheme})
@@ -40,6 +46,44 @@ func (e *Env) Tenant(ctx context.Context, ns, user, clusterRole string) (client.
 		return nil, fmt.Errorf("client for %s: %w", user, err)
 	}
 	return c, nil
+}
+
+// waitForGrants waits until the API server's authorizer grants user in ns
+// what clusterRole's resource rules name (a verb and resource of each):
+// the authorizer learns of a new RoleBinding, and of rules aggregate just
+// added, a moment after they are written, and a tenant's first request
+// must meet berth, not that moment.
+func (e *Env) waitForGrants(ctx context.Context, ns, user, clusterRole string) error {
+	role := &rbacv1.ClusterRole{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: clusterRole}, role); err != nil {
+		return fmt.Errorf("reading ClusterRole %s: %w", clusterRole, err)
+	}
+	var checks []authorizationv1.ResourceAttributes
+	for _, r := range role.Rules {
+		if len(r.Verbs) == 0 || len(r.APIGroups) == 0 || len(r.Resources) == 0 || len(r.ResourceNames) > 0 {
+			continue
+		}
+		for _, res := range r.Resources {
+			checks = append(checks, authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: res})
+		}
+	}
+	granted := func(ctx context.Context) (bool, error) {
+		for _, attrs := range checks {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs}}
+			if err := e.Client.Create(ctx, sar); err != nil {
+				return false, fmt.Errorf("reviewing %s's access: %w", user, err)
+			}
+			if !sar.Status.Allowed {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, granted); err != nil {
+		return fmt.Errorf("waiting for %s's %s rights in %s to take effect: %w", user, clusterRole, ns, err)
+	}
+	return nil
 }
 
 // aggregate fills an aggregated ClusterRole (edit, admin, view) that has no
