@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,9 +55,14 @@ const (
 	// another.
 	notFoundBound = 5
 	// partialGrace is how long an admitted gang may run with only part of
-	// its pods bound (pods bind one by one) before the monitor calls it a
-	// partial gang.
-	partialGrace = 20 * time.Second
+	// its pods bound before the monitor calls it a partial gang. A gang
+	// placed on an existing node and a booked one starts one pod at once
+	// and the other once its node has joined, lost the not-ready taint and
+	// kube-scheduler's backoff for the pod (up to 10 s) has run out; on CI's
+	// 2-core machine, with a second plane running beside this one, that
+	// took more than 20 s once. A gang left partial by a wrong admission
+	// stays partial, and every spec also waits for its jobs to complete.
+	partialGrace = 45 * time.Second
 
 	zoneLabel = "topology.kubernetes.io/zone"
 	rackLabel = "example.com/rack"
@@ -348,9 +354,13 @@ func (m *monitor) check(ctx context.Context) {
 		}
 	}
 	bound := map[types.UID]int32{}
+	waiting := map[types.UID][]string{} // why each unbound pod waits, by job
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		ref := metav1.GetControllerOf(p)
+		if ref != nil && p.Spec.NodeName == "" && p.DeletionTimestamp.IsZero() {
+			waiting[ref.UID] = append(waiting[ref.UID], unboundReason(p))
+		}
 		if ref == nil || p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -365,7 +375,7 @@ func (m *monitor) check(ctx context.Context) {
 		}
 		if wl == nil || (!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionAdmitted) &&
 			!meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1.ConditionEvicted)) {
-			m.record(fmt.Sprintf("pod %s/%s bound to %s while its gang is not admitted", p.Namespace, p.Name, p.Spec.NodeName))
+			m.record(fmt.Sprintf("pod %s/%s bound to %s while its gang is not admitted (%s)", p.Namespace, p.Name, p.Spec.NodeName, admissionOf(wl)))
 			continue
 		}
 		bound[ref.UID]++
@@ -383,7 +393,8 @@ func (m *monitor) check(ctx context.Context) {
 			if !ok {
 				m.partial[job] = now
 			} else if !first.IsZero() && now.Sub(first) > partialGrace {
-				m.found = append(m.found, fmt.Sprintf("gang %s/%s ran with %d of %d pods bound for %s", wl.Namespace, wl.Name, n, total, now.Sub(first).Round(time.Second)))
+				m.found = append(m.found, fmt.Sprintf("gang %s/%s ran with %d of %d pods bound for %s; unbound: %s",
+					wl.Namespace, wl.Name, n, total, now.Sub(first).Round(time.Second), strings.Join(waiting[job], "; ")))
 				// Reported once: a gang left partial fails the spec it
 				// ran in, not every spec after it.
 				m.partial[job] = time.Time{}
@@ -398,4 +409,30 @@ func (m *monitor) record(v string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.found = append(m.found, v)
+}
+
+// unboundReason names an unbound pod and says why it waits: its scheduling
+// gates, or kube-scheduler's last word on it.
+func unboundReason(p *corev1.Pod) string {
+	if len(p.Spec.SchedulingGates) > 0 {
+		return fmt.Sprintf("%s gated", p.Name)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return fmt.Sprintf("%s %s: %s", p.Name, c.Reason, c.Message)
+		}
+	}
+	return fmt.Sprintf("%s not yet tried by kube-scheduler", p.Name)
+}
+
+// admissionOf says what a Workload's Admitted condition is, for a report.
+func admissionOf(wl *berthv1.Workload) string {
+	if wl == nil {
+		return "no Workload"
+	}
+	c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionAdmitted)
+	if c == nil {
+		return fmt.Sprintf("Workload %s has no Admitted condition", wl.Name)
+	}
+	return fmt.Sprintf("Workload %s Admitted=%s %s: %s", wl.Name, c.Status, c.Reason, c.Message)
 }
