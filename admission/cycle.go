@@ -18,7 +18,9 @@ import (
 //
 // Cost: only queues with fresh work (a new or changed workload, released capacity in
 // the queue or its cohort, a quota change) are examined, and only their fresh
-// workloads; a cycle in which nothing changed and nothing fits costs O(tenants).
+// workloads; a queue woken only by a release its cohort cannot use is passed
+// over (cohortwake.go); a cycle in which nothing changed and nothing fits costs
+// O(tenants).
 func (e *Engine) Cycle(now time.Time) Result {
 	e.clock.cycle++
 	e.clock.now = now.UnixNano()
@@ -47,6 +49,12 @@ func (e *Engine) Cycle(now time.Time) Result {
 			break
 		}
 		if c.refresh == refreshNone && c.fresh.len() == 0 && !c.parkedLive {
+			work.remove(c)
+			continue
+		}
+		if e.spentWake(c) {
+			e.passedOver++
+			c.refresh = refreshNone
 			work.remove(c)
 			continue
 		}

@@ -26,7 +26,8 @@
 //   - names (names.go): interned flavor and resource names; compiling API
 //     values into the interned form; messages.
 //   - clusterQueues (quota.go, clusterqueue.go): ClusterQueues and cohorts, their
-//     compiled quota, usage and queues of workloads.
+//     compiled quota, usage and queues of workloads; what a cohort's members park,
+//     so that a cycle passes over members a release cannot help (cohortwake.go).
 //   - queueOrder (parked.go): the order within a queue — which pending workloads a
 //     cycle tries, parking, StrictFIFO's head, BestEffortFIFO's skips and reservations.
 //   - fairSharing (fairshare.go, lqfair.go, index.go): the order between queues and

@@ -31,6 +31,12 @@ type Options struct {
 	// StarvationAge: a BestEffortFIFO head first skipped past at least this long ago
 	// makes its queue reserve for it, whatever the skip count. 0 disables the age rule.
 	StarvationAge time.Duration
+
+	// wakeWholeCohort serves every member of a cohort a release woke, as
+	// the engine did before it learnt to pass over members the release
+	// cannot help (cohortwake.go); the fuzz targets run one engine each way
+	// and require the same decisions.
+	wakeWholeCohort bool
 }
 
 // DefaultOptions returns the options the controller uses unless configured otherwise.
@@ -53,6 +59,9 @@ type Engine struct {
 	deferredGhosts []ghost
 	// evaluations counts calls of evaluate by cycles (for benchmarks and tests).
 	evaluations uint64
+	// passedOver counts queues a cycle passed over because the release that
+	// woke them cannot help them (cohortwake.go; for benchmarks and tests).
+	passedOver uint64
 	// scratch is reused by evaluate for flavor choices (no allocation per evaluation).
 	scratch []int
 
@@ -255,4 +264,10 @@ type cohortState struct {
 	pool map[frKey]int64
 	// used: Σ over members of usage above their guaranteed (non-lendable) quota.
 	used map[frKey]int64
+	// parked counts the members' parked workloads by resource and size
+	// bucket, and keys lists the (flavor, resource) pairs the members have
+	// quota for: together they say when a release cannot help any member
+	// (cohortwake.go).
+	parked map[int32]*parkedSizes
+	keys   map[int32][]cohortKey
 }

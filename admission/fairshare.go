@@ -95,7 +95,12 @@ func (fair *fairSharing) touchCohort(co *cohortState, level refreshLevel) {
 	}
 	for _, m := range co.members {
 		m.refresh = max(m.refresh, level)
-		fair.rekey(m)
+		// Released capacity changes no member's key (a share is usage
+		// over the cohort's lendable quota, which a release leaves as it
+		// is): only the releasing queue is re-keyed, by its caller.
+		if level == refreshAll || fair.opts.wakeWholeCohort {
+			fair.rekey(m)
+		}
 	}
 }
 
@@ -104,6 +109,7 @@ func (fair *fairSharing) touchCohort(co *cohortState, level refreshLevel) {
 func (fair *fairSharing) touchQueueAndCohort(c *cqState, level refreshLevel) {
 	if c.cohort != nil {
 		fair.touchCohort(c.cohort, level)
+		fair.rekey(c)
 		return
 	}
 	c.refresh = max(c.refresh, level)

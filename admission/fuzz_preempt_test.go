@@ -30,7 +30,7 @@ func FuzzPreemptTopology(f *testing.F) {
 func fuzzSetupPreempt(t *testing.T, data []byte) *fuzzRun {
 	s := newBytesource(data)
 	opts := Options{FairSharing: s.n(2) == 0, StarvationSkips: 1 + s.n(3)}
-	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, opts), now: t0,
+	r := &fuzzRun{t: t, s: s, e: newEngine(t, opts), twin: newEngine(t, wholeCohort(opts)), now: t0,
 		m: fuzzModel{specs: map[string]Workload{}, phase: map[string]wlPhase{}, adm: map[string]*Admission{}, bk: map[string]*Booking{}}}
 	for i := range 2 + s.n(3) {
 		cq := preemptCQ(s, fmt.Sprintf("q%d", i))

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -165,6 +166,40 @@ func checkCohort(name string, co *cohortState) error {
 	}
 	if !maps.Equal(used, co.used) {
 		return fmt.Errorf("cohort %q used %v, recomputed %v", name, co.used, used)
+	}
+	return checkCohortParked(name, co)
+}
+
+// checkCohortParked recounts the members' parked workloads by resource and
+// size bucket, and checks the cohort's cached smallest bucket.
+func checkCohortParked(name string, co *cohortState) error {
+	counts := map[int32]map[int64]int32{}
+	for _, m := range co.members {
+		for res, t := range m.parked {
+			t.Ascend(func(b *parkBucket) bool {
+				if counts[res] == nil {
+					counts[res] = map[int64]int32{}
+				}
+				counts[res][b.key] += int32(b.items.len())
+				return true
+			})
+		}
+	}
+	if len(counts) != len(co.parked) {
+		return fmt.Errorf("cohort %q counts parked workloads of %d resources, recounted %d", name, len(co.parked), len(counts))
+	}
+	for res, want := range counts {
+		ps := co.parked[res]
+		if ps == nil || !maps.Equal(ps.n, want) {
+			return fmt.Errorf("cohort %q parked sizes of resource %d: %v, recounted %v", name, res, ps, want)
+		}
+		least := int64(math.MaxInt64)
+		for k := range want {
+			least = min(least, k)
+		}
+		if ps.least != 0 && ps.least != least {
+			return fmt.Errorf("cohort %q smallest parked bucket of resource %d: %d, recounted %d", name, res, ps.least, least)
+		}
 	}
 	return nil
 }

@@ -119,6 +119,9 @@ func (order *queueOrder) park(c *cqState, w *wl) bool {
 	}
 	b.low = min(b.low, w.parkAmt)
 	b.items.insert(w)
+	if c.cohort != nil {
+		c.cohort.addParked(best, b.key, 1)
+	}
 	return true
 }
 
@@ -134,6 +137,9 @@ func unpark(c *cqState, w *wl) {
 	if t, ok := c.parked[w.parkRes]; ok {
 		if b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)}); ok {
 			b.items.remove(w)
+			if c.cohort != nil {
+				c.cohort.addParked(w.parkRes, b.key, -1)
+			}
 			if b.items.len() == 0 {
 				t.Delete(b)
 				if t.Len() == 0 {
@@ -166,6 +172,9 @@ func (order *queueOrder) makeFresh(c *cqState, w *wl) {
 func (order *queueOrder) refresh(c *cqState) {
 	switch c.refresh {
 	case refreshAll:
+		if c.cohort != nil {
+			c.cohort.countParked(c, -1)
+		}
 		for _, t := range c.parked {
 			t.Ascend(func(b *parkBucket) bool {
 				b.items.ascend(func(w *wl) bool { w.parkRes = -1; return true })

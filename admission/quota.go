@@ -228,6 +228,7 @@ func (queues *clusterQueues) detachCohort(c *cqState) {
 	for k, u := range c.usage {
 		co.used[k] -= c.poolUse(k, u)
 	}
+	co.countParked(c, -1)
 	delete(co.members, c.name)
 	c.cohort = nil
 	if len(co.members) == 0 {
@@ -250,6 +251,7 @@ func (queues *clusterQueues) attachCohort(c *cqState, name string) {
 	co.members[c.name] = c
 	c.cohort = co
 	co.recomputePool()
+	co.countParked(c, 1)
 	for k, u := range c.usage {
 		co.used[k] += c.poolUse(k, u)
 	}
@@ -266,4 +268,5 @@ func (co *cohortState) recomputePool() {
 			co.pool[k] = satAdd(co.pool[k], q.lendable)
 		}
 	}
+	co.recomputeKeys()
 }
