@@ -66,7 +66,8 @@ var _ = Describe("installing berth", Ordered, func() {
 // removed, which must stop admission, then as installed — admits the
 // sample job end to end, scrapes the secured metrics, reads the visibility
 // API as an admin and as a tenant, makes a tenant's edits of LocalQueues and
-// Workloads that the tenant roles and policies refuse, and uninstalls.
+// Workloads that the tenant roles and policies refuse, checks the API
+// Priority and Fairness level of berth's requests, and uninstalls.
 func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 	Expect(apply(ctx, objs)).To(Succeed())
 	deploy := deployment(objs)
@@ -96,6 +97,7 @@ func exercise(ctx context.Context, objs []*unstructured.Unstructured) {
 	expectVisibility(ctx, deploy.Namespace)
 	expectTenantBoundary(ctx)
 	expectSecretBoundary(ctx, deploy)
+	expectWorkloadHigh(ctx, deploy)
 	Expect(forbidden(berth.Log())).To(BeEmpty(), "berth needs no permission the install lacks")
 
 	By("uninstalling")

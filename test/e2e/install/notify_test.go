@@ -13,11 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/test/framework"
 )
 
 // expectSecretBoundary checks, with berth running as installed, that it
@@ -78,11 +76,7 @@ func expectOwnSecretOnly(ctx context.Context, deploy *appsv1.Deployment) {
 		}
 	}
 	Expect(certSecret).NotTo(BeEmpty())
-	token, err := framework.ServiceAccountToken(ctx, plane.Config, deploy.Namespace, deploy.Spec.Template.Spec.ServiceAccountName)
-	Expect(err).NotTo(HaveOccurred())
-	cfg := rest.AnonymousClientConfig(plane.Config)
-	cfg.BearerToken = token
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(berthConfig(ctx, deploy))
 	Expect(err).NotTo(HaveOccurred())
 	secrets := cs.CoreV1().Secrets(deploy.Namespace)
 

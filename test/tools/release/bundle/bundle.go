@@ -107,8 +107,9 @@ func header(o Options) string {
 // overlayTemplate moves config/default into another namespace (the first
 // verb), as config/default's own transformers do for berth-system: the
 // visibility server's RoleBinding stays in kube-system and names the
-// ServiceAccount in the new namespace, and API Priority and Fairness
-// objects and MutatingAdmissionPolicies stay cluster-scoped.
+// ServiceAccount in the new namespace, the controller's FlowSchema names
+// it there too, and API Priority and Fairness objects and
+// MutatingAdmissionPolicies stay cluster-scoped.
 const overlayTemplate = `namespace: %[1]s
 resources:
 - %[2]s
@@ -122,6 +123,15 @@ transformers:
   target:
     kind: RoleBinding
     name: berth-visibility-auth-reader
+- |
+  apiVersion: builtin
+  kind: PatchTransformer
+  metadata:
+    name: controller-flowschema-names-the-namespace
+  patch: '[{"op": "replace", "path": "/spec/rules/0/subjects/0/serviceAccount/namespace", "value": "%[1]s"}]'
+  target:
+    kind: FlowSchema
+    name: berth-controller
 - |
   apiVersion: builtin
   kind: PatchTransformer

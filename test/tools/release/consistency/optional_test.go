@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,8 +64,24 @@ func TestOptionalObjects(t *testing.T) {
 			one(t, objs, "MutatingAdmissionPolicyBinding", "berth-pod-gate")
 		}},
 		{"no pod gate policy when off", []string{"webhook.podGatePolicy=false"}, noneOf("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")},
-		{"no visibility API when off", []string{"visibility.enabled=false"},
-			noneOf("APIService", "FlowSchema", "PriorityLevelConfiguration")},
+		{"no visibility API when off", []string{"visibility.enabled=false"}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			noneOf("APIService", "PriorityLevelConfiguration")(t, objs)
+			if n := len(find(objs, "FlowSchema", "berth-visibility")); n != 0 {
+				t.Errorf("%d FlowSchemas berth-visibility rendered", n)
+			}
+			one(t, objs, "FlowSchema", "berth-controller")
+		}},
+		{"berth's FlowSchema at workload-high by default", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkControllerFlowSchema(t, objs, "workload-high")
+		}},
+		{"berth's FlowSchema at another level", []string{"flowControl.priorityLevel=workload-critical"}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkControllerFlowSchema(t, objs, "workload-critical")
+		}},
+		{"no FlowSchema for berth when its level is empty", []string{"flowControl.priorityLevel="}, func(t *testing.T, objs []*unstructured.Unstructured) {
+			if n := len(find(objs, "FlowSchema", "berth-controller")); n != 0 {
+				t.Errorf("%d FlowSchemas berth-controller rendered", n)
+			}
+		}},
 		{"the visibility Service forwards to the pod's port", []string{"visibility.port=9082"}, func(t *testing.T, objs []*unstructured.Unstructured) {
 			svc := typed(t, one(t, objs, "Service", "berth-visibility"), &corev1.Service{})
 			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "visibility" || svc.Spec.Ports[0].Port != 443 {
@@ -224,5 +241,21 @@ func checkPodSettings(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	if d.Spec.Selector.MatchLabels["team"] != "" {
 		t.Error("podLabels leaked into the selector, which is immutable")
+	}
+}
+
+// checkControllerFlowSchema checks that berth's FlowSchema serves its
+// ServiceAccount, in the release's namespace, at level.
+func checkControllerFlowSchema(t *testing.T, objs []*unstructured.Unstructured, level string) {
+	t.Helper()
+	fs := typed(t, one(t, objs, "FlowSchema", "berth-controller"), &flowcontrolv1.FlowSchema{})
+	if fs.Spec.PriorityLevelConfiguration.Name != level {
+		t.Errorf("priority level %q, want %q", fs.Spec.PriorityLevelConfiguration.Name, level)
+	}
+	if len(fs.Spec.Rules) != 1 || len(fs.Spec.Rules[0].Subjects) != 1 || fs.Spec.Rules[0].Subjects[0].ServiceAccount == nil {
+		t.Fatalf("rules %+v, want one rule for one ServiceAccount", fs.Spec.Rules)
+	}
+	if sa := fs.Spec.Rules[0].Subjects[0].ServiceAccount; sa.Name != "berth-controller" || sa.Namespace != "berth-system" {
+		t.Errorf("ServiceAccount %s/%s, want berth-system/berth-controller", sa.Namespace, sa.Name)
 	}
 }
