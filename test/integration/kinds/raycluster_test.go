@@ -105,10 +105,12 @@ var _ = Describe("RayCluster", func() {
 		Expect(wls).To(HaveLen(1))
 		Expect(wls[0].Spec.PodSets).To(ContainElement(And(HaveField("Name", "workers"), HaveField("Count", int32(1)))))
 
-		By("the Ray autoscaler asks for three workers")
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rc), rc)).To(Succeed())
+		By("the Ray autoscaler, with RayCluster rights in the namespace, asks for three workers")
+		autoscaler, err := env.Tenant(ctx, ns, "ray-autoscaler", "edit")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(autoscaler.Get(ctx, client.ObjectKeyFromObject(rc), rc)).To(Succeed())
 		rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3)
-		Expect(env.Client.Update(ctx, rc)).To(MatchError(ContainSubstring(`admitted with 1 pods in worker group "workers"`)))
+		Expect(autoscaler.Update(ctx, rc)).To(MatchError(ContainSubstring(`admitted with 1 pods in worker group "workers"`)))
 	})
 
 	It("leaves a queued RayJob's cluster to the RayJob, and keeps it from outgrowing the RayJob's admission", func(ctx SpecContext) {
@@ -162,9 +164,12 @@ var _ = Describe("RayCluster", func() {
 		child := &rayv1.RayCluster{ObjectMeta: meta, Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
 		Expect(env.Client.Create(ctx, child)).To(Succeed())
 
-		By("the Ray autoscaler asks the RayJob's cluster for two workers")
+		By("the Ray autoscaler, with RayCluster rights in the namespace, asks the RayJob's cluster for two workers")
+		autoscaler, err := env.Tenant(ctx, ns, "ray-autoscaler", "edit")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(autoscaler.Get(ctx, client.ObjectKeyFromObject(child), child)).To(Succeed())
 		child.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
-		Expect(env.Client.Update(ctx, child)).To(MatchError(ContainSubstring(`admitted with 1 pods in worker group "workers" (workload rayjob-elastic-`)))
+		Expect(autoscaler.Update(ctx, child)).To(MatchError(ContainSubstring(`admitted with 1 pods in worker group "workers" (workload rayjob-elastic-`)))
 	})
 })
 
