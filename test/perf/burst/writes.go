@@ -3,13 +3,17 @@ package burst
 import (
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 )
 
 // writeCounter counts the writes berth sends to the API server, by method
 // and resource ("PATCH pods", "PUT workloads/status"): what a burst costs
-// the API server beyond kube-scheduler's own work.
+// the API server beyond kube-scheduler's own work. A write the API server
+// refused is counted apart, with its status code ("POST workloads 409": a
+// create from a cache that did not show the object yet), so that the
+// writes that changed something can be told from the attempts.
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -18,8 +22,15 @@ type writeCounter struct {
 // wrap counts rt's writes.
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			key := r.Method + " " + resourceOf(r.URL.Path)
+			switch {
+			case err != nil:
+				key += " error"
+			case resp.StatusCode >= http.StatusMultipleChoices:
+				key += " " + strconv.Itoa(resp.StatusCode)
+			}
 			w.mu.Lock()
 			if w.counts == nil {
 				w.counts = map[string]int{}
@@ -27,7 +38,7 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			w.counts[key]++
 			w.mu.Unlock()
 		}
-		return rt.RoundTrip(r)
+		return resp, err
 	})
 }
 

@@ -1,8 +1,10 @@
 package burst
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -25,7 +27,12 @@ func TestResourceOf(t *testing.T) {
 }
 
 func TestWriteCounterCountsWritesOnly(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	// The API server refuses a create of a Workload that exists.
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/exists") {
+			rw.WriteHeader(http.StatusConflict)
+		}
+	}))
 	defer srv.Close()
 	w := &writeCounter{}
 	c := &http.Client{Transport: w.wrap(http.DefaultTransport)}
@@ -46,9 +53,10 @@ func TestWriteCounterCountsWritesOnly(t *testing.T) {
 	send(http.MethodPatch, "/api/v1/namespaces/ns/pods/b")
 	send(http.MethodPost, "/apis/berth.dev/v1alpha1/namespaces/ns/workloads")
 	send(http.MethodGet, "/apis/berth.dev/v1alpha1/namespaces/ns/workloads")
+	send(http.MethodPost, "/apis/berth.dev/v1alpha1/namespaces/ns/workloads/exists")
 	got := w.since(before)
-	want := map[string]int{"PATCH pods": 2, "POST workloads": 1}
-	if len(got) != len(want) || got["PATCH pods"] != 2 || got["POST workloads"] != 1 {
+	want := map[string]int{"PATCH pods": 2, "POST workloads": 1, "POST workloads 409": 1}
+	if !maps.Equal(got, want) {
 		t.Errorf("writes %v, want %v", got, want)
 	}
 }
