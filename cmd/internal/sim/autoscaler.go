@@ -73,6 +73,9 @@ type autoscaler struct {
 	// podsDirty says the unschedulable pods or the room to grow changed
 	// since the last scale-up for pods was considered.
 	podsDirty bool
+	// keepers are the services whose headroom the autoscaler keeps as
+	// capacity buffers (buffer.go).
+	keepers []*keeper
 	// slots and slotRefs are placeOnFree's buffers.
 	slots    []slot
 	slotRefs []*slot
@@ -118,6 +121,9 @@ func (a *autoscaler) scan(now time.Duration) {
 	if a.scaleUpForPods(now) {
 		more = true
 	}
+	if a.keepHeadroom(now) {
+		more = true
+	}
 	if more {
 		a.wake(now)
 	}
@@ -153,7 +159,8 @@ func (a *autoscaler) answer(r *request, now time.Duration) {
 	var g *group
 	var count int32
 	if left > 0 && autoscale.ScalesUp(look.Class) {
-		g, count, look.Chosen = a.bestGroupFor(r.selector, r.requests, left, now)
+		probe := &pod{requests: r.requests, selector: r.selector, headroom: r.job.headroomPool}
+		g, count, look.Chosen = a.bestGroupFor(probe, left, now)
 	}
 	outcome := autoscale.Decide(look)
 	if outcome != autoscale.Found && outcome != autoscale.Provisioned {
@@ -230,7 +237,7 @@ func (s *slot) take(req *amounts) bool {
 // neither used nor booked, and returns what it took per node and how many
 // pods are left.
 func (a *autoscaler) placeOnFree(r *request) (map[*node]*amounts, int32) {
-	probe := &pod{requests: r.requests, selector: r.selector}
+	probe := &pod{requests: r.requests, selector: r.selector, headroom: r.job.headroomPool}
 	// The slots are reused from answer to answer: this runs once per
 	// request per loop. The pods are alike, so first fit fills the slots
 	// in order and needs none past those that hold them all.
@@ -291,12 +298,11 @@ func podsOf(req amounts, count int32) []*amounts {
 }
 
 // bestGroupFor is the node group, and how many new nodes of it, that the
-// expander chooses for count pods of req with selector, each group
-// holding all of them or none (best-effort-atomic-scale-up); nil when no
-// group can. Groups out of room or backing off are not options.
-func (a *autoscaler) bestGroupFor(selector map[string]string, req amounts, count int32, now time.Duration) (*group, int32, *autoscale.Option) {
-	probe := &pod{requests: req, selector: selector}
-	pods := podsOf(req, count)
+// expander chooses for count pods like probe, each group holding all of
+// them or none (best-effort-atomic-scale-up); nil when no group can.
+// Groups out of room or backing off are not options.
+func (a *autoscaler) bestGroupFor(probe *pod, count int32, now time.Duration) (*group, int32, *autoscale.Option) {
+	pods := podsOf(probe.requests, count)
 	var options []autoscale.Option
 	var groups []*group
 	for _, g := range a.c.groups {
@@ -368,7 +374,7 @@ func (a *autoscaler) armScaleDown(n *node, from time.Duration) {
 		if _, ok := a.c.nodes[n.name]; !ok || n.pods > 0 {
 			return
 		}
-		if n.booked != "" || n.group.nodes <= n.group.pool.Spec.MinNodes {
+		if n.booked != "" || n.headroom || n.group.nodes <= n.group.pool.Spec.MinNodes {
 			return
 		}
 		if t-n.emptySince < time.Duration(a.model.ScaleDownDelay) {

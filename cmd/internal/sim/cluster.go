@@ -98,6 +98,9 @@ type node struct {
 	counted, readyCounted bool
 	// booked is the request whose capacity the node is, until it expires.
 	booked string
+	// headroom: the autoscaler keeps the node's room for a headroom
+	// buffer, and does not remove it.
+	headroom bool
 }
 
 // group is a node group: a CapacityPool and its cloud model.
@@ -160,6 +163,18 @@ type pod struct {
 	// failedIn is the capacity epoch the pod last found no node in (0:
 	// not tried yet; epochs start at 1).
 	failedIn uint64
+	// headroom is the value of the berth.dev/headroom taint the pod
+	// tolerates ("" for none): its service's headroom pools.
+	headroom string
+}
+
+// tolerates says whether p tolerates taints: every taint but the
+// headroom taint is a flavor's, which berth's pods tolerate (and the other
+// policies' pods are given the same tolerations); the headroom taint only
+// its service's pods tolerate.
+func (p *pod) tolerates(taints []corev1.Taint) bool {
+	v := headroomTaint(taints)
+	return v == "" || v == p.headroom
 }
 
 // cluster is the nodes, node groups and pods of one simulation.
@@ -270,6 +285,9 @@ func (c *cluster) remove(n *node, now time.Duration) {
 // flavor's taints; the simulated pods of other policies are given the same
 // tolerations) and its gang's affinity.
 func (p *pod) matches(n *node) bool {
+	if !p.tolerates(n.taints) {
+		return false
+	}
 	for k, v := range p.selector {
 		if n.labels[k] != v {
 			return false

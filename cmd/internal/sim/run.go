@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/cmd/internal/sim/trace"
+	"github.com/berth-dev/berth/controllers/headroom"
 )
 
 // epoch is the wall-clock time simulated time 0 stands for; the engine and
@@ -48,6 +49,9 @@ type job struct {
 	runID int
 	// shell is the policy's own state of the job.
 	shell any
+	// headroomPool is the headroom pools' taint value its pods tolerate
+	// ("" for none): it is a replica of a service with headroom.
+	headroomPool string
 }
 
 // policy is one way of running the trace's jobs on the cluster.
@@ -78,6 +82,8 @@ type run struct {
 	timeline bool
 	// tenants maps LocalQueues to their ClusterQueues.
 	tenants map[types.NamespacedName]string
+	// keepers size each service's headroom (Model.Headroom).
+	keepers []*keeper
 }
 
 // newRun builds the cluster of sc for tr, with the nodes of the start
@@ -108,9 +114,20 @@ func newRun(sc Scenario, tr trace.Trace, gpu corev1.ResourceName, seed uint64) *
 
 // simulate runs the trace to its end and returns the measures.
 func (r *run) simulate(name string) (PolicyResult, error) {
+	keepers, err := r.newKeepers()
+	if err != nil {
+		return PolicyResult{}, err
+	}
+	r.keepers, r.as.keepers = keepers, keepers
+	for _, k := range keepers {
+		if k.size > 0 {
+			r.as.wake(0)
+		}
+	}
 	for _, j := range r.jobs {
 		r.q.at(j.spec.Submit, func(now time.Duration) {
 			r.m.submitted(j)
+			r.replicasChanged(j, 1, now)
 			r.pol.submit(j, now)
 		})
 	}
@@ -163,7 +180,8 @@ func (r *run) createPods(j *job, selector map[string]string, together, booking s
 	j.pods = make([]*pod, j.spec.Pods)
 	j.bound = 0
 	for i := range j.pods {
-		p := &pod{job: j, index: i, requests: j.requests, selector: selector, together: together, booking: booking, created: now}
+		p := &pod{job: j, index: i, requests: j.requests, selector: selector, together: together, booking: booking, created: now,
+			headroom: j.headroomPool}
 		j.pods[i] = p
 		r.c.addPod(p)
 	}
@@ -209,6 +227,9 @@ func (r *run) podBound(p *pod, now time.Duration) {
 	j := p.job
 	j.bound++
 	r.m.podBound(p)
+	if p.node.labels[headroom.TaintKey] != "" {
+		r.as.wake(now) // a headroom node's room was taken: restore it
+	}
 	if l, ok := r.pol.(clusterListener); ok {
 		l.podBound(p, now)
 	}
@@ -230,8 +251,17 @@ func (r *run) podBound(p *pod, now time.Duration) {
 		r.stop(j, t)
 		j.state = jobDone
 		r.m.finished(j)
+		r.replicasChanged(j, -1, t)
 		r.pol.finished(j, t)
 	})
+}
+
+// replicasChanged tells the headroom of j's service, if it has one, that
+// j was submitted (+1) or ended (-1); a new size wakes the autoscaler.
+func (r *run) replicasChanged(j *job, delta int32, now time.Duration) {
+	if k := r.keeperOf(j); k != nil && k.replicasChanged(delta, now) {
+		r.as.wake(now)
+	}
 }
 
 // admitted records that the policy admitted j at now: its quota is

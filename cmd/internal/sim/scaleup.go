@@ -6,8 +6,12 @@ import (
 	"github.com/berth-dev/berth/cmd/internal/autoscale"
 )
 
-// matchesLabels says whether n's labels satisfy p's node selector.
+// matchesLabels says whether n's labels satisfy p's node selector, and
+// its taints let p on.
 func (p *pod) matchesLabels(n *node) bool {
+	if !p.tolerates(n.taints) {
+		return false
+	}
 	for k, v := range p.selector {
 		if n.labels[k] != v {
 			return false
@@ -21,6 +25,9 @@ func (p *pod) matchesLabels(n *node) bool {
 // that spans racks is judged by the rack of its latest node (or its first
 // rack), which is where the autoscaler believes a new node lands.
 func (p *pod) matchesTemplate(g *group) bool {
+	if !p.tolerates(g.pool.Spec.NodeTemplate.Taints) {
+		return false
+	}
 	labels := g.templateLabels()
 	if len(g.model.Racks) > 0 {
 		labels[g.model.RackLabel] = g.model.Racks[max(0, g.nextRack-1)%len(g.model.Racks)]

@@ -50,6 +50,8 @@ type Model struct {
 	Drain Duration `json:"drain,omitempty"`
 	// SampleEvery is the period of the time series in the report. Default 5m.
 	SampleEvery Duration `json:"sampleEvery,omitempty"`
+	// Headroom keeps warm capacity for inference services (HeadroomModel).
+	Headroom []HeadroomModel `json:"headroom,omitempty"`
 }
 
 // GroupModel is one node group's cloud behaviour.
@@ -339,6 +341,7 @@ func (s Scenario) Validate() error {
 	if len(s.Pools) == 0 {
 		errs = append(errs, errors.New("no CapacityPool: the cluster has no nodes; describe each node group as a CapacityPool"))
 	}
+	errs = append(errs, s.validateHeadroom()...)
 	if sc := s.Model.Scheduler.Scoring; sc != LeastAllocated && sc != MostAllocated {
 		errs = append(errs, fmt.Errorf("model.scheduler.scoring %q: use %s or %s", sc, LeastAllocated, MostAllocated))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
@@ -387,6 +388,10 @@ func workloadOf(name string, j *job, now time.Duration) *berthv1.Workload {
 			Name: "main", Count: j.spec.Pods, Requests: j.spec.Requests,
 			Template: &berthv1.PodSetTemplate{Spec: corev1.PodSpec{NodeSelector: j.spec.NodeSelector}},
 		}}},
+	}
+	if j.headroomPool != "" {
+		wl.Spec.PodSets[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: headroom.TaintKey, Operator: corev1.TolerationOpEqual,
+			Value: j.headroomPool, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	if t := j.spec.Topology; t.Mode != "" {
 		wl.Spec.Topology = &berthv1.TopologyRequest{Mode: berthv1.TopologyMode(t.Mode), Level: t.Level}
