@@ -115,13 +115,27 @@ func (r *Reconciler) templateChanged(ctx context.Context, job GenericJob, wl *be
 	return "", nil
 }
 
+// BindingLabels are the labels the API server's PodTopologyLabels
+// admission plugin (beta and on by default since Kubernetes 1.35) copies
+// from the node onto a pod when it is bound: a pod that is its own job
+// (a pod group's member, a Deployment's or StatefulSet's replica) gains
+// them by running, not because anyone changed where it may run.
+var BindingLabels = []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion}
+
 // withoutAdded is a template without the node selector entries and
-// tolerations berth adds when it starts the pod set.
+// tolerations berth adds when it starts the pod set, and without the
+// labels binding adds to a pod.
 func withoutAdded(t *berthv1.PodSetTemplate, added PodSetScheduling) *berthv1.PodSetTemplate {
 	if t == nil {
 		return nil
 	}
 	out := t.DeepCopy()
+	for _, k := range BindingLabels {
+		delete(out.Labels, k)
+	}
+	if len(out.Labels) == 0 {
+		out.Labels = nil
+	}
 	for k, v := range added.NodeSelector {
 		if out.Spec.NodeSelector[k] == v {
 			delete(out.Spec.NodeSelector, k)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -35,5 +36,24 @@ func TestCompareSize(t *testing.T) {
 		if grew != tc.grew || shrank != tc.shrank {
 			t.Errorf("%s: grew %q shrank %v, want %q %v", tc.name, grew, shrank, tc.grew, tc.shrank)
 		}
+	}
+}
+
+// TestWithoutAddedIgnoresBindingLabels: a replica pod bound to a node of a
+// zone gains the zone and region labels (PodTopologyLabels); its template
+// is still the one admitted, while a label of its own that changed is a
+// change.
+func TestWithoutAddedIgnoresBindingLabels(t *testing.T) {
+	admitted := &berthv1.PodSetTemplate{Labels: map[string]string{"app": "chat"}}
+	bound := admitted.DeepCopy()
+	bound.Labels[corev1.LabelTopologyZone] = "zone-a"
+	bound.Labels[corev1.LabelTopologyRegion] = "region-1"
+	if !equality.Semantic.DeepEqual(withoutAdded(admitted, PodSetScheduling{}), withoutAdded(bound, PodSetScheduling{})) {
+		t.Error("a pod that gained its node's zone and region labels counts as changed")
+	}
+	relabelled := admitted.DeepCopy()
+	relabelled.Labels["app"] = "other"
+	if equality.Semantic.DeepEqual(withoutAdded(admitted, PodSetScheduling{}), withoutAdded(relabelled, PodSetScheduling{})) {
+		t.Error("a pod whose own label changed counts as unchanged")
 	}
 }
