@@ -40,7 +40,11 @@ generate:
 	@# the tag controller-gen loads packages with: controllers/visibility,
 	@# which imports it, would not build for the RBAC and webhook markers.
 	sed -i '1,/^$$/d' apis/visibility/openapi/zz_generated.openapi.go
-	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./apis/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	@# berth's typed subset of cluster-autoscaler's CapacityBuffer, for test
+	@# planes and the stand-in autoscaler; a real cluster-autoscaler ships
+	@# its own CRD.
+	$(CONTROLLER_GEN) crd paths=./apis/capacitybuffer/... output:crd:artifacts:config=config/autoscaler/crd
 	$(CONTROLLER_GEN) rbac:roleName=controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook
 	cd test/tools/release && $(GO) run ./cmd/berth-release generate --config $(CURDIR)/config/default --chart $(CURDIR)/config/chart/berth

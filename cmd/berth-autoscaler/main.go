@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	cbv1beta1 "github.com/berth-dev/berth/apis/capacitybuffer/v1beta1"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/cmd/internal/buildinfo"
@@ -54,6 +56,10 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.DurationVar(&c.opts.ScanInterval, "scan-interval", c.opts.ScanInterval, "the loop: at most one request is answered or tried again per interval (cluster-autoscaler: one ProvisioningRequest per --scan-interval, 10s); 0 answers all at once")
 	fs.DurationVar(&c.opts.NodeGroupBackoff, "node-group-backoff", c.opts.NodeGroupBackoff, "how long a CapacityPool whose scale-up failed (out of stock) is left out of scale-ups (cluster-autoscaler's --initial-node-group-backoff-duration: 5m); 0 never leaves it out")
 	fs.BoolVar(&c.opts.AllowRevocation, "allow-revocation", false, "let the "+autoscaler.RevokeAnnotation+" annotation revoke a booking: a fault cluster-autoscaler never produces, for tests")
+	fs.BoolVar(&c.opts.CapacityBufferController, "capacity-buffer-controller-enabled", false, "run the CapacityBuffer controller: resolve each buffer's pod template and replicas into its status (cluster-autoscaler's flag of that name)")
+	fs.BoolVar(&c.opts.CapacityBufferPodInjection, "capacity-buffer-pod-injection-enabled", false, "keep ready CapacityBuffers' capacity provisioned: fit their fake pods each loop and scale up for the rest (cluster-autoscaler's flag of that name)")
+	fs.BoolVar(&c.opts.ScaleUpUnschedulablePods, "scale-up-unschedulable-pods", true, "each loop, scale up one CapacityPool for the pods kube-scheduler marked unschedulable that fit no free room, as cluster-autoscaler always does")
+	cutoff := fs.Int("expendable-pods-priority-cutoff", int(autoscaler.DefaultExpendablePodsPriorityCutoff), "pods of a priority below it are expendable: never scaled up for (cluster-autoscaler's flag of that name)")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +77,10 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	if c.opts.ProvisioningLatency < 0 || c.opts.ScanInterval < 0 {
 		return c, errors.New("--provisioning-latency and --scan-interval must not be negative")
 	}
+	if *cutoff < math.MinInt32 || *cutoff > math.MaxInt32 {
+		return c, fmt.Errorf("--expendable-pods-priority-cutoff %d is not a pod priority (a 32-bit integer)", *cutoff)
+	}
+	c.opts.ExpendablePodsPriorityCutoff = ptr.To(int32(*cutoff))
 	return c, nil
 }
 
@@ -109,7 +119,7 @@ func run(args []string) error {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1.AddToScheme, autoscalingv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1.AddToScheme, autoscalingv1.AddToScheme, cbv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}

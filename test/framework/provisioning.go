@@ -9,6 +9,7 @@ import (
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cbv1beta1 "github.com/berth-dev/berth/apis/capacitybuffer/v1beta1"
 	"github.com/berth-dev/berth/test/controlplane"
 )
 
@@ -50,11 +51,19 @@ func CapacityPoolCRD() string {
 	return filepath.Join(RepoRoot(), "config", "crd", "bases", "berth.dev_capacitypools.yaml")
 }
 
+// CapacityBufferCRD is berth's CapacityBuffer CRD (autoscaling.x-k8s.io
+// v1beta1, generated from apis/capacitybuffer), which berth-autoscaler
+// serves with its CapacityBuffer options on.
+func CapacityBufferCRD() string {
+	return filepath.Join(RepoRoot(), "config", "autoscaler", "crd", "autoscaling.x-k8s.io_capacitybuffers.yaml")
+}
+
 // StartForAutoscaler brings up a plane (full: with controller-manager,
 // scheduler and kwok) with only the CRDs berth-autoscaler reads —
-// CapacityPool and ProvisioningRequest — and no webhooks, for suites that
-// run the autoscaler without berth. The Env's scheme knows Kubernetes',
-// berth's and the ProvisioningRequest types; StartBerth is not for it.
+// CapacityPool, ProvisioningRequest and CapacityBuffer — and no webhooks,
+// for suites that run the autoscaler without berth. The Env's scheme knows
+// Kubernetes', berth's, the ProvisioningRequest and the CapacityBuffer
+// types; StartBerth is not for it.
 func StartForAutoscaler(ctx context.Context, full bool) (*Env, error) {
 	crd, err := ProvisioningRequestCRD()
 	if err != nil {
@@ -67,10 +76,13 @@ func StartForAutoscaler(ctx context.Context, full bool) (*Env, error) {
 	if err := autoscalingv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering ProvisioningRequest types: %w", err)
 	}
+	if err := cbv1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering CapacityBuffer types: %w", err)
+	}
 	plane, err := controlplane.Start(ctx, controlplane.Options{
 		Full:              full,
 		Scheme:            scheme,
-		CRDDirectoryPaths: []string{CapacityPoolCRD(), crd},
+		CRDDirectoryPaths: []string{CapacityPoolCRD(), crd, CapacityBufferCRD()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)

@@ -8,7 +8,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -152,10 +151,10 @@ func withDevices(pods []Pod, devs [][]DeviceRequest) {
 
 // createSlices publishes the ResourceSlices of a node the autoscaler
 // created, once the node exists (they are owned by it).
-func (r *RequestReconciler) createSlices(ctx context.Context, node *corev1.Node, pr *autoscalingv1.ProvisioningRequest, slices []*resourcev1.ResourceSlice) error {
+func (r *RequestReconciler) createSlices(ctx context.Context, node *corev1.Node, owner string, slices []*resourcev1.ResourceSlice) error {
 	for _, s := range slices {
 		if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ResourceSlice %s of node %s for %s: %w", s.Name, node.Name, key(pr), err)
+			return fmt.Errorf("creating ResourceSlice %s of node %s for %s: %w", s.Name, node.Name, owner, err)
 		}
 	}
 	return nil

@@ -166,6 +166,19 @@ func (p Plan) Complete() bool { return len(p.Unplaced) == 0 }
 // pools it answers from existing capacity only. It consumes the bins'
 // Free and the chosen pool's Names; it never fails.
 func Place(pods []Pod, bins []*Bin, pools []*Pool) Plan {
+	return place(pods, bins, pools, true)
+}
+
+// PlaceSome is Place for an ordinary scale-up, as cluster-autoscaler
+// runs for pending pods (and a CapacityBuffer's fake pods): a pool is an
+// option when its new nodes, up to its room, hold at least one of the
+// pods left; the expander weighs each option by the pods it holds, and
+// the pods the chosen pool cannot hold stay Unplaced.
+func PlaceSome(pods []Pod, bins []*Bin, pools []*Pool) Plan {
+	return place(pods, bins, pools, false)
+}
+
+func place(pods []Pod, bins []*Bin, pools []*Pool, atomic bool) Plan {
 	plan := Plan{Assigned: make([]string, len(pods))}
 	order := largestFirst(pods)
 	ordered := make([]*Pod, len(order))
@@ -184,39 +197,61 @@ func Place(pods []Pod, bins []*Bin, pools []*Pool) Plan {
 	if len(left) == 0 {
 		return plan
 	}
-	var options []autoscale.Option
-	var chosen []*Pool
-	var opened [][]*Bin
-	var placed [][]int
-	for _, pool := range pools {
-		if pool.BackedOff {
-			continue
-		}
-		nodes, at, ok := autoscale.Estimate(rest, pool.open, (*Bin).take, true)
-		if !ok {
-			continue
-		}
-		options = append(options, optionOf(pool, rest, len(nodes)))
-		chosen, opened, placed = append(chosen, pool), append(opened, nodes), append(placed, at)
+	best, pool, opened, at := expand(rest, pools, atomic)
+	if best != nil {
+		plan.Chosen = best
 	}
-	best := autoscale.Best(options)
-	if best >= 0 {
-		plan.Chosen = &options[best]
-	}
-	if best < 0 || chosen[best].OutOfStock {
+	if best == nil || pool.OutOfStock {
 		plan.Unplaced = left
 		slices.Sort(plan.Unplaced)
 		return plan
 	}
-	pool := chosen[best]
-	pool.Names = pool.Names[len(opened[best]):]
-	for _, b := range opened[best] {
+	pool.Names = pool.Names[len(opened):]
+	for _, b := range opened {
 		plan.NewNodes = append(plan.NewNodes, NewNode{Name: b.Name, Pool: pool.Name})
 	}
-	for k, at := range placed[best] {
-		plan.Assigned[left[k]] = opened[best][at].Name
+	for k, i := range at {
+		if i < 0 {
+			plan.Unplaced = append(plan.Unplaced, left[k])
+			continue
+		}
+		plan.Assigned[left[k]] = opened[i].Name
 	}
+	slices.Sort(plan.Unplaced)
 	return plan
+}
+
+// expand runs the estimator over every pool not backed off for pods and
+// lets the least-waste expander choose: the option, its pool, the new
+// nodes it opens and, per pod, the index of its new node (-1: none).
+// best is nil when no pool holds all pods (atomic) or any (not atomic).
+func expand(pods []*Pod, pools []*Pool, atomic bool) (best *autoscale.Option, pool *Pool, opened []*Bin, at []int) {
+	var options []autoscale.Option
+	var chosen []*Pool
+	var nodes [][]*Bin
+	var placed [][]int
+	for _, p := range pools {
+		if p.BackedOff {
+			continue
+		}
+		n, where, ok := autoscale.Estimate(pods, p.open, (*Bin).take, atomic)
+		if !ok || len(n) == 0 {
+			continue
+		}
+		var held []*Pod
+		for k, i := range where {
+			if i >= 0 {
+				held = append(held, pods[k])
+			}
+		}
+		options = append(options, optionOf(p, held, len(n)))
+		chosen, nodes, placed = append(chosen, p), append(nodes, n), append(placed, where)
+	}
+	i := autoscale.Best(options)
+	if i < 0 {
+		return nil, nil, nil, nil
+	}
+	return &options[i], chosen[i], nodes[i], placed[i]
 }
 
 // optionOf is the expander's view of a scale-up of pool by nodes new

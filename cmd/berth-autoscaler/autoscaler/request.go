@@ -51,6 +51,18 @@ type RequestReconciler struct {
 
 	// selectors evaluates DRA device selectors.
 	selectors *capacity.Selectors
+	// buffers: CapacityBuffer pod injection runs, so the view counts the
+	// nodes buffers are still to create (Options.CapacityBufferPodInjection).
+	buffers bool
+	// pods: the scale-up for unschedulable pods runs, so the view reads
+	// pools from the API server and counts the nodes recorded on them
+	// (Options.ScaleUpUnschedulablePods).
+	pods bool
+
+	// decisions serialises what reads the cluster and then creates nodes
+	// or books capacity — a request's decision and a buffer loop — so two
+	// never plan on the same room or name the same new node.
+	decisions sync.Mutex
 
 	// loop is when the last request was answered or tried again: one per
 	// Options.ScanInterval.
@@ -89,7 +101,7 @@ func (r *RequestReconciler) Register(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups="",resources=podtemplates;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create
 // (DRA reads and ResourceSlice writes: dra.go)
-// +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=capacitypools,verbs=get;list;watch;patch
 
 // Reconcile moves one request on: accept it, then decide (fit, scale up,
 // or no capacity and a retry after the backoff), create a scale-up's nodes
@@ -158,6 +170,8 @@ func (r *RequestReconciler) nextLoop(now time.Time) time.Duration {
 // best-effort-atomic-scale-up; without capacity it answers CapacityIsNotFound
 // and tries again after the backoff.
 func (r *RequestReconciler) decide(ctx context.Context, pr *autoscalingv1.ProvisioningRequest, now time.Time) (reconcile.Result, error) {
+	r.decisions.Lock()
+	defer r.decisions.Unlock()
 	specs, labels, missing, err := r.specs(ctx, pr, true)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -382,10 +396,26 @@ func (r *RequestReconciler) view(ctx context.Context, now time.Time) (*View, err
 	if err := r.Client.List(ctx, pods); err != nil {
 		return nil, err
 	}
-	if err := r.Client.List(ctx, pools); err != nil {
+	// With the unschedulable pods' scale-up the pools carry its record of
+	// nodes to create, which must be the latest: read them fresh.
+	var poolReader client.Reader = r.Client
+	if r.pods {
+		poolReader = r.Reader
+	}
+	if err := poolReader.List(ctx, pools); err != nil {
 		return nil, err
 	}
 	v.Requests, v.Nodes, v.Pods, v.Pools = reqs.Items, nodes.Items, pods.Items, pools.Items
+	if r.buffers {
+		pending, err := r.pendingBufferNodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v.Pending = pending
+	}
+	if r.pods {
+		v.Pending = append(v.Pending, poolPending(v.Pools)...)
+	}
 	for i := range v.Requests {
 		pr := &v.Requests[i]
 		if PhaseOf(pr) != PhaseProvisioned {

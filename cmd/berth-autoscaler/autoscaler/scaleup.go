@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
@@ -55,7 +56,7 @@ func (r *RequestReconciler) createNodes(ctx context.Context, pr *autoscalingv1.P
 		if cp.Annotations[PartialFailureAnnotation] == "true" && created[n.Pool] >= countIn(newNodes, n.Pool)/2 {
 			continue
 		}
-		if err := r.createNode(ctx, cp, n.Name, pr); err != nil {
+		if err := r.createNode(ctx, cp, NodeFor(cp, n.Name, key(pr))); err != nil {
 			return reconcile.Result{}, err
 		}
 		created[n.Pool]++
@@ -101,10 +102,11 @@ func (r *RequestReconciler) latency(ctx context.Context, cp *berthv1.CapacityPoo
 	return d
 }
 
-// createNode creates a node of the pool, and the ResourceSlices of its
-// template's devices; both survive a retry after a partial failure.
-func (r *RequestReconciler) createNode(ctx context.Context, cp *berthv1.CapacityPool, name string, pr *autoscalingv1.ProvisioningRequest) error {
-	node := NodeFor(cp, name, key(pr))
+// createNode creates node, a node of the pool made by NodeFor, and the
+// ResourceSlices of its template's devices; both survive a retry after a
+// partial failure. Requests' and buffers' scale-ups share it.
+func (r *RequestReconciler) createNode(ctx context.Context, cp *berthv1.CapacityPool, node *corev1.Node) error {
+	name, owner := node.Name, createdFor(node)
 	err := r.Client.Create(ctx, node)
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -115,7 +117,18 @@ func (r *RequestReconciler) createNode(ctx context.Context, cp *berthv1.Capacity
 			return fmt.Errorf("reading node %s to publish its devices: %w", name, err)
 		}
 	case err != nil:
-		return fmt.Errorf("creating node %s for %s: %w", name, key(pr), err)
+		return fmt.Errorf("creating node %s for %s: %w", name, owner, err)
 	}
-	return r.createSlices(ctx, node, pr, SlicesFor(cp, node))
+	return r.createSlices(ctx, node, owner, SlicesFor(cp, node))
+}
+
+// createdFor names what a node the autoscaler creates is for, in errors.
+func createdFor(node *corev1.Node) string {
+	if b := node.Annotations[BufferNodeAnnotation]; b != "" {
+		return "CapacityBuffer " + b
+	}
+	if node.Annotations[PodsNodeAnnotation] == "true" {
+		return "unschedulable pods"
+	}
+	return node.Annotations[CreatedForAnnotation]
 }

@@ -9,6 +9,12 @@
 // is Provisioned=False/CapacityIsNotFound, retried with a backoff and never
 // Failed; Provisioned=True as soon as the nodes are asked for, before they
 // exist — so that what works against it works against the real one.
+// With Options.CapacityBufferController and CapacityBufferPodInjection it
+// also serves CapacityBuffers: a controller resolves each buffer's
+// template and size into its status (BufferReconciler), and a loop keeps
+// the buffers' fake pods' room provisioned (BufferLoop). With
+// Options.ScaleUpUnschedulablePods the same loop scales up for the pods
+// kube-scheduler marked unschedulable, as cluster-autoscaler does.
 //
 // Decisions are pure functions (Place, Shortfall, Booked, View) of a
 // snapshot, built on berth's shared model of cluster-autoscaler
@@ -23,6 +29,7 @@ package autoscaler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +66,17 @@ const (
 	// CreatedForAnnotation on a node the autoscaler created names the
 	// request (namespace/name) it was created for.
 	CreatedForAnnotation = "autoscaler.berth.dev/provisioning-request"
+	// BufferNodeAnnotation on a node the autoscaler created for a
+	// CapacityBuffer names the buffer (namespace/name). Until such a node
+	// is Ready it is room the buffer's fake pods count on, as
+	// cluster-autoscaler counts a node group's upcoming nodes.
+	BufferNodeAnnotation = "autoscaler.berth.dev/capacity-buffer"
+	// BufferPendingAnnotation on a CapacityBuffer, written by the
+	// autoscaler, lists the nodes a scale-up for the buffer decided and
+	// has not created yet, as a JSON list of {"pool", "node", "due"} (due:
+	// RFC 3339, when the provisioning latency has passed). A restarted
+	// autoscaler creates them; they count against their pools' maxNodes.
+	BufferPendingAnnotation = "autoscaler.berth.dev/pending-nodes"
 	// KwokNodeAnnotation makes kwok play the kubelet of a node.
 	KwokNodeAnnotation = "kwok.x-k8s.io/node"
 )
@@ -100,10 +118,37 @@ type Options struct {
 	// AllowRevocation lets RevokeAnnotation revoke a booking: a fault the
 	// OSS cluster-autoscaler never produces.
 	AllowRevocation bool
+	// CapacityBufferController runs the CapacityBuffer controller
+	// (cluster-autoscaler's --capacity-buffer-controller-enabled): it
+	// resolves each buffer's pod template and replica count into its
+	// status. Off by default, as in cluster-autoscaler.
+	CapacityBufferController bool
+	// CapacityBufferPodInjection keeps ready buffers' capacity
+	// provisioned: once per loop (ScanInterval, or RetryInterval when that
+	// is 0) their fake pods are fitted and the rest scaled up
+	// (cluster-autoscaler's --capacity-buffer-pod-injection-enabled). Off
+	// by default. With both off, CapacityBuffers are never read, so their
+	// CRD need not be installed.
+	CapacityBufferPodInjection bool
+	// ScaleUpUnschedulablePods scales up for pods kube-scheduler marked
+	// unschedulable (PodScheduled=False, reason Unschedulable), as
+	// cluster-autoscaler always does: once per loop, in the loop of the
+	// buffers' pod injection, one ordinary scale-up of one pool for those
+	// that fit no free room (pending.go). Off in the zero value, so
+	// in-process users opt in; berth-autoscaler's
+	// --scale-up-unschedulable-pods turns it on by default.
+	ScaleUpUnschedulablePods bool
+	// ExpendablePodsPriorityCutoff: pods whose spec.priority is below it
+	// are expendable and never scaled up for (cluster-autoscaler's
+	// --expendable-pods-priority-cutoff). nil means cluster-autoscaler's
+	// default, DefaultExpendablePodsPriorityCutoff (-10).
+	ExpendablePodsPriorityCutoff *int32
 }
 
-// DefaultOptions are the options berth-autoscaler runs with by default:
-// cluster-autoscaler's timings.
+// DefaultOptions are cluster-autoscaler's timings, which berth-autoscaler
+// runs with by default. ScaleUpUnschedulablePods stays off here, so
+// in-process users (the demo) keep their behaviour unless they opt in;
+// the binary's --scale-up-unschedulable-pods defaults to true.
 func DefaultOptions() Options {
 	return Options{
 		Clock:               clock.RealClock{},
@@ -118,7 +163,8 @@ func DefaultOptions() Options {
 }
 
 // Setup registers the autoscaler's reconcilers with mgr, whose scheme must
-// know core, berth and autoscaling.x-k8s.io/v1 types.
+// know core, berth and autoscaling.x-k8s.io/v1 types, and, with either
+// CapacityBuffer option, autoscaling.x-k8s.io/v1beta1's CapacityBuffer.
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -133,12 +179,32 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("indexing pods by the request they consume: %w", err)
+	}
+	if o.ScaleUpUnschedulablePods {
+		if err := indexUnschedulable(context.Background(), mgr, o.expendableCutoff()); err != nil {
+			return err
+		}
 	}
 	// Like cluster-autoscaler, the stand-in never writes CapacityPool
 	// status: berth must not need it.
-	r := &RequestReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o, selectors: capacity.NewSelectors()}
-	return r.Register(mgr)
+	r := &RequestReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: o, selectors: capacity.NewSelectors(),
+		buffers: o.CapacityBufferPodInjection, pods: o.ScaleUpUnschedulablePods}
+	if err := r.Register(mgr); err != nil {
+		return fmt.Errorf("registering the ProvisioningRequest reconciler: %w", err)
+	}
+	if o.CapacityBufferController {
+		b := &BufferReconciler{Client: mgr.GetClient(), Clock: o.Clock}
+		if err := b.Register(mgr); err != nil {
+			return fmt.Errorf("registering the CapacityBuffer controller: %w", err)
+		}
+	}
+	if o.CapacityBufferPodInjection || o.ScaleUpUnschedulablePods {
+		if err := mgr.Add(&BufferLoop{Requests: r}); err != nil {
+			return fmt.Errorf("adding the loop for buffers and unschedulable pods: %w", err)
+		}
+	}
+	return nil
 }
 
 // Backoff is the wait after the retries+1-th answer CapacityIsNotFound:

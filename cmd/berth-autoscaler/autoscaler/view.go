@@ -36,6 +36,11 @@ type View struct {
 	Slices  []resourcev1.ResourceSlice
 	Claims  []resourcev1.ResourceClaim
 	Devices map[string][][]DeviceRequest
+	// Pending are the nodes CapacityBuffer scale-ups and scale-ups for
+	// unschedulable pods decided and have not created yet
+	// (BufferPendingAnnotation on buffers and pools): they count against
+	// their pools' maxNodes, and their names are taken.
+	Pending []NewNode
 	// Now and BookingTTL decide which bookings still hold.
 	Now        time.Time
 	BookingTTL time.Duration
@@ -167,8 +172,9 @@ func (v *View) bookDevices(self string, bins []*Bin) {
 }
 
 // ScalablePools are the pools new nodes may come from, sorted by name, each
-// with the names still free under its maxNodes: existing nodes of the pool
-// and nodes other requests are creating in it count against it. A pool
+// with the names still free under its maxNodes: existing nodes of the pool,
+// nodes other requests are creating in it and nodes buffers are still to
+// create in it (Pending) count against it. A pool
 // whose cloud is out of stock (StockoutAnnotation) is marked so: it is
 // still an option, whose scale-up fails.
 func (v *View) ScalablePools(self string) []*Pool {
@@ -181,6 +187,12 @@ func (v *View) ScalablePools(self string) []*Pool {
 		}
 	}
 	inFlight := map[string]int32{}
+	for _, n := range v.Pending {
+		if !names[n.Name] {
+			names[n.Name] = true
+			inFlight[n.Pool]++
+		}
+	}
 	for i := range v.Requests {
 		pr := &v.Requests[i]
 		if key(pr) == self || !Creating(pr) {

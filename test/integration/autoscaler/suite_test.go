@@ -1,5 +1,6 @@
 // Package autoscaler_test runs berth-autoscaler's reconcilers against a real
-// kube-apiserver and etcd with the ProvisioningRequest CRD installed. There
+// kube-apiserver and etcd with the ProvisioningRequest and CapacityBuffer
+// CRDs installed. There
 // is no kubelet here: tests make nodes Ready by patching their status, and
 // bind pods by setting spec.nodeName. Time is a fake clock the tests step.
 package autoscaler_test
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -51,17 +53,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	env, err = framework.StartForAutoscaler(ctx, false)
 	Expect(err).NotTo(HaveOccurred())
 	fakeClock = clocktesting.NewFakeClock(time.Now())
-	stopAutoscaler, err = env.StartAutoscaler(ctx, autoscaler.Options{
-		Clock:               fakeClock,
-		RetryInterval:       200 * time.Millisecond,
-		RetryBackoff:        retryBackoff,
-		MaxRetryBackoff:     maxRetryBackoff,
-		BookingTTL:          bookingTTL,
-		ProvisioningLatency: 0,
-		// The revocation specs need the fault cluster-autoscaler never
-		// produces.
-		AllowRevocation: true,
-	})
+	stopAutoscaler, err = env.StartAutoscaler(ctx, options())
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 
@@ -75,6 +67,31 @@ var _ = AfterSuite(func() {
 	}
 	Expect(errors.Join(errs...)).NotTo(HaveOccurred())
 })
+
+// options are the suite's autoscaler options.
+func options() autoscaler.Options {
+	return autoscaler.Options{
+		Clock:               fakeClock,
+		RetryInterval:       200 * time.Millisecond,
+		RetryBackoff:        retryBackoff,
+		MaxRetryBackoff:     maxRetryBackoff,
+		BookingTTL:          bookingTTL,
+		ProvisioningLatency: 0,
+		// The revocation specs need the fault cluster-autoscaler never
+		// produces.
+		AllowRevocation: true,
+		// The CapacityBuffer specs; with ScanInterval 0 the buffer loop
+		// runs every RetryInterval.
+		CapacityBufferController:   true,
+		CapacityBufferPodInjection: true,
+		// The unschedulable pods specs, as berth-autoscaler runs by
+		// default; no other spec writes a pod's PodScheduled condition
+		// (there is no kube-scheduler here), so no other spec's pods ask
+		// for a scale-up.
+		ScaleUpUnschedulablePods:     true,
+		ExpendablePodsPriorityCutoff: ptr.To(autoscaler.DefaultExpendablePodsPriorityCutoff),
+	}
+}
 
 // newNamespace creates a namespace for one spec.
 func newNamespace(ctx context.Context) string {
