@@ -11,6 +11,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
@@ -20,7 +21,13 @@ import (
 // CRD, as the API server builds it.
 func flavorSchema(t *testing.T) *structuralschema.Structural {
 	t.Helper()
-	data, err := os.ReadFile("../../config/crd/bases/berth.dev_resourceflavors.yaml")
+	return crdSchema(t, "../../config/crd/bases/berth.dev_resourceflavors.yaml")
+}
+
+// crdSchema is the structural schema of the generated CRD in file.
+func crdSchema(t *testing.T, file string) *structuralschema.Structural {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,23 +68,35 @@ func TestProvisioningCELRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var obj map[string]any
-			doc := "apiVersion: berth.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: f}\nspec: {provisioning: " + tc.provisioning + "}\n"
-			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-				t.Fatal(err)
-			}
-			defaulting.Default(obj, s)
-			errs, _ := v.Validate(context.Background(), field.NewPath(""), s, obj, nil, celconfig.RuntimeCELCostBudget)
-			got := errs.ToAggregate()
-			if tc.want == "" {
-				if got != nil {
-					t.Fatalf("refused: %v", got)
-				}
-				return
-			}
-			if got == nil || !strings.Contains(got.Error(), tc.want) {
-				t.Fatalf("got %v, want %q", got, tc.want)
-			}
+			checkCEL(t, s, v, "apiVersion: berth.dev/v1alpha1\nkind: ResourceFlavor\nmetadata: {name: f}\nspec: {provisioning: "+tc.provisioning+"}\n", tc.want)
 		})
+	}
+}
+
+// checkCEL decodes doc as the API server does (whole numbers are
+// integers), applies the schema's defaults and runs its CEL rules: with
+// want "" they must accept it, else refuse it with a message containing
+// want.
+func checkCEL(t *testing.T, s *structuralschema.Structural, v *cel.Validator, doc, want string) {
+	t.Helper()
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	defaulting.Default(obj, s)
+	errs, _ := v.Validate(context.Background(), field.NewPath(""), s, obj, nil, celconfig.RuntimeCELCostBudget)
+	got := errs.ToAggregate()
+	if want == "" {
+		if got != nil {
+			t.Fatalf("refused: %v", got)
+		}
+		return
+	}
+	if got == nil || !strings.Contains(got.Error(), want) {
+		t.Fatalf("got %v, want %q", got, want)
 	}
 }

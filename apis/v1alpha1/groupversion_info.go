@@ -2,7 +2,8 @@
 // team uses to describe GPU capacity and quota (ResourceFlavor, ClusterQueue,
 // LocalQueue, CapacityPool), the Workload, berth's record of one gang waiting for, or
 // holding, an admission, and the notification policies that report the failures of
-// admitted gangs (NotificationPolicy, ClusterNotificationPolicy).
+// admitted gangs (NotificationPolicy, ClusterNotificationPolicy), and the
+// warm headroom kept for serving workloads' bursts (HeadroomPolicy).
 //
 // +kubebuilder:object:generate=true
 // +groupName=berth.dev
@@ -27,6 +28,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		&CapacityPool{}, &CapacityPoolList{},
 		&NotificationPolicy{}, &NotificationPolicyList{},
 		&ClusterNotificationPolicy{}, &ClusterNotificationPolicyList{},
+		&HeadroomPolicy{}, &HeadroomPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/notify"
 	"github.com/berth-dev/berth/controllers/setup"
@@ -21,29 +22,32 @@ import (
 
 // config is every command-line knob; docs/operating.md describes each.
 type config struct {
-	version                 bool
-	metricsAddr, probeAddr  string
-	metricsSecure           bool
-	leaderElect             bool
-	namespace               string
-	webhookPort             int
-	visibilityPort          int
-	certs                   certs.Options
-	qps                     float64
-	burst                   int
-	statusInterval          time.Duration
-	statusRate              float64
-	applyWorkers            int
-	jobWorkers              int
-	pendingStatusDelay      time.Duration
-	fairSharing             bool
-	localQueueFairSharing   bool
-	localQueueMetrics       bool
-	deviceClasses           jobs.DeviceClassMapping
-	leaseDuration, renewDue time.Duration
-	notifications           bool
-	podGroups               bool
-	notify                  notifyFlags
+	// placeholderImage is --headroom-placeholder-image, headroomMechanism
+	// --headroom-mechanism.
+	placeholderImage, headroomMechanism string
+	version                             bool
+	metricsAddr, probeAddr              string
+	metricsSecure                       bool
+	leaderElect                         bool
+	namespace                           string
+	webhookPort                         int
+	visibilityPort                      int
+	certs                               certs.Options
+	qps                                 float64
+	burst                               int
+	statusInterval                      time.Duration
+	statusRate                          float64
+	applyWorkers                        int
+	jobWorkers                          int
+	pendingStatusDelay                  time.Duration
+	fairSharing                         bool
+	localQueueFairSharing               bool
+	localQueueMetrics                   bool
+	deviceClasses                       jobs.DeviceClassMapping
+	leaseDuration, renewDue             time.Duration
+	notifications                       bool
+	podGroups                           bool
+	notify                              notifyFlags
 }
 
 // notifyFlags are the admin's say in where and how failure reports are
@@ -87,6 +91,10 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
 	fs.BoolVar(&c.podGroups, "pod-groups", false,
 		"hand every admitted gang of two or more pods to kube-scheduler's gang scheduling through a scheduling.k8s.io/v1beta1 PodGroup, so binding is all or nothing too; the cluster must serve PodGroups (GenericWorkload feature gate, beta and off by default in 1.37; docs/workload-aware-scheduling.md)")
+	fs.StringVar(&c.headroomMechanism, "headroom-mechanism", headroom.MechanismAuto,
+		"how HeadroomPolicies' headroom is kept: auto (cluster-autoscaler CapacityBuffers where the API server serves them, placeholder pods elsewhere), capacitybuffer or placeholder; choose placeholder where the CapacityBuffer CRD is installed but cluster-autoscaler runs without --capacity-buffer-pod-injection-enabled (docs/headroom.md)")
+	fs.StringVar(&c.placeholderImage, "headroom-placeholder-image", headroom.DefaultPlaceholderImage,
+		"image of the placeholder pods that keep HeadroomPolicies' headroom where cluster-autoscaler serves no CapacityBuffer (a pause image; docs/headroom.md)")
 	bindNotifyFlags(fs, &c.notify)
 	var draMapping string
 	fs.StringVar(&draMapping, "dra-device-class", "", "DRA devices counted against quota: class=resource[:amount per device],... e.g. gpu.nvidia.com=nvidia.com/gpu")
@@ -115,6 +123,11 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	}
 	if c.notify.workers < 1 || c.notify.perNamespace < 1 {
 		return c, errors.New("--notification-workers and --notification-policies-per-namespace must be at least 1")
+	}
+	switch c.headroomMechanism {
+	case headroom.MechanismAuto, headroom.MechanismCapacityBuffer, headroom.MechanismPlaceholder:
+	default:
+		return c, fmt.Errorf("--headroom-mechanism %q: use %s, %s or %s", c.headroomMechanism, headroom.MechanismAuto, headroom.MechanismCapacityBuffer, headroom.MechanismPlaceholder)
 	}
 	if c.statusRate < 0 {
 		return c, errors.New("--queue-status-rate must not be negative: 0 sets no limit")

@@ -65,6 +65,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "no QPS", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
 		{name: "no job workers", args: []string{"--job-workers=0"}, wantErr: "--job-workers must be at least 1"},
 		{name: "negative queue status rate", args: []string{"--queue-status-rate=-1"}, wantErr: "--queue-status-rate must not be negative"},
+		{name: "unknown headroom mechanism", args: []string{"--headroom-mechanism=buffers"}, wantErr: `--headroom-mechanism "buffers": use auto, capacitybuffer or placeholder`},
 		{name: "bad DRA mapping", args: []string{"--dra-device-class=gpu.nvidia.com"}, wantErr: "--dra-device-class"},
 		{name: "notifications keep to Slack's hosts and public addresses by default", check: func(t *testing.T, c config) {
 			o := notifyOptions(c)

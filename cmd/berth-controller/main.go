@@ -27,6 +27,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/buildinfo"
 	"github.com/berth-dev/berth/controllers/certs"
+	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/controllers/leader"
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/controllers/visibility"
@@ -48,6 +49,23 @@ func main() {
 	if err := run(ctrl.SetupSignalHandler(), c); err != nil {
 		ctrl.Log.Error(err, "berth-controller failed")
 		os.Exit(1)
+	}
+}
+
+// setupOptions are berth's options from its flags.
+func setupOptions(c config) setup.Options {
+	return setup.Options{
+		Engine:             engineOptions(c),
+		StatusInterval:     c.statusInterval,
+		StatusRate:         c.statusRate,
+		ApplyWorkers:       c.applyWorkers,
+		JobWorkers:         c.jobWorkers,
+		PendingStatusDelay: c.pendingStatusDelay,
+		LocalQueueMetrics:  c.localQueueMetrics,
+		DeviceClasses:      c.deviceClasses,
+		Notifications:      notifyOptions(c),
+		PodGroups:          c.podGroups,
+		Headroom:           headroom.Options{Namespace: c.namespace, PlaceholderImage: c.placeholderImage, Mechanism: c.headroomMechanism},
 	}
 }
 
@@ -104,18 +122,7 @@ func run(ctx context.Context, c config) error {
 	if err := ctrlmetrics.Registry.Register(buildinfo.Get().Collector()); err != nil {
 		return fmt.Errorf("registering berth_build_info: %w", err)
 	}
-	berth, err := setup.Setup(ctx, mgr, setup.Options{
-		Engine:             engineOptions(c),
-		StatusInterval:     c.statusInterval,
-		StatusRate:         c.statusRate,
-		ApplyWorkers:       c.applyWorkers,
-		JobWorkers:         c.jobWorkers,
-		PendingStatusDelay: c.pendingStatusDelay,
-		LocalQueueMetrics:  c.localQueueMetrics,
-		DeviceClasses:      c.deviceClasses,
-		Notifications:      notifyOptions(c),
-		PodGroups:          c.podGroups,
-	})
+	berth, err := setup.Setup(ctx, mgr, setupOptions(c))
 	if err != nil {
 		return err
 	}

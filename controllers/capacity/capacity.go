@@ -296,6 +296,11 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 		if _, placed := p.Labels[berthv1.PlacementLabel]; placed {
 			continue // the engine reserves the capacity of placed gangs itself
 		}
+		if _, placeholder := p.Labels[berthv1.HeadroomPlaceholderLabel]; placeholder {
+			// Headroom kept for replicas that preempt it; only they
+			// tolerate the node's taint, so no other gang is placed on it.
+			continue
+		}
 		for name, q := range jobs.PodRequests(&p.Spec) {
 			if f, ok := free[name]; ok {
 				f.Sub(q)

@@ -53,6 +53,7 @@ var notEngine = map[string]string{
 	"WorkloadReason":       "written by the lifecycle; the engine's pending reasons map onto it (reasons.go)",
 	"FailureKind":          "notification policies; the engine never reads them",
 	"NotificationSinkType": "notification policies; the engine never reads them",
+	"HeadroomMode":         "headroom policies are sized by controllers/headroom; the engine never reads them",
 }
 
 // TestEnumsRoundTrip: every value of every API enum the engine reads has an

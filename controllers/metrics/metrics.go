@@ -65,6 +65,10 @@ type Metrics struct {
 	// start: path "policy" (berth's MutatingAdmissionPolicy, inside the
 	// API server) or "webhook" (berth's pod webhook), 0 for the other.
 	PodGate *prometheus.GaugeVec
+	// Headroom is HeadroomPolicies' headroom per domain, kept and
+	// available; HeadroomTakenTotal what replicas took of it.
+	Headroom           *prometheus.GaugeVec
+	HeadroomTakenTotal *prometheus.CounterVec
 	// Queues are the per-queue series, set on the queue-status tick.
 	Queues *Queues
 }
@@ -137,15 +141,46 @@ func New() *Metrics {
 			Name: "berth_pod_gate",
 			Help: "1 for how queued pods are gated, as detected at start: path policy (berth's MutatingAdmissionPolicy inside the API server) or webhook (berth's pod webhook); 0 for the other.",
 		}, []string{"path"}),
+		Headroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_headroom_replicas",
+			Help: "Warm headroom of a HeadroomPolicy in replicas of its workload, per topology domain and state: kept (what its sizing keeps there) or available (what fits now on the domain's Ready headroom nodes; below kept while the autoscaler restores what replicas took).",
+		}, []string{"namespace", "policy", "cluster_queue", "domain", "state"}),
+		HeadroomTakenTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_headroom_taken_replicas_total",
+			Help: "Replicas' worth of a HeadroomPolicy's available headroom taken, per domain: each fall of the available headroom while what is kept did not fall (a replica started on it).",
+		}, []string{"namespace", "policy", "cluster_queue", "domain"}),
 		Queues: newQueues(),
 	}
+}
+
+// Values of the state label of Headroom.
+const (
+	HeadroomKept      = "kept"
+	HeadroomAvailable = "available"
+)
+
+// SetHeadroom records one domain's kept and available headroom of a
+// policy, and what replicas took of it since the last record (taken).
+func (m *Metrics) SetHeadroom(namespace, policy, clusterQueue, domain string, kept, available, taken int32) {
+	m.Headroom.WithLabelValues(namespace, policy, clusterQueue, domain, HeadroomKept).Set(float64(kept))
+	m.Headroom.WithLabelValues(namespace, policy, clusterQueue, domain, HeadroomAvailable).Set(float64(available))
+	c := m.HeadroomTakenTotal.WithLabelValues(namespace, policy, clusterQueue, domain)
+	if taken > 0 {
+		c.Add(float64(taken))
+	}
+}
+
+// ForgetHeadroom drops a policy's headroom series: it was deleted, or its
+// domains changed and are recorded again.
+func (m *Metrics) ForgetHeadroom(namespace, policy string) {
+	m.Headroom.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "policy": policy})
 }
 
 // Register adds every collector to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range append([]prometheus.Collector{m.CycleDuration, m.AdmissionsTotal, m.PreemptionsTotal, m.PendingStatusWritesTotal,
 		m.AdmissionWait, m.ProvisioningAttemptsTotal, m.IdleWhileWaitingTotal, m.NotificationsTotal, m.NotificationBreakersOpen,
-		m.NotificationBreakerTripsTotal, m.PodGate}, m.Queues.collectors()...) {
+		m.NotificationBreakerTripsTotal, m.PodGate, m.Headroom, m.HeadroomTakenTotal}, m.Queues.collectors()...) {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -48,6 +48,9 @@ const (
 	// Notify reports the failures of admitted gangs. It runs only when
 	// Options.Notifications.Enabled, which in turn requires it.
 	Notify Part = "notify"
+	// Headroom keeps the warm capacity HeadroomPolicies ask for, as
+	// cluster-autoscaler CapacityBuffers.
+	Headroom Part = "headroom"
 	// BatchJob queues batch/v1 Jobs: their controller and webhook.
 	BatchJob Part = "batchjob"
 	// JobSet queues JobSets: their controller and webhook.
@@ -84,7 +87,7 @@ const (
 // AllParts are every part, in the order Setup registers them. A nil
 // Options.Parts selects them all.
 func AllParts() []Part {
-	return []Part{Core, Capacity, Provisioning, Notify, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob,
+	return []Part{Core, Capacity, Provisioning, Notify, Headroom, BatchJob, JobSet, LWS, PodGroup, Deployment, StatefulSet, RayJob, RayCluster, PyTorchJob, MPIJob,
 		TrainJob}
 }
 
@@ -98,6 +101,7 @@ type plan struct {
 	capacity     bool
 	provisioning bool
 	notify       bool
+	headroom     bool
 	// podGroups hands admitted gangs to kube-scheduler's gang scheduling
 	// (Options.PodGroups).
 	podGroups bool
@@ -136,7 +140,7 @@ func newPlan(parts []Part, notifications bool) (plan, error) {
 	if len(errs) > 0 {
 		return plan{}, fmt.Errorf("invalid selection of berth's parts: %w", errors.Join(errs...))
 	}
-	p := plan{capacity: has(Capacity), provisioning: has(Provisioning), notify: has(Notify) && notifications}
+	p := plan{capacity: has(Capacity), provisioning: has(Provisioning), notify: has(Notify) && notifications, headroom: has(Headroom)}
 	for _, k := range JobKinds() {
 		if has(k) {
 			p.kinds = append(p.kinds, k)

@@ -34,10 +34,12 @@ import (
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/berth-dev/berth/admission"
+	cbv1beta1 "github.com/berth-dev/berth/apis/capacitybuffer/v1beta1"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/capacity"
 	"github.com/berth-dev/berth/controllers/certs"
 	"github.com/berth-dev/berth/controllers/handoff"
+	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/batchjob"
 	"github.com/berth-dev/berth/controllers/jobs/jobset"
@@ -119,6 +121,9 @@ type Options struct {
 	// policy's binding (package podgate). An empty WebhookConfiguration is
 	// certs.MutatingWebhookConfiguration, the install's name.
 	PodGate podgate.Options
+	// Headroom configures the headroom controller (the Headroom part): the
+	// namespace and image of its placeholder pods.
+	Headroom headroom.Options
 	// Parts selects what runs besides the core (see Part); nil or empty
 	// runs every part, which is what berth-controller runs. Suites list
 	// the parts they test, so that a suite's plane runs no controller it
@@ -172,6 +177,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	}
 	if p.provisioning {
 		reconcilers = append(reconcilers, provisioning.New(recorder, sched, o.Provisioning))
+	}
+	if p.headroom {
+		reconcilers = append(reconcilers, headroom.New(mgr.GetClient(), mgr.GetAPIReader(), o.Clock, m, o.Headroom))
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: parentKinds(), Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
 		Changes: sched, PodGroups: p.podGroups}
@@ -410,6 +418,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	}
 	if err := autoscalingv1.AddToScheme(s); err != nil {
 		return fmt.Errorf("registering ProvisioningRequest types: %w", err)
+	}
+	if err := cbv1beta1.AddToScheme(s); err != nil {
+		return fmt.Errorf("registering CapacityBuffer types: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"maps"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -69,4 +71,18 @@ func StatefulSet(namespace, name, queue string, replicas int32, gpus string, who
 		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	}
 	return s
+}
+
+// HeadroomPool is a CapacityPool of up to four 8-GPU nodes of flavor that
+// hold clusterQueue's headroom: labelled (flavorLabels too) and tainted
+// berth.dev/headroom=<clusterQueue>, in domain of level.
+func HeadroomPool(name, flavor, clusterQueue, level, domain string, flavorLabels map[string]string) *berthv1.CapacityPool {
+	labels := map[string]string{level: domain, berthv1.HeadroomLabel: clusterQueue}
+	maps.Copy(labels, flavorLabels)
+	return &berthv1.CapacityPool{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: berthv1.CapacityPoolSpec{Flavor: flavor, MaxNodes: 4, NodeTemplate: berthv1.NodeTemplate{
+			Labels:      labels,
+			Taints:      []corev1.Taint{{Key: berthv1.HeadroomLabel, Value: clusterQueue, Effect: corev1.TaintEffectNoSchedule}},
+			Allocatable: corev1.ResourceList{GPU: resource.MustParse("8")},
+		}}}
 }

@@ -55,9 +55,9 @@ func (o *listOptions) namespace(e *env) (string, error) {
 func newList(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "list",
-		Short: "List Workloads with their place in line, LocalQueues or ClusterQueues",
+		Short: "List Workloads with their place in line, LocalQueues, ClusterQueues or HeadroomPolicies",
 	}
-	root.AddCommand(newListWorkloads(e), newListLocalQueues(e), newListClusterQueues(e))
+	root.AddCommand(newListWorkloads(e), newListLocalQueues(e), newListClusterQueues(e), newListHeadroom(e))
 	return root
 }
 
@@ -320,6 +320,33 @@ func printList(w io.Writer, output string, objs []any) error {
 	return nil
 }
 
+// printListed prints listed objects as o asks: for -o json|yaml a v1
+// List of them as kind (of berth.dev/v1alpha1), else the table.
+func (o *listOptions) printListed(e *env, items []client.Object, kind, what string, table func() *metav1.Table) error {
+	if o.output == "json" || o.output == "yaml" {
+		objs := make([]any, 0, len(items))
+		for _, obj := range items {
+			obj.GetObjectKind().SetGroupVersionKind(berthv1.GroupVersion.WithKind(kind))
+			objs = append(objs, obj)
+		}
+		return printList(e.streams.Out, o.output, objs)
+	}
+	return o.printTable(e, table(), what, true)
+}
+
+// itemsOf are pointers to a list's items, as objects.
+func itemsOf[T any, P interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
+}
+
+// inNamespace is " in namespace ns", or nothing for every namespace.
 func inNamespace(ns string) string {
 	if ns == "" {
 		return ""

@@ -50,30 +50,26 @@ func (e *env) listLocalQueues(ctx context.Context, o *listOptions, now time.Time
 	if err := c.List(ctx, lqs, client.InNamespace(ns)); err != nil {
 		return fmt.Errorf("listing LocalQueues%s: %w", inNamespace(ns), err)
 	}
-	if o.output == "json" || o.output == "yaml" {
-		objs := make([]any, 0, len(lqs.Items))
-		for i := range lqs.Items {
-			q := &lqs.Items[i]
-			q.APIVersion, q.Kind = berthv1.GroupVersion.String(), "LocalQueue"
-			objs = append(objs, q)
-		}
-		return printList(e.streams.Out, o.output, objs)
-	}
+	return o.printListed(e, itemsOf(lqs.Items), "LocalQueue", "LocalQueues", func() *metav1.Table { return localQueueTable(lqs.Items, now) })
+}
+
+// localQueueTable is the LocalQueues as a table.
+func localQueueTable(items []berthv1.LocalQueue, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"}, {Name: "ClusterQueue", Type: "string"},
 		{Name: "Pending", Type: "integer"}, {Name: "Admitted", Type: "integer"},
 		{Name: "Stop", Type: "string"}, {Name: "Age", Type: "string"},
 		{Name: "Status", Type: "string", Priority: 1},
 	}}
-	for i := range lqs.Items {
-		q := &lqs.Items[i]
+	for i := range items {
+		q := &items[i]
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{q.Name, q.Spec.ClusterQueue, q.Status.PendingWorkloads, q.Status.AdmittedWorkloads,
 				stopText(q.Spec.StopPolicy), ageText(q.CreationTimestamp, now), activeText(q.Status.Conditions)},
 			Object: runtime.RawExtension{Object: &metav1.PartialObjectMetadata{ObjectMeta: q.ObjectMeta}},
 		})
 	}
-	return o.printTable(e, t, "LocalQueues", true)
+	return t
 }
 
 func newListClusterQueues(e *env) *cobra.Command {

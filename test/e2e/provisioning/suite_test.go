@@ -82,6 +82,7 @@ var (
 	autoscalerOptions = autoscaler.Options{
 		Clock: clock.RealClock{}, RetryInterval: 500 * time.Millisecond, RetryBackoff: time.Second, MaxRetryBackoff: 4 * time.Second,
 		BookingTTL: bookingTTL, ProvisioningLatency: time.Second, ScanInterval: 500 * time.Millisecond, AllowRevocation: true,
+		CapacityBufferController: true, CapacityBufferPodInjection: true,
 	}
 )
 
@@ -102,7 +103,9 @@ func berthOptions() framework.BerthOptions {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true})
+	// With cluster-autoscaler's CapacityBuffer API, which berth keeps
+	// headroom through (headroom_test.go); berth finds it at start.
+	env, err = framework.StartWithProvisioning(ctx, framework.StartOptions{Full: true, CRDPaths: []string{framework.CapacityBufferCRD()}})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = env.StartBerth(berthOptions())
 	Expect(err).NotTo(HaveOccurred())

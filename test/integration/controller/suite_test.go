@@ -46,7 +46,9 @@ func berthOptions() framework.BerthOptions {
 		// booking spec reads the engine's decisions only: the
 		// ProvisioningRequest API is not installed here, and carrying
 		// bookings out is the provisioning suite's.
-		Parts: []setup.Part{setup.Capacity, setup.BatchJob},
+		// The headroom specs keep CapacityBuffers (the suite installs
+		// their CRD).
+		Parts: []setup.Part{setup.Capacity, setup.Headroom, setup.BatchJob},
 	}}
 }
 
@@ -58,7 +60,7 @@ func TestController(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = framework.StartWithBerth(ctx, framework.StartOptions{}, berthOptions())
+	env, err = framework.StartWithBerth(ctx, framework.StartOptions{CRDPaths: []string{framework.CapacityBufferCRD()}}, berthOptions())
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
 

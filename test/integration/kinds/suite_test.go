@@ -67,7 +67,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// that asks for a topology level its flavor lacks reads the
 		// flavor's levels, which reach the engine through the capacity
 		// controllers.
-		Parts: []setup.Part{setup.Capacity, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob, setup.RayCluster,
+		// Headroom: with no CapacityBuffer API here, it keeps headroom as
+		// placeholder pods (headroom_test.go).
+		Parts: []setup.Part{setup.Capacity, setup.Headroom, setup.BatchJob, setup.JobSet, setup.LWS, setup.PodGroup, setup.RayJob, setup.RayCluster,
 			setup.PyTorchJob, setup.MPIJob, setup.TrainJob},
 	}})
 	Expect(err).NotTo(HaveOccurred())

@@ -101,6 +101,11 @@ var rows = []struct {
 		{title: "Weighted share", description: "Each ClusterQueue's dominant share of what it borrows from its cohort, divided by its weight: what fair sharing orders queues by.",
 			unit: "percentunit", queries: [][2]string{
 				{`max by (cluster_queue, cohort) (berth_cluster_queue_weighted_share{` + queues + `})`, "{{cohort}}/{{cluster_queue}}"}}},
+		{title: "Warm headroom", description: "HeadroomPolicies' headroom per ClusterQueue and domain, in replicas: kept (what the sizing keeps), available (what fits now on Ready headroom nodes; below kept while the autoscaler restores it), and taken per hour (replicas that started on it).",
+			unit: "short", queries: [][2]string{
+				{`sum by (cluster_queue, domain) (berth_headroom_replicas{state="kept",` + queues + `})`, "{{cluster_queue}} {{domain}} kept"},
+				{`sum by (cluster_queue, domain) (berth_headroom_replicas{state="available",` + queues + `})`, "{{cluster_queue}} {{domain}} available"},
+				{`sum by (cluster_queue, domain) (increase(berth_headroom_taken_replicas_total{` + queues + `}[1h]))`, "{{cluster_queue}} {{domain}} taken per hour"}}},
 	}},
 	{"Controller", []panel{
 		{title: "Admission cycle, p99", description: "Time the engine took to decide one cycle, without its writes.", unit: "s", queries: [][2]string{

@@ -184,6 +184,12 @@ bundle's Deployment exactly).
 {{- with $c.draDeviceClasses }}
 - --dra-device-class={{ join "," . }}
 {{- end }}
+{{- with $c.headroomPlaceholderImage }}
+- --headroom-placeholder-image={{ . }}
+{{- end }}
+{{- with $c.headroomMechanism }}
+- --headroom-mechanism={{ . }}
+{{- end }}
 {{- end }}
 
 {{/* The logging group's flags (controller-runtime's zap flags). */}}

@@ -65,6 +65,8 @@ var flagCases = []flagCase{
 	{"notification-policies-per-namespace", []string{"controller.notificationPoliciesPerNamespace=5"}, "--notification-policies-per-namespace=5"},
 	{"dra-device-class", []string{"controller.draDeviceClasses={gpu.nvidia.com=nvidia.com/gpu,gpu.amd.com=amd.com/gpu:2}"},
 		"--dra-device-class=gpu.nvidia.com=nvidia.com/gpu,gpu.amd.com=amd.com/gpu:2"},
+	{"headroom-placeholder-image", []string{"controller.headroomPlaceholderImage=mirror.example.com/pause:3.10"}, "--headroom-placeholder-image=mirror.example.com/pause:3.10"},
+	{"headroom-mechanism", []string{"controller.headroomMechanism=placeholder"}, "--headroom-mechanism=placeholder"},
 	{"zap-log-level", []string{"logging.level=debug"}, "--zap-log-level=debug"},
 	{"zap-log-level", []string{"logging.level=3"}, "--zap-log-level=3"},
 	{"zap-encoder", []string{"logging.encoder=console"}, "--zap-encoder=console"},
