@@ -1,0 +1,70 @@
+package bypass_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+)
+
+// Headroom keeps nodes running, which costs money: a tenant with the edit
+// role may neither keep any nor enlarge what the platform keeps for it
+// beyond its queue's quota.
+var _ = Describe("a tenant with the edit role and warm headroom", func() {
+	It("creates no HeadroomPolicy, writes none's status, and cannot grow one beyond its queue's quota", func(ctx SpecContext) {
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		d := builders.Deployment(ns, "api", queue, 1, "1")
+		Expect(mallory.Create(ctx, d)).To(Succeed())
+		policy := func() *berthv1.HeadroomPolicy {
+			return &berthv1.HeadroomPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}, Spec: berthv1.HeadroomPolicySpec{
+				TargetRef: berthv1.HeadroomTarget{Kind: "Deployment", Name: "api"},
+				Sizing:    berthv1.HeadroomSizing{Mode: berthv1.HeadroomFixed, Replicas: ptr.To[int32](10)}}}
+		}
+
+		By("creating a policy of its own: forbidden")
+		err := mallory.Create(ctx, policy())
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a tenant created a HeadroomPolicy: %v", err)
+
+		By("the platform's policy of 10 replicas is kept within the queue's 2 GPUs: one more 1-GPU replica")
+		Expect(env.Client.Create(ctx, policy())).To(Succeed())
+		desired := func(g Gomega) int32 {
+			var hp berthv1.HeadroomPolicy
+			g.Expect(mallory.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &hp)).To(Succeed(), "the tenant may read the policy")
+			return hp.Status.DesiredReplicas
+		}
+		Eventually(desired, timeout, interval).Should(BeEquivalentTo(1))
+
+		By("writing the policy's status or spec: forbidden")
+		var hp berthv1.HeadroomPolicy
+		Expect(mallory.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api"}, &hp)).To(Succeed())
+		hp.Status.DesiredReplicas = 50
+		Expect(apierrors.IsForbidden(mallory.Status().Update(ctx, &hp))).To(BeTrue())
+		hp.Spec.Sizing.Replicas = ptr.To[int32](100)
+		Expect(apierrors.IsForbidden(mallory.Update(ctx, &hp))).To(BeTrue())
+
+		By("doubling the replica's requests: the quota then holds no replica more, and none is kept")
+		Eventually(func(g Gomega) {
+			var fresh appsv1.Deployment
+			g.Expect(mallory.Get(ctx, client.ObjectKeyFromObject(d), &fresh)).To(Succeed())
+			c := &fresh.Spec.Template.Spec.Containers[0]
+			c.Resources.Requests = corev1.ResourceList{builders.GPU: resource.MustParse("2")}
+			c.Resources.Limits = corev1.ResourceList{builders.GPU: resource.MustParse("2")}
+			g.Expect(mallory.Update(ctx, &fresh)).To(Succeed())
+		}, timeout, interval).Should(Succeed())
+		Eventually(desired, timeout, interval).Should(BeZero())
+		DeferCleanup(func(ctx context.Context) error {
+			return client.IgnoreNotFound(env.Client.Delete(ctx, &berthv1.HeadroomPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}}))
+		})
+	})
+})
