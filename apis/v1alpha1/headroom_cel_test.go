@@ -28,6 +28,11 @@ func TestHeadroomPolicyCELRules(t *testing.T) {
 		{name: "latency longer than the window", sizing: `{mode: Demand, demand: {window: 10m, provisioningLatency: 15m}}`,
 			want: "provisioningLatency must be positive and no longer than window"},
 		{name: "a window beyond a week", sizing: `{mode: Demand, demand: {window: 200h}}`, want: "window is at most 168h"},
+		{name: "a daily period within a window that holds it and its lead", sizing: `{mode: Demand, demand: {window: 26h, period: 24h, lead: 45m}}`},
+		{name: "a daily period whose default lead (the latency) fits", sizing: `{mode: Demand, demand: {window: 25h, period: 24h}}`},
+		{name: "a period and lead beyond the window", sizing: `{mode: Demand, demand: {window: 24h, period: 24h, lead: 30m}}`,
+			want: "period plus lead must fit in window"},
+		{name: "a lead without a period", sizing: `{mode: Demand, demand: {lead: 30m}}`, want: "lead goes with period"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkCEL(t, s, v, "apiVersion: berth.dev/v1alpha1\nkind: HeadroomPolicy\nmetadata: {name: h, namespace: serving}\n"+

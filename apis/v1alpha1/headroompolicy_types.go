@@ -52,6 +52,8 @@ type HeadroomTarget struct {
 // percentile-th of the samples.
 // +kubebuilder:validation:XValidation:rule="duration(self.provisioningLatency) > duration('0s') && duration(self.provisioningLatency) <= duration(self.window)",message="provisioningLatency must be positive and no longer than window"
 // +kubebuilder:validation:XValidation:rule="duration(self.window) <= duration('168h')",message="window is at most 168h (a week)"
+// +kubebuilder:validation:XValidation:rule="!has(self.period) || duration(self.period) + (has(self.lead) ? duration(self.lead) : duration(self.provisioningLatency)) <= duration(self.window)",message="period plus lead must fit in window: the window must hold the earlier period's scale-ups the lead looks ahead to"
+// +kubebuilder:validation:XValidation:rule="!has(self.lead) || has(self.period)",message="lead goes with period"
 type HeadroomDemandRule struct {
 	// window is how far back scale-ups count (at most a week).
 	// +optional
@@ -73,6 +75,24 @@ type HeadroomDemandRule struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	Percentile int32 `json:"percentile,omitempty"`
+	// period, for traffic that bursts at the same hours (24h): only the
+	// scale-ups of the same time of earlier periods (from
+	// provisioningLatency before it to lead after it) and of the last
+	// provisioningLatency count, so that headroom is kept ahead of the
+	// hours that burst and not through the quiet ones. Unset, every
+	// scale-up within the window counts.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Period *metav1.Duration `json:"period,omitempty"`
+	// lead is how far ahead of an earlier period's scale-ups their
+	// headroom is kept already: at least a node's provisioning latency, so
+	// that it is warm when they recur. Default provisioningLatency; only
+	// with period.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Lead *metav1.Duration `json:"lead,omitempty"`
 }
 
 // HeadroomSizing is how many replicas' worth of capacity to keep.

@@ -92,6 +92,12 @@ func sizingPolicy(s berthv1.HeadroomSizing) Policy {
 	}
 	if d := s.Demand; d != nil {
 		p.Demand = DemandRule{Window: d.Window.Duration, Latency: d.ProvisioningLatency.Duration, Percentile: d.Percentile}
+		if d.Period != nil {
+			p.Demand.Period, p.Demand.Lead = d.Period.Duration, d.ProvisioningLatency.Duration
+			if d.Lead != nil {
+				p.Demand.Lead = d.Lead.Duration
+			}
+		}
 	}
 	return p
 }

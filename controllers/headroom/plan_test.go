@@ -169,3 +169,27 @@ func TestFitReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestSizingPolicyLead: a period's lead defaults to the provisioning
+// latency, and is nothing without a period.
+func TestSizingPolicyLead(t *testing.T) {
+	d := func(s string) *metav1.Duration { v, _ := time.ParseDuration(s); return &metav1.Duration{Duration: v} }
+	rule := func(period, lead *metav1.Duration) berthv1.HeadroomSizing {
+		return berthv1.HeadroomSizing{Mode: berthv1.HeadroomDemand, Demand: &berthv1.HeadroomDemandRule{Window: *d("26h"),
+			ProvisioningLatency: *d("15m"), Percentile: 95, Period: period, Lead: lead}}
+	}
+	for _, tc := range []struct {
+		name         string
+		sizing       berthv1.HeadroomSizing
+		period, lead time.Duration
+	}{
+		{name: "no period", sizing: rule(nil, nil)},
+		{name: "a period, the latency as lead", sizing: rule(d("24h"), nil), period: 24 * time.Hour, lead: 15 * time.Minute},
+		{name: "a period and a lead", sizing: rule(d("24h"), d("45m")), period: 24 * time.Hour, lead: 45 * time.Minute},
+	} {
+		got := sizingPolicy(tc.sizing).Demand
+		if got.Period != tc.period || got.Lead != tc.lead {
+			t.Errorf("%s: period %s lead %s, want %s and %s", tc.name, got.Period, got.Lead, tc.period, tc.lead)
+		}
+	}
+}

@@ -58,9 +58,22 @@ type Policy struct {
 // a node takes to boot finds the headroom that the first replicas of its
 // burst took restored, so only the replicas added within one latency need
 // headroom at once.
+//
+// With a Period (a day, for traffic that bursts at the same hours), only
+// the scale-ups of the same time in earlier periods count — from one
+// Latency before this moment to Lead after it, Lead periods ago included —
+// and those of the last Latency, the burst under way: headroom is kept
+// ahead of the hours that burst, and not through the quiet ones.
 type DemandRule struct {
 	// Window is how far back scale-ups count.
 	Window time.Duration
+	// Period, when set, counts only the scale-ups of the same time of
+	// earlier periods, and of the last Latency.
+	Period time.Duration
+	// Lead is how far ahead of the same time of earlier periods their
+	// scale-ups count already, with a Period: at least a node's
+	// provisioning latency, for the headroom to be ready when they recur.
+	Lead time.Duration
 	// Latency is how long a new node takes to become allocatable.
 	Latency time.Duration
 	// Percentile of the samples, 1-100 (nearest rank).
@@ -85,6 +98,9 @@ func (p Policy) Validate() error {
 		}
 		if d.Percentile < 1 || d.Percentile > 100 {
 			return fmt.Errorf("demand percentile must be within 1-100, got %d", d.Percentile)
+		}
+		if d.Period < 0 || d.Lead < 0 || (d.Period > 0 && d.Period+d.Lead > d.Window) {
+			return fmt.Errorf("demand period and lead must not be negative, and a period plus its lead must fit in the window; got period %s, lead %s, window %s", d.Period, d.Lead, d.Window)
 		}
 	default:
 		return fmt.Errorf("mode must be one of %s, %s, %s; got %q", Fixed, Percent, Demand, p.Mode)
@@ -175,7 +191,7 @@ func (h *History) Demand(now time.Time, r DemandRule) int32 {
 	from := now.Add(-r.Window)
 	var samples []int32
 	for i, o := range h.obs {
-		if !o.At.After(from) || o.At.After(now) || i == 0 || o.Replicas <= h.obs[i-1].Replicas {
+		if !o.At.After(from) || o.At.After(now) || i == 0 || o.Replicas <= h.obs[i-1].Replicas || !r.counts(o.At, now) {
 			continue
 		}
 		if rise := o.Replicas - h.lowest(i, o.At.Add(-r.Latency)); rise > 0 {
@@ -188,6 +204,23 @@ func (h *History) Demand(now time.Time, r DemandRule) int32 {
 	slices.Sort(samples)
 	rank := int(math.Ceil(float64(r.Percentile) / 100 * float64(len(samples))))
 	return samples[max(rank, 1)-1]
+}
+
+// counts says whether a scale-up at at counts at now: always without a
+// Period; with one, if it is of the last Latency, or of the same time of an
+// earlier period, from Latency before to Lead after it.
+func (r DemandRule) counts(at, now time.Time) bool {
+	if r.Period <= 0 || !at.Before(now.Add(-r.Latency)) {
+		return true
+	}
+	ago := now.Sub(at)
+	// The nearest multiple of the period to how long ago it was.
+	k := (ago + r.Period/2) / r.Period
+	if k < 1 {
+		return false
+	}
+	offset := ago - k*r.Period // positive: earlier in its period than now
+	return offset <= r.Latency && -offset <= r.Lead
 }
 
 // lowest is the lowest count from since up to observation i: the level at

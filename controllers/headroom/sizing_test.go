@@ -48,6 +48,15 @@ func TestDemand(t *testing.T) {
 			steps: []step{{0, 1}, {10, 9}, {100, 10}}, now: 130, want: 1},
 		{name: "percentile takes the nearest rank", rule: DemandRule{Window: 24 * time.Hour, Latency: 5 * time.Minute, Percentile: 50},
 			steps: []step{{0, 0}, {10, 1}, {20, 0}, {30, 2}, {40, 0}, {50, 8}}, now: 60, want: 2},
+		{name: "with a daily period, yesterday's burst counts ahead of its hour, by the lead",
+			rule:  DemandRule{Window: 26 * time.Hour, Latency: 10 * time.Minute, Percentile: 100, Period: 24 * time.Hour, Lead: 45 * time.Minute},
+			steps: []step{{0, 1}, {600, 6}, {700, 1}}, now: 24*60 + 600 - 30, want: 5},
+		{name: "with a daily period, yesterday's burst does not count at other hours",
+			rule:  DemandRule{Window: 26 * time.Hour, Latency: 10 * time.Minute, Percentile: 100, Period: 24 * time.Hour, Lead: 45 * time.Minute},
+			steps: []step{{0, 1}, {600, 6}, {700, 1}}, now: 24*60 + 600 - 120, want: 0},
+		{name: "with a daily period, the burst under way counts",
+			rule:  DemandRule{Window: 26 * time.Hour, Latency: 10 * time.Minute, Percentile: 100, Period: 24 * time.Hour, Lead: 45 * time.Minute},
+			steps: []step{{0, 1}, {1000, 3}}, now: 1005, want: 2},
 		{name: "p95 of many small rises and one large", rule: DemandRule{Window: 24 * time.Hour, Latency: 5 * time.Minute, Percentile: 95},
 			steps: append(sawtooth(30), step{1000, 20}), now: 1001, want: 1},
 	}
@@ -116,6 +125,8 @@ func TestValidate(t *testing.T) {
 		{name: "percentile zero", policy: Policy{Mode: Demand, Demand: DemandRule{Window: time.Hour, Latency: time.Minute}},
 			want: "percentile must be within 1-100, got 0"},
 		{name: "min above max", policy: Policy{Mode: Fixed, Replicas: 1, Min: 3, Max: 2}, want: "min must not exceed max"},
+		{name: "a period beyond the window", policy: Policy{Mode: Demand, Demand: DemandRule{Window: 24 * time.Hour, Latency: time.Minute, Percentile: 95,
+			Period: 24 * time.Hour, Lead: time.Hour}}, want: "a period plus its lead must fit in the window"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

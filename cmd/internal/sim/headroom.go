@@ -36,10 +36,12 @@ type HeadroomPolicy struct {
 	// Replicas is the Fixed size; Percent the Percent rule's share.
 	Replicas int32 `json:"replicas,omitempty"`
 	Percent  int32 `json:"percent,omitempty"`
-	// Window, Latency and Percentile are the Demand rule's.
+	// Window, Latency, Percentile, Period and Lead are the Demand rule's.
 	Window     Duration `json:"window,omitempty"`
 	Latency    Duration `json:"latency,omitempty"`
 	Percentile int32    `json:"percentile,omitempty"`
+	Period     Duration `json:"period,omitempty"`
+	Lead       Duration `json:"lead,omitempty"`
 	// Min and Max bound the size; Max 0 is no bound.
 	Min int32 `json:"min,omitempty"`
 	Max int32 `json:"max,omitempty"`
@@ -48,7 +50,8 @@ type HeadroomPolicy struct {
 // policy is p as the sizing package takes it.
 func (p HeadroomPolicy) policy() headroom.Policy {
 	return headroom.Policy{Mode: p.Mode, Replicas: p.Replicas, Percent: p.Percent, Min: p.Min, Max: p.Max,
-		Demand: headroom.DemandRule{Window: time.Duration(p.Window), Latency: time.Duration(p.Latency), Percentile: p.Percentile}}
+		Demand: headroom.DemandRule{Window: time.Duration(p.Window), Latency: time.Duration(p.Latency), Percentile: p.Percentile,
+			Period: time.Duration(p.Period), Lead: time.Duration(p.Lead)}}
 }
 
 // validateHeadroom reports what is wrong with the scenario's headroom:

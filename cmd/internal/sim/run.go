@@ -123,6 +123,9 @@ func (r *run) simulate(name string) (PolicyResult, error) {
 		if k.size > 0 {
 			r.as.wake(0)
 		}
+		if k.model.Policy != nil && k.model.Policy.Mode == headroom.Demand {
+			r.resizeEvery(k, 0)
+		}
 	}
 	for _, j := range r.jobs {
 		r.q.at(j.spec.Submit, func(now time.Duration) {
@@ -253,6 +256,21 @@ func (r *run) podBound(p *pod, now time.Duration) {
 		r.m.finished(j)
 		r.replicasChanged(j, -1, t)
 		r.pol.finished(j, t)
+	})
+}
+
+// resizeEvery sizes k's headroom again every minute from at on, as
+// berth's controller looks at a policy every minute: the Demand rule's
+// window slides (and its Period brings earlier days' bursts back) without
+// a replica changing.
+func (r *run) resizeEvery(k *keeper, at time.Duration) {
+	r.q.at(at, func(now time.Duration) {
+		if k.replicasChanged(0, now) {
+			r.as.wake(now)
+		}
+		if now+time.Minute <= r.end {
+			r.resizeEvery(k, now+time.Minute)
+		}
 	})
 }
 
