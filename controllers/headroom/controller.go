@@ -297,10 +297,16 @@ func (r *Reconciler) keep(ctx context.Context, hp *berthv1.HeadroomPolicy) (stri
 		hp.Status.Mechanism, how = HeadroomByPlaceholder, "placeholder pods"
 		err = r.applyPlaceholders(ctx, hp, want)
 	}
-	if err == nil {
-		err = r.measure(ctx, hp, t, before)
+	if err != nil && !apierrors.IsConflict(err) {
+		// Said on the policy, and tried again at the next look: a
+		// missing namespace or a refused write does not mend itself
+		// through backoff alone. A conflict is retried at once.
+		return "", errWaiting{"KeepFailed", err.Error()}
 	}
 	if err != nil {
+		return "", err
+	}
+	if err := r.measure(ctx, hp, t, before); err != nil {
 		return "", err
 	}
 	return keptMessage(hp.Status.DesiredReplicas, hp.Status.Domains, t.level, how), nil

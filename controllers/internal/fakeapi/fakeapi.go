@@ -64,7 +64,7 @@ func Scheme() (*runtime.Scheme, error) {
 func statusObjects() []client.Object {
 	return []client.Object{
 		&berthv1.Workload{}, &berthv1.LocalQueue{}, &berthv1.ClusterQueue{}, &berthv1.ResourceFlavor{},
-		&berthv1.CapacityPool{}, &berthv1.NotificationPolicy{}, &berthv1.ClusterNotificationPolicy{},
+		&berthv1.CapacityPool{}, &berthv1.NotificationPolicy{}, &berthv1.ClusterNotificationPolicy{}, &berthv1.HeadroomPolicy{},
 		&autoscalingv1.ProvisioningRequest{}, &jobsetv1.JobSet{}, &lwsv1.LeaderWorkerSet{},
 		&batchv1.Job{}, &corev1.Pod{}, &corev1.Node{},
 	}
