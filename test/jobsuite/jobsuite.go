@@ -205,6 +205,16 @@ func queueingSpecs(env func() *framework.Env, a Adapter, nsp, flavorp *string) {
 		patch(rf, `{"spec":{"topologyLevels":["example.com/rack"]}}`)
 		cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 		patch(cq, `{"spec":{"stopPolicy":"Hold"}}`)
+		// berth reports the hold once its engine has it: a job created
+		// before that could be admitted as the queue still stood.
+		gomega.Eventually(func(g gomega.Gomega) {
+			fresh := &berthv1.ClusterQueue{}
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cq), fresh)).To(gomega.Succeed())
+			active := meta.FindStatusCondition(fresh.Status.Conditions, berthv1.ConditionActive)
+			g.Expect(active).NotTo(gomega.BeNil())
+			g.Expect(active.Reason).To(gomega.Equal(berthv1.ReasonStopped))
+			g.Expect(active.ObservedGeneration).To(gomega.Equal(fresh.Generation))
+		}, timeout, interval).Should(gomega.Succeed())
 		ginkgo.By("queueing the job while its ClusterQueue holds, then asking for a level the flavor lacks")
 		job := create(ctx, c, a, ns, "bad-level")
 		gomega.Eventually(quotaReason(ctx, c, job), timeout, interval).Should(gomega.Equal(string(berthv1.ReasonClusterQueueStopped)))
