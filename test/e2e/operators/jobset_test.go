@@ -121,6 +121,15 @@ var _ = Describe("a JobSet whose failure policy restarts one Job alone", func() 
 		}, timeout, interval).Should(Succeed())
 		next := builders.Job(ns, "next", "team").Request(builders.GPU, "8").Obj()
 		Expect(env.Client.Create(ctx, next)).To(Succeed())
+		// Deleted before the JobSet (cleanups run last first): once the
+		// JobSet goes, it would be admitted and hold 8 GPUs of the nodes
+		// the next spec needs.
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, next, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(podsWith(ctx, g, ns, map[string]string{batchv1.JobNameLabel: next.Name})).To(BeEmpty())
+			}, timeout, interval).Should(Succeed())
+		})
 
 		By("failing one worker's Job: its pod is deleted, and its Job has no retry left")
 		failed := "elastic-workers-1"

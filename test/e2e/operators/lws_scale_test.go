@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -108,6 +109,14 @@ var _ = Describe("a LeaderWorkerSet scaled like a model server", func() {
 		By("a 4-GPU job queued behind the waiting replicas")
 		job := builders.Job(ns, "next", "team").Request(builders.GPU, "4").Obj()
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		// Its pod runs on nodes the suite's other specs share: it goes
+		// with the spec.
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(podsWith(ctx, g, ns, map[string]string{batchv1.JobNameLabel: job.Name})).To(BeEmpty())
+			}, timeout, interval).Should(Succeed())
+		})
 
 		By("scaling down to 2: the removed replicas' Workloads go, and their quota admits the job")
 		scaleTo(ctx, set, 2)
