@@ -65,12 +65,16 @@ type Reconciler struct {
 	podCache cache.Cache
 	sink     Sink
 	devices  *devices
+	// placeholders is berth's own namespace: only placeholder pods there
+	// are headroom (see free).
+	placeholders string
 }
 
 // New creates the bound-pod cache and adds it to the manager. DRA devices
 // of the mapped DeviceClasses count as node capacity (devices.go); an empty
-// mapping counts none and reads no DRA objects.
-func New(ctx context.Context, mgr ctrl.Manager, sink Sink, deviceClasses jobs.DeviceClassMapping) (*Reconciler, error) {
+// mapping counts none and reads no DRA objects. placeholderNamespace is
+// the namespace berth keeps its headroom placeholder pods in.
+func New(ctx context.Context, mgr ctrl.Manager, sink Sink, deviceClasses jobs.DeviceClassMapping, placeholderNamespace string) (*Reconciler, error) {
 	pods, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -93,7 +97,8 @@ func New(ctx context.Context, mgr ctrl.Manager, sink Sink, deviceClasses jobs.De
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{client: mgr.GetClient(), pods: pods, podCache: pods, sink: sink, devices: devices}, nil
+	return &Reconciler{client: mgr.GetClient(), pods: pods, podCache: pods, sink: sink, devices: devices,
+		placeholders: placeholderNamespace}, nil
 }
 
 // stripPod keeps only what the capacity count reads: a cluster's pods are
@@ -296,9 +301,7 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 		if _, placed := p.Labels[berthv1.PlacementLabel]; placed {
 			continue // the engine reserves the capacity of placed gangs itself
 		}
-		if _, placeholder := p.Labels[berthv1.HeadroomPlaceholderLabel]; placeholder {
-			// Headroom kept for replicas that preempt it; only they
-			// tolerate the node's taint, so no other gang is placed on it.
+		if r.isPlaceholder(p) {
 			continue
 		}
 		for name, q := range jobs.PodRequests(&p.Spec) {
@@ -313,6 +316,17 @@ func (r *Reconciler) capacity(ctx context.Context, node *corev1.Node, flavors []
 	}
 	n.Free, n.Allocatable = lifecycle.CapacityToEngine(free), lifecycle.CapacityToEngine(allocatable)
 	return n, true, nil
+}
+
+// isPlaceholder reports whether p is one of berth's headroom placeholders,
+// whose room is free for the replicas that preempt them; only they
+// tolerate the node's taint, so no other gang is placed on it. The label
+// alone does not make one: any namespace editor can set it on their own
+// pods, and berth would then count a full node as free and place other
+// tenants' gangs on it. Only berth's own namespace holds placeholders.
+func (r *Reconciler) isPlaceholder(p *corev1.Pod) bool {
+	_, labelled := p.Labels[berthv1.HeadroomPlaceholderLabel]
+	return labelled && r.placeholders != "" && p.Namespace == r.placeholders
 }
 
 func ready(node *corev1.Node) bool {

@@ -27,6 +27,7 @@ func TestReconcileNode(t *testing.T) {
 		n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	placed := map[string]string{berthv1.PlacementLabel: "x"}
+	placeholder := map[string]string{berthv1.HeadroomPlaceholderLabel: "headroom-x"}
 	cases := []struct {
 		name        string
 		objs        []client.Object
@@ -61,8 +62,12 @@ func TestReconcileNode(t *testing.T) {
 		{name: "pods of placed gangs are the engine's to count",
 			objs: []client.Object{flavor, gpuNode(), boundPod("a", "4", corev1.PodRunning, placed)}, wantFreeGPU: 8000},
 		{name: "headroom placeholders' room is free for the replicas that preempt them",
-			objs: []client.Object{flavor, gpuNode(), boundPod("p", "8", corev1.PodRunning, map[string]string{berthv1.HeadroomPlaceholderLabel: "headroom-x"}),
+			objs: []client.Object{flavor, gpuNode(), inNamespace("berth-system", boundPod("p", "8", corev1.PodRunning, placeholder)),
 				boundPod("a", "2", corev1.PodRunning, nil)}, wantFreeGPU: 6000},
+		// A tenant who labels their own pods as placeholders must not make
+		// berth count a full node as free for other tenants' gangs.
+		{name: "a tenant's pod labelled as a placeholder holds its room",
+			objs: []client.Object{flavor, gpuNode(), boundPod("p", "8", corev1.PodRunning, placeholder)}, wantFreeGPU: 0},
 		{name: "pods asking for more than is left leave nothing free",
 			objs:        []client.Object{flavor, gpuNode(), boundPod("a", "6", corev1.PodRunning, nil), boundPod("b", "6", corev1.PodRunning, nil)},
 			wantFreeGPU: 0},

@@ -45,7 +45,7 @@ func newTestReconciler(t *testing.T, s *sink, fail []fakeapi.Failure, objs ...cl
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}).Build()
 	c := fakeapi.Failing(base, fail...)
-	return &Reconciler{client: c, pods: c, sink: s}, base
+	return &Reconciler{client: c, pods: c, sink: s, placeholders: "berth-system"}, base
 }
 
 func gpuFlavor() *berthv1.ResourceFlavor {
@@ -192,4 +192,10 @@ func TestReconcilePool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inNamespace moves p to namespace ns.
+func inNamespace(ns string, p *corev1.Pod) *corev1.Pod {
+	p.Namespace = ns
+	return p
 }

@@ -99,6 +99,10 @@ const (
 // --headroom-placeholder-image says otherwise.
 const DefaultPlaceholderImage = "registry.k8s.io/pause:3.10"
 
+// DefaultNamespace is where placeholders run unless Options.Namespace
+// says otherwise: the namespace of berth's install.
+const DefaultNamespace = "berth-system"
+
 // DefaultPriorityClass is the PriorityClass berth's install ships for
 // placeholders (value -10).
 const DefaultPriorityClass = "berth-headroom"
@@ -116,8 +120,13 @@ func New(c client.Client, reader client.Reader, clk clock.PassiveClock, m Record
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	return &Reconciler{client: c, reader: reader, clock: clk, opts: o.Defaulted(), metrics: m}
+}
+
+// Defaulted returns o with its empty fields set to their defaults.
+func (o Options) Defaulted() Options {
 	if o.Namespace == "" {
-		o.Namespace = "berth-system"
+		o.Namespace = DefaultNamespace
 	}
 	if o.PlaceholderImage == "" {
 		o.PlaceholderImage = DefaultPlaceholderImage
@@ -125,7 +134,7 @@ func New(c client.Client, reader client.Reader, clk clock.PassiveClock, m Record
 	if o.PriorityClass == "" {
 		o.PriorityClass = DefaultPriorityClass
 	}
-	return &Reconciler{client: c, reader: reader, clock: clk, opts: o, metrics: m}
+	return o
 }
 
 // Name implements setup.Reconciler.

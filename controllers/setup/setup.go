@@ -244,7 +244,7 @@ func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.M
 		queue.NewLocalQueueReconciler(mgr.GetClient(), sched, limits, m.Queues, o.LocalQueueMetrics),
 	}
 	if p.capacity {
-		if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses); err != nil {
+		if capacityRec, err = capacity.New(ctx, mgr, sched, o.DeviceClasses, o.Headroom.Defaulted().Namespace); err != nil {
 			return nil, nil, err
 		}
 		reconcilers = append(reconcilers, capacityRec)

@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
 )
 
 // Headroom keeps nodes running, which costs money: a tenant with the edit
@@ -66,5 +68,59 @@ var _ = Describe("a tenant with the edit role and warm headroom", func() {
 		DeferCleanup(func(ctx context.Context) error {
 			return client.IgnoreNotFound(env.Client.Delete(ctx, &berthv1.HeadroomPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}}))
 		})
+	})
+})
+
+// Headroom placeholders' room counts as free for the replicas that preempt
+// them. A tenant who puts the placeholder label on pods of their own must
+// not make berth count a full node as free, or berth would pin another
+// team's gang to a node where it can never run.
+var _ = Describe("a tenant with the edit role who labels pods as headroom placeholders", func() {
+	It("does not make berth count the nodes those pods fill as free for another team", func(ctx SpecContext) {
+		victim := newTeam(ctx, "8")
+		Expect(update(ctx, env.Client, &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: victim}}, func(rf *berthv1.ResourceFlavor) {
+			rf.Spec.TopologyLevels = []string{corev1.LabelHostname}
+		})).To(Succeed())
+		attacker := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-bypass-placeholder-"}}
+		Expect(env.Client.Create(ctx, attacker)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(env.CleanNamespace(ctx, attacker.Name, framework.CleanOptions{Timeout: timeout})).To(Succeed())
+		}, NodeTimeout(2*timeout))
+		mallory := editor(ctx, attacker.Name)
+
+		By("filling both nodes with 8-GPU pods labelled as berth's placeholders, in the tenant's own namespace")
+		var fakes []*corev1.Pod
+		for _, node := range []string{"h200-0", "h200-1"} {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: attacker.Name, Name: "fake-" + node,
+				Labels: map[string]string{berthv1.HeadroomPlaceholderLabel: "headroom-0123456789abcdef"}},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: node},
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers:                    []corev1.Container{{Name: "main", Image: "registry.invalid/pause:latest", Resources: gpuRequests("8")}}}}
+			Expect(mallory.Create(ctx, p)).To(Succeed())
+			fakes = append(fakes, p)
+		}
+		bound(ctx, fakes...)
+
+		By("another team's 4-GPU job that must run on one host is not admitted onto the full nodes")
+		job := gpuJob(victim, "one-host")
+		job.Annotations = map[string]string{berthv1.TopologyRequiredAnnotation: corev1.LabelHostname}
+		Expect(env.Client.Create(ctx, job)).To(Succeed())
+		admitted := func(g Gomega) bool {
+			return lifecycle.MayRun(lifecycle.PhaseOf(workloadOf(ctx, g, victim, string(job.UID))))
+		}
+		Eventually(func(g Gomega) { workloadOf(ctx, g, victim, string(job.UID)) }, timeout, interval).Should(Succeed())
+		Consistently(admitted, quiet, interval).Should(BeFalse(), "berth counted the tenant's fake placeholders as free")
+
+		By("once the tenant's pods are gone, the job is admitted and its pod runs")
+		for _, p := range fakes {
+			Expect(mallory.Delete(ctx, p)).To(Succeed())
+		}
+		Eventually(admitted, timeout, interval).Should(BeTrue())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(victim), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(pods.Items[0].Spec.NodeName).NotTo(BeEmpty())
+		}, timeout, interval).Should(Succeed())
 	})
 })
