@@ -25,13 +25,16 @@ const (
 	LocalQueueStopped PendingReason = "LocalQueueStopped"
 	// NamespaceNotAllowed means the workload's ClusterQueue does not select its namespace.
 	NamespaceNotAllowed PendingReason = "NamespaceNotAllowed"
+	// HeadroomNotAllowed means the workload's pods tolerate the headroom
+	// taint of another ClusterQueue (Workload.ForeignHeadroom).
+	HeadroomNotAllowed PendingReason = "HeadroomNotAllowed"
 )
 
 // Unqueueable reports whether r is the reason of a workload that cannot be queued
 // at all, which the engine holds out of every queue.
 func (r PendingReason) Unqueueable() bool {
 	switch r {
-	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed:
+	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed:
 		return true
 	}
 	return false
@@ -103,8 +106,33 @@ func (w *Workload) Unqueueable() (PendingReason, string) {
 			w.LocalQueue, w.LocalQueueState, w.LocalQueue, k.Namespace)
 	case w.NamespaceRefusal != NamespaceSelected:
 		return NamespaceNotAllowed, NotAllowedMessage(w.NamespaceRefusal, w.ClusterQueue, k.Namespace)
+	case w.ForeignHeadroom != "":
+		return HeadroomNotAllowed, ForeignHeadroomMessage(w.ForeignHeadroom, w.ClusterQueue)
 	}
 	return "", ""
+}
+
+// HeadroomTaintKey is the taint that keeps a ClusterQueue's headroom nodes
+// for its own replicas (the API's berth.dev/headroom; value: the
+// ClusterQueue's name).
+const HeadroomTaintKey = "berth.dev/headroom"
+
+// AnyHeadroom is Workload.ForeignHeadroom for pods that tolerate the
+// headroom taint whatever its value.
+const AnyHeadroom = "*"
+
+// ForeignHeadroomMessage says why pods that tolerate the headroom taint of
+// ClusterQueue foreign (AnyHeadroom: of every one) cannot be queued in
+// clusterQueue, and what to fix.
+func ForeignHeadroomMessage(foreign, clusterQueue string) string {
+	own := fmt.Sprintf("pods queued in ClusterQueue %q may tolerate only %s=%s: remove that toleration, or tolerate the taints the job needs by key and value",
+		clusterQueue, HeadroomTaintKey, clusterQueue)
+	if foreign == AnyHeadroom {
+		return fmt.Sprintf("the pods tolerate the taint %s whatever its value (a toleration with operator Exists and that key or no key), "+
+			"so they could take the headroom nodes every ClusterQueue keeps for its own replicas; %s", HeadroomTaintKey, own)
+	}
+	return fmt.Sprintf("the pods tolerate the taint %s=%s, which keeps ClusterQueue %q's headroom nodes for its own replicas; %s",
+		HeadroomTaintKey, foreign, foreign, own)
 }
 
 // heldNote is the reason a workload that cannot be queued was last given.

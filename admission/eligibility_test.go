@@ -28,6 +28,13 @@ func TestUnqueueable(t *testing.T) {
 			wantMsg: `ClusterQueue "cq" has no namespaceSelector, which selects no namespace: its administrator sets one that matches namespace "ns" ({} for every namespace), or use another LocalQueue`},
 		{name: "namespace not selected", change: func(w *Workload) { w.NamespaceRefusal = NamespaceNotSelected }, wantReason: NamespaceNotAllowed,
 			wantMsg: `ClusterQueue "cq" does not accept workloads from namespace "ns": its administrator changes its namespaceSelector, or use another LocalQueue`},
+		{name: "another queue's headroom", change: func(w *Workload) { w.ForeignHeadroom = "serving" }, wantReason: HeadroomNotAllowed,
+			wantMsg: `the pods tolerate the taint berth.dev/headroom=serving, which keeps ClusterQueue "serving"'s headroom nodes for its own replicas; ` +
+				`pods queued in ClusterQueue "cq" may tolerate only berth.dev/headroom=cq: remove that toleration, or tolerate the taints the job needs by key and value`},
+		{name: "every queue's headroom", change: func(w *Workload) { w.ForeignHeadroom = AnyHeadroom }, wantReason: HeadroomNotAllowed,
+			wantMsg: `the pods tolerate the taint berth.dev/headroom whatever its value (a toleration with operator Exists and that key or no key), ` +
+				`so they could take the headroom nodes every ClusterQueue keeps for its own replicas; ` +
+				`pods queued in ClusterQueue "cq" may tolerate only berth.dev/headroom=cq: remove that toleration, or tolerate the taints the job needs by key and value`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,7 +53,7 @@ func (r PendingReason) NeedsChange() bool {
 	switch r {
 	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, UnknownTopologyLevel, ExceedsDomainCapacity:
 		return true
-	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed:
+	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed:
 		return true
 	}
 	return false
@@ -63,7 +63,7 @@ func (r PendingReason) NeedsChange() bool {
 func PendingReasons() []PendingReason {
 	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
 		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
-		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed}
+		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed}
 }
 
 // PreemptionReason says which rule selected a victim.

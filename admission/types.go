@@ -196,6 +196,11 @@ type Workload struct {
 	// a pending workload is held (NamespaceNotAllowed). Admitted ones keep
 	// running: their quota was granted under the selector of the time.
 	NamespaceRefusal NamespaceRefusal
+	// ForeignHeadroom is the ClusterQueue whose headroom taint its pods
+	// tolerate when that is not its own ClusterQueue (AnyHeadroom: every
+	// one's): a pending workload is held (HeadroomNotAllowed), so that
+	// borrowers cannot take the nodes another queue keeps warm.
+	ForeignHeadroom string
 	// Evicting: an eviction of the admitted workload is written and under way;
 	// no other is decided for it.
 	Evicting bool

@@ -95,6 +95,10 @@ const (
 	// ReasonNamespaceNotAllowed (actionable): the ClusterQueue's
 	// namespaceSelector does not select the workload's namespace.
 	ReasonNamespaceNotAllowed WorkloadReason = "NamespaceNotAllowed"
+	// ReasonHeadroomNotAllowed (actionable): the workload's pods tolerate
+	// the headroom taint (berth.dev/headroom) of another ClusterQueue than
+	// their own, or of every one.
+	ReasonHeadroomNotAllowed WorkloadReason = "HeadroomNotAllowed"
 	// ReasonInvalidSpec (actionable): the workload cannot be queued as it is.
 	ReasonInvalidSpec WorkloadReason = "InvalidSpec"
 	// ReasonUnsupportedResource (actionable): no resource group of the

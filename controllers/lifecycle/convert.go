@@ -148,6 +148,9 @@ func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 	for _, ps := range wl.Spec.PodSets {
 		out.PodSets = append(out.PodSets, admission.PodSet{Name: ps.Name, Count: ps.Count, Requests: resourcesToEngine(ps.Requests),
 			Nodes: nodeFilter(ps.Template), Apart: apartOf(wl.Namespace, ps.Template, wl.Spec.PodSets), Tolerations: tolerationsOf(ps.Template)})
+		if out.ForeignHeadroom == "" && q.ClusterQueue != "" {
+			out.ForeignHeadroom = foreignHeadroom(ps.Template, q.ClusterQueue)
+		}
 	}
 	if a := wl.Status.Admission; a != nil {
 		out.ClusterQueue = a.ClusterQueue

@@ -25,6 +25,7 @@ var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
 	admission.LocalQueueNotFound:    berthv1.ReasonLocalQueueNotFound,
 	admission.LocalQueueStopped:     berthv1.ReasonLocalQueueStopped,
 	admission.NamespaceNotAllowed:   berthv1.ReasonNamespaceNotAllowed,
+	admission.HeadroomNotAllowed:    berthv1.ReasonHeadroomNotAllowed,
 }
 
 // evictionReasons maps every eviction reason of the engine to the API's; a

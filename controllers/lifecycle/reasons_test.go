@@ -46,4 +46,7 @@ func TestEvictionReasons(t *testing.T) {
 	if admission.QueueNameLabel != berthv1.QueueNameLabel {
 		t.Errorf("the engine names the LocalQueue label %q, the API %q", admission.QueueNameLabel, berthv1.QueueNameLabel)
 	}
+	if admission.HeadroomTaintKey != berthv1.HeadroomLabel {
+		t.Errorf("the engine names the headroom taint %q, the API %q", admission.HeadroomTaintKey, berthv1.HeadroomLabel)
+	}
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -50,4 +51,35 @@ func tolerationsOf(t *berthv1.PodSetTemplate) []admission.Toleration {
 		return nil
 	}
 	return TolerationsToEngine(t.Spec.Tolerations)
+}
+
+// foreignHeadroom is the ClusterQueue whose headroom taint the template's
+// pods tolerate, when that is not clusterQueue, the one they are queued in:
+// admission.AnyHeadroom when they tolerate it whatever its value (Exists
+// on its key, or on no key); "" when they tolerate no other queue's.
+//
+// The taint keeps a queue's warm nodes for its own replicas; a tenant
+// writes their pods' tolerations, so a toleration is the one thing berth
+// can check before a borrower's pods reach those nodes.
+func foreignHeadroom(t *berthv1.PodSetTemplate, clusterQueue string) string {
+	if t == nil {
+		return ""
+	}
+	// No ClusterQueue is named "/": a toleration of this taint tolerates
+	// every queue's.
+	everyQueue := corev1.Taint{Key: admission.HeadroomTaintKey, Value: "/", Effect: corev1.TaintEffectNoSchedule}
+	for i := range t.Spec.Tolerations {
+		tol := &t.Spec.Tolerations[i]
+		if tol.ToleratesTaint(klog.Background(), &everyQueue, false) {
+			return admission.AnyHeadroom
+		}
+		if tol.Key != admission.HeadroomTaintKey || tol.Value == clusterQueue {
+			continue
+		}
+		other := corev1.Taint{Key: tol.Key, Value: tol.Value, Effect: corev1.TaintEffectNoSchedule}
+		if tol.ToleratesTaint(klog.Background(), &other, false) {
+			return tol.Value
+		}
+	}
+	return ""
 }

@@ -117,3 +117,41 @@ func TestTaintsConversion(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignHeadroom: pods queued in one ClusterQueue that tolerate the
+// headroom taint of another, or of every queue, are marked so on the
+// engine's form of their Workload; their own queue's taint, other taints
+// and other effects are not.
+func TestForeignHeadroom(t *testing.T) {
+	const key = berthv1.HeadroomLabel
+	cases := []struct {
+		name string
+		tols []corev1.Toleration
+		want string
+	}{
+		{name: "no tolerations"},
+		{name: "its own queue's taint", tols: []corev1.Toleration{{Key: key, Operator: corev1.TolerationOpEqual, Value: "training", Effect: corev1.TaintEffectNoSchedule}}},
+		{name: "another key", tols: []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}},
+		{name: "another queue's taint", tols: []corev1.Toleration{{Key: key, Value: "serving", Effect: corev1.TaintEffectNoSchedule}}, want: "serving"},
+		{name: "another queue's taint, any effect", tols: []corev1.Toleration{{Key: key, Operator: corev1.TolerationOpEqual, Value: "serving"}}, want: "serving"},
+		{name: "another queue's taint, another effect", tols: []corev1.Toleration{{Key: key, Value: "serving", Effect: corev1.TaintEffectNoExecute}}},
+		{name: "the key with Exists", tols: []corev1.Toleration{{Key: key, Operator: corev1.TolerationOpExists}}, want: admission.AnyHeadroom},
+		{name: "every taint", tols: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, want: admission.AnyHeadroom},
+		{name: "every NoSchedule taint", tols: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, want: admission.AnyHeadroom},
+		{name: "every NoExecute taint", tols: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: berthv1.WorkloadSpec{PodSets: []berthv1.PodSet{
+				{Name: "main", Count: 1},
+				{Name: "workers", Count: 1, Template: &berthv1.PodSetTemplate{Spec: corev1.PodSpec{Tolerations: tc.tols}}},
+			}}}
+			if got := WorkloadToEngine(wl, QueueRef{ClusterQueue: "training"}).ForeignHeadroom; got != tc.want {
+				t.Errorf("ForeignHeadroom = %q, want %q", got, tc.want)
+			}
+			if got := WorkloadToEngine(wl, QueueRef{}).ForeignHeadroom; got != "" {
+				t.Errorf("without a ClusterQueue, ForeignHeadroom = %q", got)
+			}
+		})
+	}
+}

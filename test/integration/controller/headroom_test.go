@@ -157,7 +157,8 @@ var _ = Describe("HeadroomPolicy", func() {
 
 		By("a policy naming a level the headroom pools lack")
 		editChat(ctx, func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpExists}}
+			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpEqual,
+				Value: cq, Effect: corev1.TaintEffectNoSchedule}}
 		})
 		var hp berthv1.HeadroomPolicy
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "chat"}, &hp)).To(Succeed())

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -122,5 +123,52 @@ var _ = Describe("a tenant with the edit role who labels pods as headroom placeh
 			g.Expect(pods.Items).To(HaveLen(1))
 			g.Expect(pods.Items[0].Spec.NodeName).NotTo(BeEmpty())
 		}, timeout, interval).Should(Succeed())
+	})
+})
+
+// A queue's headroom nodes carry the taint berth.dev/headroom=<queue>, so
+// that only its own replicas run there. A tenant writes their pods'
+// tolerations: berth holds any queued job that tolerates another queue's
+// headroom taint, or every queue's, and says what to fix.
+var _ = Describe("a tenant with the edit role who tolerates another queue's headroom taint", func() {
+	It("gets no job admitted that could take another queue's headroom nodes", func(ctx SpecContext) {
+		ns := newTeam(ctx, "8")
+		mallory := editor(ctx, ns)
+		tolerating := func(name string, tol corev1.Toleration) *batchv1.Job {
+			job := gpuJob(ns, name)
+			job.Spec.Template.Spec.Tolerations = []corev1.Toleration{tol}
+			Expect(mallory.Create(ctx, job)).To(Succeed())
+			return job
+		}
+		held := func(job *batchv1.Job, message string) {
+			Eventually(func(g Gomega) {
+				wl := workloadOf(ctx, g, ns, string(job.UID))
+				g.Expect(wl.Status.Admission).To(BeNil())
+				g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", berthv1.ConditionQuotaReserved),
+					HaveField("Reason", string(berthv1.ReasonHeadroomNotAllowed)), HaveField("Message", ContainSubstring(message)))))
+			}, timeout, interval).Should(Succeed())
+		}
+
+		By("tolerating the serving queue's headroom taint")
+		other := tolerating("other", corev1.Toleration{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpEqual, Value: "serving",
+			Effect: corev1.TaintEffectNoSchedule})
+		held(other, `tolerate the taint berth.dev/headroom=serving, which keeps ClusterQueue "serving"'s headroom nodes for its own replicas`)
+
+		By("tolerating every queue's, by the key alone and by no key")
+		byKey := tolerating("by-key", corev1.Toleration{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpExists})
+		held(byKey, "whatever its value")
+		everything := tolerating("everything", corev1.Toleration{Operator: corev1.TolerationOpExists})
+		held(everything, "may tolerate only berth.dev/headroom="+ns)
+		expectNoPodOutsideQuota(ctx, ns)
+
+		By("tolerating its own queue's headroom taint: admitted, and its pod runs")
+		own := tolerating("own", corev1.Toleration{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpEqual, Value: ns,
+			Effect: corev1.TaintEffectNoSchedule})
+		Eventually(func(g Gomega) {
+			g.Expect(lifecycle.MayRun(lifecycle.PhaseOf(workloadOf(ctx, g, ns, string(own.UID))))).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
+		for _, job := range []*batchv1.Job{other, byKey, everything} {
+			Expect(workloadOf(ctx, Default, ns, string(job.UID)).Status.Admission).To(BeNil(), "job %s", job.Name)
+		}
 	})
 })
