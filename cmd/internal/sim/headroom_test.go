@@ -44,8 +44,8 @@ spec:
   minNodes: 0
   maxNodes: 4
   nodeTemplate:
-    labels: {nvidia.com/gpu.product: NVIDIA-H200, example.com/rack: a, berth.dev/headroom: chat}
-    taints: [{key: berth.dev/headroom, value: chat, effect: NoSchedule}]
+    labels: {nvidia.com/gpu.product: NVIDIA-H200, example.com/rack: a, berth.dev/headroom: serving}
+    taints: [{key: berth.dev/headroom, value: serving, effect: NoSchedule}]
     allocatable: {cpu: "96", memory: 1Ti, nvidia.com/gpu: "8"}
 ---
 apiVersion: berth.dev/v1alpha1
@@ -93,7 +93,7 @@ groups:
   a-chat: {latency: {fixed: 5m}}
 headroom:
 - class: chat
-  pool: chat
+  pool: serving
   policy: {mode: Fixed, replicas: 1}
 `
 
@@ -256,8 +256,10 @@ func TestHeadroomVariantsRunTheSameCluster(t *testing.T) {
 			t.Errorf("%s: its first pools differ from scenario.yaml's", file)
 		}
 		for _, p := range v.Pools[len(base.Pools):] {
-			if p.Spec.NodeTemplate.Labels[headroom.TaintKey] != "chat" || headroomTaint(p.Spec.NodeTemplate.Taints) != "chat" {
-				t.Errorf("%s: pool %s is not a headroom pool of chat", file, p.Name)
+			// The value is chat's ClusterQueue: berth holds replicas that
+			// tolerate another queue's headroom taint.
+			if p.Spec.NodeTemplate.Labels[headroom.TaintKey] != "serving" || headroomTaint(p.Spec.NodeTemplate.Taints) != "serving" {
+				t.Errorf("%s: pool %s is not a headroom pool of ClusterQueue serving", file, p.Name)
 			}
 			if g, ok := v.Model.Groups[p.Name]; !ok || !reflect.DeepEqual(g, base.Model.Groups[strings.TrimSuffix(p.Name, "-chat")]) {
 				t.Errorf("%s: pool %s is not modelled as its rack's group", file, p.Name)
