@@ -36,7 +36,7 @@ require (
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/kueue v0.17.0
-	sigs.k8s.io/lws v0.8.0
+	sigs.k8s.io/lws v0.9.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

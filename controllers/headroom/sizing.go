@@ -17,13 +17,6 @@ import (
 	"time"
 )
 
-// TaintKey is the label and taint of the nodes that hold a service's
-// headroom: the taint (NoSchedule, the value naming the headroom) keeps
-// every pod but the service's replicas, which tolerate it, off them, so
-// that a borrower running on the service's lent quota never runs on the
-// capacity kept warm for the service's next replica.
-const TaintKey = "berth.dev/headroom"
-
 // Mode is the rule that sizes headroom.
 type Mode string
 

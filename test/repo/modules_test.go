@@ -10,13 +10,17 @@ import (
 
 // sharedModules are the tool modules whose builds share compiled packages
 // with the berth module's: kube-apiserver and the other Kubernetes
-// binaries, the release tooling and the image builder compile k8s.io/api,
-// client-go and the rest from the same module versions, with the same
+// binaries, kwok, the JobSet and LeaderWorkerSet operators, the release
+// tooling and the image builder compile k8s.io/api, client-go,
+// controller-runtime and the rest from the same module versions, with the same
 // flags (the Makefile's CGO_ENABLED=0 and -trimpath), so on empty caches
 // each such package is compiled once. One differing version of a module
 // that those packages import — golang.org/x/net, say — gives every package
 // above it a new build ID, and make test compiles the tree twice.
-var sharedModules = []string{"test/tools/kube", "test/tools/release", "test/tools/images"}
+var sharedModules = []string{
+	"test/tools/kube", "test/tools/kwok", "test/tools/jobset", "test/tools/lws",
+	"test/tools/release", "test/tools/images",
+}
 
 // TestToolModulesShareVersions checks that every module the berth module
 // and a shared tool module both require has the same version in both.

@@ -12,7 +12,7 @@ KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 JOBSET_VERSION=v0.12.0
-LWS_VERSION=v0.8.0
+LWS_VERSION=v0.9.0
 cache="${BERTH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth/tools}"
 bin="$cache/bin"
 mkdir -p "$bin"
@@ -40,16 +40,23 @@ kube_ldflags() {
   echo "$flags"
 }
 
-# build NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]
+# build NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]: the binary is cached as
+# NAME-VERSION-SUM, SUM a digest of the tools module's go.sum, so that a
+# change of the libraries it is built with (say, aligned with berth's) is
+# built anew instead of finding the old binary; NAME is then linked to it.
 build() {
   local name="$1" version="$2" dir="$3" pkg="$4" ldflags="${5:--s -w}"
-  local out="$bin/$name-$version"
+  local key
+  key="$version-$(sha256sum "$here/$dir/go.sum" | cut -c1-8)"
+  local out="$bin/$name-$key"
   if [[ -x "$out" ]]; then
+    link "$name" "$key"
     return 0
   fi
-  lock "$name-$version"
+  lock "$name-$key"
   if [[ -x "$out" ]]; then
     unlock
+    link "$name" "$key"
     return 0
   fi
   echo "building $name $version (cached in $bin; first build only)" >&2
@@ -58,6 +65,7 @@ build() {
   mv "$out.tmp.$$" "$out"
   echo "built $name in $((SECONDS - start))s" >&2
   unlock
+  link "$name" "$key"
 }
 
 # link NAME VERSION: a stable name next to the versioned binary, which is what
@@ -128,18 +136,18 @@ if [[ ${#components[@]} -eq 0 ]]; then
 fi
 for c in "${components[@]}"; do
   case "$c" in
-    etcd) build etcd "$ETCD_VERSION" etcd . ; link etcd "$ETCD_VERSION" ;;
+    etcd) build etcd "$ETCD_VERSION" etcd . ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
-      build "$c" "$KUBE_VERSION" kube "k8s.io/kubernetes/cmd/$c" "$(kube_ldflags)"; link "$c" "$KUBE_VERSION" ;;
-    kwok) build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok; link kwok "$KWOK_VERSION"; kwok_stages ;;
+      build "$c" "$KUBE_VERSION" kube "k8s.io/kubernetes/cmd/$c" "$(kube_ldflags)" ;;
+    kwok) build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok; kwok_stages ;;
     # The JobSet and LeaderWorkerSet operators, for the e2e suite; their
     # CRDs and webhook manifests are copied next to them.
     jobset)
-      build jobset "$JOBSET_VERSION" jobset sigs.k8s.io/jobset; link jobset "$JOBSET_VERSION"
+      build jobset "$JOBSET_VERSION" jobset sigs.k8s.io/jobset
       operator_config jobset "$JOBSET_VERSION" sigs.k8s.io/jobset \
         config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml config/components/webhook/manifests.yaml ;;
     lws)
-      build lws "$LWS_VERSION" lws sigs.k8s.io/lws/cmd; link lws "$LWS_VERSION"
+      build lws "$LWS_VERSION" lws sigs.k8s.io/lws/cmd
       operator_config lws "$LWS_VERSION" sigs.k8s.io/lws \
         config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml config/webhook/manifests.yaml ;;
     *) echo "unknown component $c" >&2; exit 2 ;;

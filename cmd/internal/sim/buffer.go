@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/autoscale"
-	"github.com/berth-dev/berth/controllers/headroom"
 )
 
 // The autoscaler's capacity buffers, one per service with a headroom
@@ -41,7 +41,7 @@ func (a *autoscaler) keepBuffer(k *keeper, now time.Duration) bool {
 	byDomain := map[string][]*node{}
 	var all []*node
 	for _, n := range slices.Concat(a.c.sorted, a.c.booting) {
-		if n.labels[headroom.TaintKey] != pool {
+		if n.labels[berthv1.HeadroomLabel] != pool {
 			continue
 		}
 		all = append(all, n)
@@ -67,7 +67,7 @@ func (a *autoscaler) keepBuffer(k *keeper, now time.Duration) bool {
 	if kept >= k.size {
 		return false
 	}
-	probe := &pod{requests: k.requests, selector: map[string]string{headroom.TaintKey: pool}, headroom: pool}
+	probe := &pod{requests: k.requests, selector: map[string]string{berthv1.HeadroomLabel: pool}, headroom: pool}
 	for c := k.size - kept; c >= 1; c-- {
 		g, count, o := a.bestGroupFor(probe, c*k.pods, now)
 		if g == nil {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 	"github.com/berth-dev/berth/controllers/headroom"
 )
@@ -72,7 +73,7 @@ func (s Scenario) validateHeadroom() []error {
 		classes[h.Class] = true
 		if !s.hasHeadroomPool(h.Pool) {
 			errs = append(errs, fmt.Errorf("%s: no CapacityPool's nodeTemplate has the label and NoSchedule taint %s=%s; label and taint the pools the headroom is kept in",
-				at, headroom.TaintKey, h.Pool))
+				at, berthv1.HeadroomLabel, h.Pool))
 		}
 		if h.Policy != nil {
 			if err := h.Policy.policy().Validate(); err != nil {
@@ -88,7 +89,7 @@ func (s Scenario) validateHeadroom() []error {
 func (s Scenario) hasHeadroomPool(pool string) bool {
 	for _, p := range s.Pools {
 		t := p.Spec.NodeTemplate
-		if t.Labels[headroom.TaintKey] == pool && headroomTaint(t.Taints) == pool {
+		if t.Labels[berthv1.HeadroomLabel] == pool && headroomTaint(t.Taints) == pool {
 			return true
 		}
 	}
@@ -99,7 +100,7 @@ func (s Scenario) hasHeadroomPool(pool string) bool {
 // among taints, "" without one.
 func headroomTaint(taints []corev1.Taint) string {
 	for _, t := range taints {
-		if t.Key == headroom.TaintKey && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) {
+		if t.Key == berthv1.HeadroomLabel && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) {
 			return t.Value
 		}
 	}

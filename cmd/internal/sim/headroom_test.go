@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 	"github.com/berth-dev/berth/controllers/headroom"
 )
@@ -110,7 +111,7 @@ type bindingSpy struct {
 }
 
 func (s bindingSpy) podBound(p *pod, now time.Duration) {
-	*s.bound = append(*s.bound, binding{class: p.job.spec.ClassOf(), node: p.node.name, headroom: p.node.labels[headroom.TaintKey] != ""})
+	*s.bound = append(*s.bound, binding{class: p.job.spec.ClassOf(), node: p.node.name, headroom: p.node.labels[berthv1.HeadroomLabel] != ""})
 	s.run.podBound(p, now)
 }
 
@@ -258,7 +259,7 @@ func TestHeadroomVariantsRunTheSameCluster(t *testing.T) {
 		for _, p := range v.Pools[len(base.Pools):] {
 			// The value is chat's ClusterQueue: berth holds replicas that
 			// tolerate another queue's headroom taint.
-			if p.Spec.NodeTemplate.Labels[headroom.TaintKey] != "serving" || headroomTaint(p.Spec.NodeTemplate.Taints) != "serving" {
+			if p.Spec.NodeTemplate.Labels[berthv1.HeadroomLabel] != "serving" || headroomTaint(p.Spec.NodeTemplate.Taints) != "serving" {
 				t.Errorf("%s: pool %s is not a headroom pool of ClusterQueue serving", file, p.Name)
 			}
 			if g, ok := v.Model.Groups[p.Name]; !ok || !reflect.DeepEqual(g, base.Model.Groups[strings.TrimSuffix(p.Name, "-chat")]) {

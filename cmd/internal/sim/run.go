@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/cmd/internal/sim/trace"
 	"github.com/berth-dev/berth/controllers/headroom"
 )
@@ -230,7 +231,7 @@ func (r *run) podBound(p *pod, now time.Duration) {
 	j := p.job
 	j.bound++
 	r.m.podBound(p)
-	if p.node.labels[headroom.TaintKey] != "" {
+	if p.node.labels[berthv1.HeadroomLabel] != "" {
 		r.as.wake(now) // a headroom node's room was taken: restore it
 	}
 	if l, ok := r.pol.(clusterListener); ok {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
@@ -390,7 +389,7 @@ func workloadOf(name string, j *job, now time.Duration) *berthv1.Workload {
 		}}},
 	}
 	if j.headroomPool != "" {
-		wl.Spec.PodSets[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: headroom.TaintKey, Operator: corev1.TolerationOpEqual,
+		wl.Spec.PodSets[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: berthv1.HeadroomLabel, Operator: corev1.TolerationOpEqual,
 			Value: j.headroomPool, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	if t := j.spec.Topology; t.Mode != "" {
