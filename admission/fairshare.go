@@ -20,10 +20,19 @@ type fairSharing struct {
 
 // rekey refreshes the queue's fair-share key in the tenant index (and in the running
 // cycle's working copy), and removes queues without pending work from the index.
+//
+// Most calls change nothing — a workload that failed to fit and preempted
+// nothing leaves its queue's usage, head and last admission as they were —
+// so a key that is unchanged for a queue already in the index is left in
+// place: one lookup instead of a removal and an insertion in both trees.
 func (fair *fairSharing) rekey(c *cqState) {
+	k := fair.tenantKeyOf(c)
+	if k == c.tkey && c.pending.len() > 0 && fair.tenants.has(c) {
+		return
+	}
 	inWork := fair.work != nil && fair.work.remove(c)
 	fair.tenants.remove(c)
-	c.tkey = fair.tenantKeyOf(c)
+	c.tkey = k
 	if c.pending.len() > 0 {
 		fair.tenants.insert(c)
 		if inWork {

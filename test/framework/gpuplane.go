@@ -52,11 +52,11 @@ type GPUPlane struct {
 func StartGPUPlane(ctx context.Context, p GPUPlane) (*Env, error) {
 	crds := append([]string(nil), p.CRDPaths...)
 	for _, o := range p.Operators {
-		crd, err := OperatorCRD(ctx, o)
+		paths, err := OperatorCRDs(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		crds = append(crds, crd)
+		crds = append(crds, paths...)
 	}
 	env, err := StartWith(ctx, StartOptions{Full: true, CRDPaths: crds, ExtraArgs: p.ExtraArgs})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // Operator is a job operator the e2e suite runs beside berth, built by
-// test/tools/build.sh from its Go module: its binary is <Name> and its CRD
+// test/tools/build.sh from its Go module: its binary is <Name> and its CRDs
 // and webhook manifests are in <Name>-config in the tools directory.
 type Operator struct {
 	// Name of the binary and of its config directory: "jobset" or "lws".
@@ -21,8 +21,10 @@ type Operator struct {
 	// ConfigAPIVersion is the apiVersion of the operator's Configuration
 	// file.
 	ConfigAPIVersion string
-	// CRD is the file name of its CRD in the config directory.
-	CRD string
+	// CRDs are the file names of its CRDs in the config directory: every
+	// kind it watches, since an operator whose kind has no CRD stops once
+	// its cache times out waiting for it.
+	CRDs []string
 	// FeatureGates are written to the Configuration's featureGates: the
 	// operator's alpha features the suite exercises.
 	FeatureGates map[string]bool
@@ -33,33 +35,40 @@ var (
 	// JobSetOperator is the JobSet controller (sigs.k8s.io/jobset).
 	// RestartJob (alpha in v0.12) lets a failure policy restart one Job
 	// alone, which berth must survive without re-queueing the gang.
-	JobSetOperator = Operator{Name: "jobset", ConfigAPIVersion: "config.jobset.x-k8s.io/v1alpha1", CRD: "jobset.x-k8s.io_jobsets.yaml",
+	JobSetOperator = Operator{Name: "jobset", ConfigAPIVersion: "config.jobset.x-k8s.io/v1alpha1", CRDs: []string{"jobset.x-k8s.io_jobsets.yaml"},
 		FeatureGates: map[string]bool{"RestartJob": true}}
-	// LWSOperator is the LeaderWorkerSet controller (sigs.k8s.io/lws).
-	LWSOperator = Operator{Name: "lws", ConfigAPIVersion: "config.lws.x-k8s.io/v1alpha1", CRD: "leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
+	// LWSOperator is the LeaderWorkerSet controller (sigs.k8s.io/lws). From
+	// v0.9 it also runs the DisaggregatedSet controller, which needs its
+	// CRD installed.
+	LWSOperator = Operator{Name: "lws", ConfigAPIVersion: "config.lws.x-k8s.io/v1alpha1",
+		CRDs: []string{"leaderworkerset.x-k8s.io_leaderworkersets.yaml", "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"}}
 )
 
 // OperatorPlaneTimeout bounds the start of a plane that runs operators. It
-// covers building them when the tool cache is empty (OperatorCRD waits for
+// covers building them when the tool cache is empty (OperatorCRDs waits for
 // build.sh), which on a busy 2-core machine alone has taken more than 10
 // minutes; the package's go test -timeout stays the outer bound.
 const OperatorPlaneTimeout = 25 * time.Minute
 
-// OperatorCRD is the path of the operator's CRD, to pass to StartWith. The
-// operator is built first if it is not yet (controlplane.Ensure).
-func OperatorCRD(ctx context.Context, o Operator) (string, error) {
+// OperatorCRDs are the paths of the operator's CRDs, to pass to StartWith.
+// The operator is built first if it is not yet (controlplane.Ensure).
+func OperatorCRDs(ctx context.Context, o Operator) ([]string, error) {
 	if err := controlplane.Ensure(ctx, controlplane.Component(o.Name)); err != nil {
-		return "", fmt.Errorf("building the %s operator: %w", o.Name, err)
+		return nil, fmt.Errorf("building the %s operator: %w", o.Name, err)
 	}
 	dir, err := controlplane.ResolveBinDir(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	path := filepath.Join(dir, o.Name+"-config", o.CRD)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("CRD of %s: %w (run test/tools/build.sh %s)", o.Name, err, o.Name)
+	paths := make([]string, 0, len(o.CRDs))
+	for _, crd := range o.CRDs {
+		path := filepath.Join(dir, o.Name+"-config", crd)
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("CRD of %s: %w (run test/tools/build.sh %s)", o.Name, err, o.Name)
+		}
+		paths = append(paths, path)
 	}
-	return path, nil
+	return paths, nil
 }
 
 // StartOperator runs the operator against the plane until the plane stops.

@@ -110,12 +110,15 @@ kwok_stages() {
 
 # operator_config NAME VERSION MODULE FILES...: the CRDs and webhook
 # configurations an operator needs, copied from its module beside its binary
-# (bin/NAME-config-VERSION, linked as bin/NAME-config), so the e2e suite
+# (bin/NAME-config-VERSION-SUM, linked as bin/NAME-config), so the e2e suite
 # installs exactly the manifests of the version it runs.
 operator_config() {
   local name="$1" version="$2" module="$3"; shift 3
-  local out="$bin/$name-config-$version"
-  lock "$name-config-$version"
+  # Keyed by the list of files too: a list that grows is copied anew.
+  local key
+  key="$version-$(echo "$*" | sha256sum | cut -c1-8)"
+  local out="$bin/$name-config-$key"
+  lock "$name-config-$key"
   if [[ ! -d "$out" ]]; then
     local src tmp
     src="$(cd "$here/$name" && go mod download "$module" && go list -m -f '{{.Dir}}' "$module")"
@@ -127,7 +130,7 @@ operator_config() {
     mv -T "$tmp" "$out"
   fi
   unlock
-  link "$name-config" "$version"
+  link "$name-config" "$key"
 }
 
 components=("$@")
@@ -149,7 +152,8 @@ for c in "${components[@]}"; do
     lws)
       build lws "$LWS_VERSION" lws sigs.k8s.io/lws/cmd
       operator_config lws "$LWS_VERSION" sigs.k8s.io/lws \
-        config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml config/webhook/manifests.yaml ;;
+        config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml \
+        config/crd/bases/disaggregatedset.x-k8s.io_disaggregatedsets.yaml config/webhook/manifests.yaml ;;
     *) echo "unknown component $c" >&2; exit 2 ;;
   esac
 done

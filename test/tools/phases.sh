@@ -14,7 +14,7 @@
 # lanes: the suites against a control plane spend most of their time
 # waiting for the API server, etcd and controllers — measured, a full-plane
 # suite leaves 70–90 % of the machine's two cores idle while it runs — so
-# two lanes of suites (each running one plane at a time) share the machine
+# several lanes of suites (each running one plane at a time) share the machine
 # well, and CPU-only work (generating, the unit tests, golangci-lint) runs
 # in a niced lane that takes what the suites leave and yields the moment a
 # suite needs the CPU.
