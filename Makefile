@@ -142,8 +142,10 @@ test-integration:
 	bin="$$(test/tools/build.sh etcd kube-apiserver | tail -n 1)" && BERTH_TOOLS_BIN="$$bin" $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/... ./test/perf/runner/... ./test/perf/scenario/...
 
 ## test-e2e: suites on the full plane (apiserver, etcd, controller-manager, scheduler, kwok),
-## including the harness's own suite and a small burst perf scenario. Packages run one at a time (-p 1): two
-## control planes at once would starve each other on a small machine. The
+## including the harness's own suite and a small burst perf scenario. Packages run one at a time (-p 1): make
+## test runs this phase beside the integration and reliability lanes, one
+## plane each, and more planes than lanes would starve each other on a
+## small machine. The
 ## phase waits only for the plane's binaries: the suites that run the JobSet
 ## and LeaderWorkerSet operators ask build.sh for them when they start
 ## (framework.OperatorCRDs), by when the background build has made them.
