@@ -20,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // hostPort is the port the specs' gangs and the pod that takes it from
@@ -169,7 +170,7 @@ var _ = Describe("gangs handed to kube-scheduler's gang scheduling", func() {
 				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(m), p)).To(Succeed())
 				g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil(), "named at creation")
 				g.Expect(p.Spec.SchedulingGroup.PodGroupName).To(HaveValue(Equal(group)))
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(p))
 			}
 			pg := getPodGroup(ctx, g, ns, group)
 			g.Expect(meta.IsStatusConditionTrue(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)).To(BeTrue())

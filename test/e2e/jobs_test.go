@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 var _ = Describe("GPU Jobs on a real cluster", func() {
@@ -63,7 +64,7 @@ var _ = Describe("GPU Jobs on a real cluster", func() {
 				// second or later.
 				g.Expect(p.CreationTimestamp.Time).NotTo(BeTemporally("<", admittedAt.Truncate(time.Second)))
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product))
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 			}
 		}, timeout, interval).Should(Succeed())
 	})

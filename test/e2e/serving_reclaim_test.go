@@ -89,7 +89,7 @@ var _ = Describe("serving takes back the quota it lends to training", func() {
 			g.Expect(r.gated).To(BeEmpty())
 			g.Expect(r.released).To(HaveLen(30))
 			for _, p := range r.released {
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "replica %s is bound", p.Name)
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 				ready := false
 				for _, c := range p.Status.Conditions {
 					ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)

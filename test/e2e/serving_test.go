@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // servingQuota is the GPU quota of every serving spec's ClusterQueue: half
@@ -92,7 +93,7 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 			r := replicasOf(ctx, g, ns, "api")
 			g.Expect(r.released).To(HaveLen(2))
 			for _, p := range r.released {
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product))
 			}
 		}, timeout, interval).Should(Succeed())

@@ -370,17 +370,3 @@ func EventReasons(ctx context.Context, c client.Client, namespace, name string) 
 		return out
 	}
 }
-
-// Completed polls whether the Job has its Complete condition.
-func Completed(ctx context.Context, c client.Client, job *batchv1.Job) func(gomega.Gomega) bool {
-	return func(g gomega.Gomega) bool {
-		fresh := &batchv1.Job{}
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(job), fresh)).To(gomega.Succeed())
-		for _, cond := range fresh.Status.Conditions {
-			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	}
-}

@@ -103,6 +103,9 @@ func TestGangsOnePerReplica(t *testing.T) {
 		pod("fake-0", "1", "1", "pod-fake-0", ctrl("StatefulSet", "fake", "sts-fake")),
 		// A pod that names no StatefulSet at all.
 		pod("bare", "2", "0", "pod-bare", nil),
+		// A worker of a replica scaled away, going after its StatefulSet:
+		// neither counted nor held.
+		terminating(pod("s-3-1", "3", "1", "pod-s-3-1", ctrl("StatefulSet", "s-3", "sts-w3"))),
 	).Build()
 	gangs, err := Kind{}.Gangs(context.Background(), c, lws)
 	if err != nil {
@@ -144,4 +147,12 @@ func TestDefaulterLabelsBothTemplates(t *testing.T) {
 		s.Spec.LeaderWorkerTemplate.LeaderTemplate.Labels[berthv1.QueueNameLabel] != "q" {
 		t.Errorf("templates not labelled: %+v", s.Spec.LeaderWorkerTemplate)
 	}
+}
+
+// terminating marks a pod as being deleted; the finalizer keeps it in the
+// fake client as it keeps it in a cluster.
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = ptr.To(metav1.Now())
+	p.Finalizers = []string{"test/hold"}
+	return p
 }

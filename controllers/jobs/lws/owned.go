@@ -67,6 +67,11 @@ func ownPods(ctx context.Context, c client.Reader, set *lwsv1.LeaderWorkerSet, a
 		case ref.Kind == "StatefulSet" && workerSet(controller[ref.UID], names[ref.UID], leaders):
 			in = append(in, *p)
 			continue
+		case !p.DeletionTimestamp.IsZero():
+			// Going already: a replica scaled away loses its workers'
+			// StatefulSet before its pods, and a warning for them would
+			// be noise.
+			continue
 		}
 		out = append(out, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
 			"it carries LeaderWorkerSet %s's labels but its controller is not one of the set's StatefulSets: "+

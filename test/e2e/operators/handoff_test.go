@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berth-dev/berth/controllers/jobs"
-	"github.com/berth-dev/berth/test/framework"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // expectHandedOff waits until pods, all of them bound, joined the PodGroup
@@ -22,7 +22,7 @@ func expectHandedOff(ctx SpecContext, g Gomega, ns, group string, pods []corev1.
 	for _, p := range pods {
 		g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil(), "pod %s joined a group at creation", p.Name)
 		g.Expect(p.Spec.SchedulingGroup.PodGroupName).To(HaveValue(Equal(group)))
-		g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+		g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 	}
 	pg := &schedulingv1beta1.PodGroup{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: group}, pg)).To(Succeed())
@@ -46,9 +46,6 @@ var _ = Describe("operator gangs handed to kube-scheduler's gang scheduling", fu
 
 		set := servingSet(ns, "serve", 1)
 		Expect(env.Client.Create(ctx, set)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(env.CleanNamespace(ctx, ns, framework.CleanOptions{Owners: framework.AllOwners(), Timeout: timeout})).To(Succeed())
-		}, NodeTimeout(2*timeout))
 		Eventually(func(g Gomega) {
 			expectHandedOff(ctx, g, ns, jobs.SchedulingGroupName("lws", set.Name, "0"), replicaPods(ctx, g, set, "0"), 2)
 		}, timeout, interval).Should(Succeed())

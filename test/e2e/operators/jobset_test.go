@@ -17,6 +17,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // trainingJobSet is a JobSet of a driver (one pod) and two workers (one
@@ -63,7 +64,7 @@ var _ = Describe("JobSets run by the JobSet operator", func() {
 			g.Expect(pods).To(HaveLen(3), "the operator created every pod of the gang")
 			for _, p := range pods {
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product))
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 			}
 		}, timeout, interval).Should(Succeed())
 
@@ -109,7 +110,7 @@ var _ = Describe("a JobSet whose failure policy restarts one Job alone", func() 
 			pods := jobSetPods(ctx, g, js)
 			g.Expect(pods).To(HaveLen(3))
 			for _, p := range pods {
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 				uids[p.Labels[batchv1.JobNameLabel]] = p.UID
 			}
 		}, timeout, interval).Should(Succeed())
@@ -154,7 +155,7 @@ var _ = Describe("a JobSet whose failure policy restarts one Job alone", func() 
 			g.Expect(pods).To(HaveLen(3))
 			for _, p := range pods {
 				job := p.Labels[batchv1.JobNameLabel]
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 				g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product), "the recreated Job keeps the flavor")
 				if job == failed {
 					g.Expect(p.UID).NotTo(Equal(uids[job]), "the failed Job's pod is new")

@@ -44,7 +44,7 @@ func replicaStates(ctx SpecContext, g Gomega, set *lwsv1.LeaderWorkerSet, replic
 				held++
 				continue
 			}
-			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s runs", p.Name)
+			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 		}
 		switch held {
 		case 0:

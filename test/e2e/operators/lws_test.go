@@ -14,6 +14,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // servingSet is a LeaderWorkerSet of replicas replicas, each a leader and
@@ -67,7 +68,7 @@ var _ = Describe("LeaderWorkerSets run by the LeaderWorkerSet operator", func() 
 						continue
 					}
 					g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(productLabel, product))
-					g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+					g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 				}
 				g.Expect(gated).To(BeElementOf(0, 2), "a replica's pods are released together")
 				states[idx] = gated == 0
@@ -98,7 +99,7 @@ var _ = Describe("LeaderWorkerSets run by the LeaderWorkerSet operator", func() 
 			g.Expect(pods).To(HaveLen(2))
 			for _, p := range pods {
 				g.Expect(isGated(&p)).To(BeFalse())
-				g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 			}
 		}, timeout, interval).Should(Succeed())
 	})

@@ -63,10 +63,19 @@ var _ = AfterSuite(func() {
 })
 
 // setup creates a namespace with a flavor for the H200 nodes, a
-// ClusterQueue with 8 GPUs of it and a LocalQueue "team".
+// ClusterQueue with 8 GPUs of it and a LocalQueue "team". Every spec that
+// calls it shares the two H200 nodes, so setup also registers, as the
+// spec's last cleanup, the deletion of every pod owner of the namespace
+// and a wait until its pods are gone: a replica left running would hold
+// GPUs of both nodes and split the free room, and kube-scheduler, which
+// places a gang's pods one by one, could then find no node for the next
+// spec's 4-GPU pod while 8 GPUs are free.
 func setup(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "berth-e2e-"}}
 	Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(env.CleanNamespace(ctx, ns.Name, framework.CleanOptions{Owners: framework.AllOwners(), Timeout: timeout})).To(Succeed())
+	}, NodeTimeout(2*timeout))
 	Expect(env.Client.Create(ctx, builders.Flavor(ns.Name, map[string]string{productLabel: product}))).To(Succeed())
 	Expect(env.Client.Create(ctx, builders.ClusterQueue(ns.Name).Quota(ns.Name, builders.GPU, "8", "").Obj())).To(Succeed())
 	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, "team", ns.Name))).To(Succeed())

@@ -13,6 +13,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 const rackLabel = "example.com/rack"
@@ -59,7 +60,7 @@ var _ = Describe("LeaderWorkerSet replicas bound to a rack", func() {
 				var rack string
 				for _, p := range pods {
 					g.Expect(isGated(&p)).To(BeFalse())
-					g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s is bound", p.Name)
+					g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 					g.Expect(p.Spec.NodeSelector).To(HaveKey(rackLabel), "berth pins the replica's pods to its rack")
 					got := rackOf(g, p.Spec.NodeName)
 					g.Expect(got).To(Equal(p.Spec.NodeSelector[rackLabel]))

@@ -89,7 +89,7 @@ func nodesOf(ctx context.Context, job *batchv1.Job) func(Gomega) []string {
 		g.Expect(env.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
 		var nodes []string
 		for _, p := range pods.Items {
-			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s bound", p.Name)
+			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
 			nodes = append(nodes, p.Spec.NodeName)
 		}
 		g.Expect(nodes).To(HaveLen(int(*job.Spec.Parallelism)))

@@ -362,7 +362,7 @@ func (m *monitor) check(ctx context.Context) {
 		p := &pods.Items[i]
 		ref := metav1.GetControllerOf(p)
 		if ref != nil && p.Spec.NodeName == "" && p.DeletionTimestamp.IsZero() {
-			waiting[ref.UID] = append(waiting[ref.UID], unboundReason(p))
+			waiting[ref.UID] = append(waiting[ref.UID], jobsuite.UnboundReason(p))
 		}
 		if ref == nil || p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
 			continue
@@ -412,20 +412,6 @@ func (m *monitor) record(v string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.found = append(m.found, v)
-}
-
-// unboundReason names an unbound pod and says why it waits: its scheduling
-// gates, or kube-scheduler's last word on it.
-func unboundReason(p *corev1.Pod) string {
-	if len(p.Spec.SchedulingGates) > 0 {
-		return fmt.Sprintf("%s gated", p.Name)
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return fmt.Sprintf("%s %s: %s", p.Name, c.Reason, c.Message)
-		}
-	}
-	return fmt.Sprintf("%s not yet tried by kube-scheduler", p.Name)
 }
 
 // admissionOf says what a Workload's Admitted condition is, for a report.
