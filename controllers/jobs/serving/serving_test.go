@@ -36,6 +36,14 @@ func gpuPod(name string, ref metav1.OwnerReference, gpus int64, extra ...string)
 	return p
 }
 
+// terminating marks a pod as being deleted; the finalizer keeps it in the
+// fake client as it keeps it in a cluster.
+func terminating(p *corev1.Pod) *corev1.Pod {
+	p.DeletionTimestamp = ptr.To(metav1.Now())
+	p.Finalizers = []string{"test/hold"}
+	return p
+}
+
 func ref(kind, name, uid string) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}
 }
@@ -90,6 +98,7 @@ func TestResolve(t *testing.T) {
 		gpuPod("train-1", ref("StatefulSet", "train", "s2"), 3, berthv1.GangAnnotation, berthv1.GangSet),
 		gpuPod("train-2", ref("StatefulSet", "train", "s2"), 1, berthv1.GangAnnotation, berthv1.GangSet),
 		gpuPod("train-x", ref("StatefulSet", "train", "forged"), 1, berthv1.GangAnnotation, berthv1.GangSet),
+		terminating(gpuPod("train-y", ref("StatefulSet", "train", "s2-old"), 1, berthv1.GangAnnotation, berthv1.GangSet)),
 		gpuPod("zero-0", ref("StatefulSet", "zero", "s3"), 1, berthv1.GangAnnotation, berthv1.GangSet),
 	}
 	c := fakeClient(objs...)

@@ -64,8 +64,12 @@ func newSet(sts *appsv1.StatefulSet, all []corev1.Pod) *Set {
 	for _, p := range all {
 		ref := metav1.GetControllerOf(&p)
 		ord, ok := pods.Ordinal(sts.Name, p.Name)
+		foreign := ref == nil || ref.UID != sts.UID || !ok
 		switch {
-		case ref == nil || ref.UID != sts.UID || !ok:
+		case foreign && !p.DeletionTimestamp.IsZero():
+			// Going already (the pods of a set deleted and created again
+			// under its name): a warning for them would be noise.
+		case foreign:
 			s.Excluded = append(s.Excluded, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
 				"it carries StatefulSet %s's gang label but is not one of its pods: berth releases only the pods the set itself creates", sts.Name)})
 		case ord < int(replicas):
