@@ -52,12 +52,24 @@ var _ = Describe("the pod gate inside the API server", Ordered, func() {
 		Eventually(podGate, timeout, interval).Should(Equal(metrics.PodGatePolicy))
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
+		// berth reports the policy path once the binding exists; the API
+		// server runs the policy a moment later. Run first, the spec
+		// would otherwise count the webhook's calls for pods created in
+		// between.
+		Expect(framework.WaitForPodGatePolicy(ctx, env.Client, ns)).To(Succeed())
 		before := webhookCalls(Default)
 		group := members(ns, "quiet", "2", "1", 0, 2)
 		for _, p := range group {
 			Expect(mallory.Create(ctx, p)).To(Succeed())
 			Expect(isGated(p)).To(BeTrue(), "pod %s is created gated", p.Name)
 		}
+		// The policy's apply configuration merges its gate into those a
+		// pod arrives with (schedulingGates is a list keyed by name).
+		other := members(ns, "other-gate", "1", "1", 0, 1)[0]
+		other.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+		Expect(mallory.Create(ctx, other)).To(Succeed())
+		Expect(other.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: "example.com/hold"},
+			corev1.PodSchedulingGate{Name: berthv1.AdmissionGate}), "pod %s keeps its own gate and gets berth's", other.Name)
 		bound(ctx, group...)
 		after := webhookCalls(Default)
 		Expect(after[mutatePod]).To(Equal(before[mutatePod]), "creating queued pods never called the pod gate webhook")
