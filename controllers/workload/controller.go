@@ -47,6 +47,10 @@ const (
 // looked at again: berth does not cache a job's pods.
 const podsPoll = 5 * time.Second
 
+// conflictRetry is how soon a finalizer patch refused for a stale copy is
+// tried again.
+const conflictRetry = 100 * time.Millisecond
+
 // Reconciler feeds Workloads to the scheduler.
 type Reconciler struct {
 	client   Store
@@ -178,7 +182,14 @@ func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconci
 	}
 	base := wl.DeepCopy()
 	controllerutil.RemoveFinalizer(wl, berthv1.WorkloadFinalizer)
-	if err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		// The Workload changed since the cache's copy (the scheduler wrote
+		// its status): try again on the newer one, without an error log
+		// for what a burst of releases does all the time.
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing the finalizer of workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
 	if wl.DeletionTimestamp.IsZero() {
