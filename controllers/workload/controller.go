@@ -47,10 +47,6 @@ const (
 // looked at again: berth does not cache a job's pods.
 const podsPoll = 5 * time.Second
 
-// conflictRetry is how soon a finalizer patch refused for a stale copy is
-// tried again.
-const conflictRetry = 100 * time.Millisecond
-
 // Reconciler feeds Workloads to the scheduler.
 type Reconciler struct {
 	client   Store
@@ -185,9 +181,12 @@ func (r *Reconciler) release(ctx context.Context, wl *berthv1.Workload) (reconci
 	err := r.client.Patch(ctx, wl, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
 		// The Workload changed since the cache's copy (the scheduler wrote
-		// its status): try again on the newer one, without an error log
-		// for what a burst of releases does all the time.
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		// its status, or a tenant its spec). That change reaches this
+		// controller as an update, which every Workload update does, and
+		// the release is tried again on the newer copy: no error log for
+		// what a burst of releases does all the time, and no retry of our
+		// own that a tenant updating the Workload could multiply.
+		return reconcile.Result{}, nil
 	}
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("removing the finalizer of workload %s/%s: %w", wl.Namespace, wl.Name, err)
