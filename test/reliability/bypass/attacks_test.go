@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/jobsuite"
 )
 
 // editor is a client of "mallory", a user bound only to the built-in edit
@@ -171,6 +173,40 @@ var _ = Describe("a tenant with the edit role", func() {
 		Eventually(func(g Gomega) []string { return events(ctx, g, ns, set.Name) }, timeout, interval).
 			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring("look-alike-0"),
 				ContainSubstring("its controller is not one of the set's StatefulSets"))))
+
+		By("keeping a look-alike pod in deletion with a finalizer: berth stops naming it, and it still never runs")
+		// berth leaves pods being deleted out of what it reports held; a
+		// tenant who keeps one there must gain nothing but silence.
+		const hold = "example.com/hold"
+		lookAlike := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "look-alike-0"}}
+		// heldNames are the PodsHeld messages of the set's Workloads. The
+		// look-alike StatefulSet is OrderedReady: its second pod waits for
+		// the first, gated, to be Ready, so only look-alike-0 exists.
+		heldNames := func(g Gomega) []string {
+			wls, err := jobsuite.WorkloadsOf(ctx, env.Client, set)
+			g.Expect(err).NotTo(HaveOccurred())
+			var held []string
+			for _, wl := range wls {
+				if c := meta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionPodsHeld); c != nil {
+					held = append(held, c.Message)
+				}
+			}
+			return held
+		}
+		Eventually(heldNames, timeout, interval).Should(ContainElement(ContainSubstring("look-alike-0")))
+		Expect(update(ctx, mallory, lookAlike, func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, hold) })).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) error {
+			return client.IgnoreNotFound(update(ctx, env.Client, lookAlike, func(p *corev1.Pod) { p.Finalizers = nil }))
+		})
+		Expect(mallory.Delete(ctx, lookAlike)).To(Succeed())
+		Eventually(heldNames, timeout, interval).ShouldNot(ContainElement(ContainSubstring("look-alike-0")),
+			"the pod being deleted is no longer named")
+		Consistently(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(lookAlike), lookAlike)).To(Succeed())
+			g.Expect(lookAlike.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(lookAlike.Spec.NodeName).To(BeEmpty(), "the terminating look-alike is not bound")
+			g.Expect(lookAlike.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: berthv1.AdmissionGate}))
+		}, quiet, interval).Should(Succeed())
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
