@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,21 +104,28 @@ func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req re
 	return r.reconcileGang(ctx, gang{job: g, workload: name, key: req.Name})
 }
 
-// deleteKeyWorkloads deletes the Workloads of a gang none of whose objects
-// exists any more.
+// deleteKeyWorkloads deletes the Workload of a gang none of whose objects
+// are left. Its name follows from the kind and key (KeyWorkloadName), so
+// one read finds it: listing the namespace's Workloads by the key label
+// instead cost a scan of all of them per reconcile, and tearing down a
+// namespace of N gangs N scans of N Workloads. A Workload of that name
+// without the gang's key label is not the gang's, and is left alone.
 func (r *Reconciler) deleteKeyWorkloads(ctx context.Context, namespace, key string) error {
-	wls := &berthv1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.InNamespace(namespace), client.MatchingLabels{berthv1.JobKeyLabel: key}); err != nil {
-		return fmt.Errorf("listing workloads of gang %s/%s: %w", namespace, key, err)
+	wl := &berthv1.Workload{}
+	name := KeyWorkloadName(r.kind.GVK().Kind, namespace, key)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl)
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	for i := range wls.Items {
-		if wls.Items[i].Name != KeyWorkloadName(r.kind.GVK().Kind, namespace, key) {
-			continue
-		}
-		r.assumed.forget(client.ObjectKeyFromObject(&wls.Items[i]))
-		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
-		}
+	if err != nil {
+		return fmt.Errorf("reading workload %s/%s of gang %s: %w", namespace, name, key, err)
+	}
+	if wl.Labels[berthv1.JobKeyLabel] != key {
+		return nil
+	}
+	r.assumed.forget(client.ObjectKeyFromObject(wl))
+	if err := r.client.Delete(ctx, wl); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting workload %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -145,3 +145,52 @@ func indexedClient(t *testing.T, k DeploymentKind, objs ...client.Object) client
 		return nil
 	}).Build()
 }
+
+// TestGoneReplicaDeletesOnlyItsWorkload: once a replica's pod is gone, the
+// Workload named for its gang and labelled with its key is deleted, found
+// by name; a Workload of that name without the key label, and one with the
+// key label under another name, are not the gang's and stay.
+func TestGoneReplicaDeletesOnlyItsWorkload(t *testing.T) {
+	workload := func(name, key string) *berthv1.Workload {
+		wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		if key != "" {
+			wl.Labels = map[string]string{berthv1.JobKeyLabel: key}
+		}
+		return wl
+	}
+	nameOf := func(key string) string { return jobs.KeyWorkloadName(pods.DeploymentKind, "ns", key) }
+	cases := []struct {
+		name     string
+		key      string
+		workload *berthv1.Workload
+		deleted  bool
+	}{
+		{name: "the gang's Workload", key: "web-1-a", workload: workload(nameOf("web-1-a"), "web-1-a"), deleted: true},
+		{name: "its name without the key label", key: "web-1-a", workload: workload(nameOf("web-1-a"), "")},
+		{name: "its name with another key", key: "web-1-a", workload: workload(nameOf("web-1-a"), "web-1-b")},
+		{name: "its key under another name", key: "web-1-a", workload: workload("statefulset-web-1-a-abcde", "web-1-a")},
+		{name: "no Workload at all", key: "web-1-a"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []client.Object
+			if tc.workload != nil {
+				objs = append(objs, tc.workload)
+			}
+			c := indexedClient(t, DeploymentKind{}, objs...)
+			opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: &seenChanges{}}
+			r := jobs.NewReconciler(c, c, &fakeapi.Recorder{}, DeploymentKind{}, opts)
+			req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: tc.key}}
+			if _, err := r.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if tc.workload == nil {
+				return
+			}
+			err := c.Get(t.Context(), client.ObjectKeyFromObject(tc.workload), &berthv1.Workload{})
+			if gone := apierrors.IsNotFound(err); gone != tc.deleted {
+				t.Errorf("Workload %s deleted = %v (%v), want %v", tc.workload.Name, gone, err, tc.deleted)
+			}
+		})
+	}
+}
