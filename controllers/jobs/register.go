@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -61,7 +60,7 @@ func (r *Reconciler) Register(ctx context.Context, mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
 		For(r.kind.NewObject(), builder.WithPredicates(labelled)).
-		Watches(&berthv1.Workload{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), r.kind.NewObject(), handler.OnlyControllerOwner())).
+		Watches(&berthv1.Workload{}, workloadEvents(ownerGang(r.kind.GVK()))).
 		WithOptions(r.controllerOptions())
 	if w, ok := r.kind.(Watcher); ok {
 		if err := w.Watch(ctx, mgr, b); err != nil {

@@ -59,9 +59,6 @@ func (r *Reconciler) registerResolved(_ context.Context, mgr ctrl.Manager, res R
 	ofKind := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[berthv1.JobKeyLabel] != "" && strings.HasPrefix(o.GetName(), strings.ToLower(r.kind.GVK().Kind)+"-")
 	})
-	wlToKey := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[berthv1.JobKeyLabel]}}}
-	})
 	var objPreds []predicate.Predicate
 	if _, pods := r.kind.NewObject().(*corev1.Pod); pods {
 		objPreds = append(objPreds, PodGangChanges())
@@ -69,7 +66,7 @@ func (r *Reconciler) registerResolved(_ context.Context, mgr ctrl.Manager, res R
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name()).
 		Watches(r.kind.NewObject(), toKey, builder.WithPredicates(objPreds...)).
-		Watches(&berthv1.Workload{}, wlToKey, builder.WithPredicates(ofKind)).
+		Watches(&berthv1.Workload{}, workloadEvents(keyGang), builder.WithPredicates(ofKind)).
 		WithOptions(r.controllerOptions())
 	return b.Complete(r)
 }
