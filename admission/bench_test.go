@@ -104,8 +104,10 @@ func BenchmarkAdmission(b *testing.B) {
 
 // BenchmarkWakeRule runs BenchmarkAdmission's steady state at churn 64 under
 // both wake rules, interleaved, for a comparison on one machine in one run:
-// "pass-over" (the engine's) and "whole-cohort" (every member a release woke
-// is served and re-keyed, Options.wakeWholeCohort).
+// "pass-over" (the engine's: a release wakes the cohort and a cycle takes
+// only the members it could help, wakeorder.go) and "whole-cohort" (every
+// member a release woke is served and re-keyed, every queue with pending
+// work taken, Options.wakeWholeCohort).
 func BenchmarkWakeRule(b *testing.B) {
 	for _, strategy := range []QueueingStrategy{BestEffortFIFO, StrictFIFO} {
 		for _, n := range []int{1_000, 100_000} {

@@ -5,17 +5,17 @@ import (
 	"math/bits"
 )
 
-// A release of quota in a cohort wakes every member (refreshCapacity): any of
-// them may use what was freed. In a busy cohort most members are woken for
-// nothing — the first few served take what was freed, and every later one
-// finds its parked workloads still too large — and serving each of them
-// (refresh, the parked index's lookup, its place in the cycle's order) was
-// most of a cycle's cost. The cohort therefore keeps a summary of what its
-// members park: per resource, how many parked workloads fall in each size
-// bucket. While what the cohort has free, plus the most any member holds of
-// its own guaranteed quota, is below the smallest parked request for every
-// resource, no member woken only by a release can admit anything, and the
-// cycle passes over them without serving them (Engine.spentWake).
+// A release of quota in a cohort wakes its members: any of them may use what
+// was freed. In a busy cohort most are woken for nothing — the first few
+// served take what was freed, and every later one finds its parked
+// workloads still too large. A cycle takes only the members whose wake need
+// the release could meet (wakeorder.go); of those, the cohort also keeps a
+// summary of what its members park: per resource, how many parked workloads
+// fall in each size bucket. While what the cohort has free, plus the most
+// any member holds of its own guaranteed quota, is below the smallest parked
+// request for every resource, no member woken only by a release can admit
+// anything, and the cycle passes over it without serving it
+// (Engine.spentWake).
 //
 // The test is conservative: it ignores borrowing limits (which only lower
 // what a member may take) and bounds a bucket's smallest request from below,

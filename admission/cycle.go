@@ -18,9 +18,10 @@ import (
 //
 // Cost: only queues with fresh work (a new or changed workload, released capacity in
 // the queue or its cohort, a quota change) are examined, and only their fresh
-// workloads; a queue woken only by a release its cohort cannot use is passed
-// over (cohortwake.go); a cycle in which nothing changed and nothing fits costs
-// O(tenants).
+// workloads; a member of a cohort woken only by a release is taken only if the
+// release could help it (wakeorder.go), and passed over when its cohort has too
+// little free for anything its members park (cohortwake.go); a cycle in which
+// nothing changed and nothing fits costs O(released cohorts).
 func (e *Engine) Cycle(now time.Time) Result {
 	e.clock.cycle++
 	e.clock.now = now.UnixNano()
@@ -37,11 +38,73 @@ func (e *Engine) Cycle(now time.Time) Result {
 	if len(e.pre.ready) == 0 && !e.fair.anyWork() {
 		return res // nothing changed since the last cycle: nothing can fit
 	}
-	work := e.fair.tenants.clone()
-	e.fair.work = &work
-	e.serveReady(&res)
+	if e.opts.wakeWholeCohort {
+		e.cycleAll(&res)
+	} else {
+		e.cycleWoken(&res)
+	}
+	e.endCycle()
+	return res
+}
+
+// cycleWoken serves, in fair-share order, the queues with work of their
+// own and the members of released cohorts that the release could help
+// (wakeorder.go, cyclework.go).
+func (e *Engine) cycleWoken(res *Result) {
+	fair := e.fair
+	cw := &fair.cwBuf
+	cw.items, cw.took, cw.cursors, cw.passedOver = cw.items[:0], false, false, &e.passedOver
+	cw.mark += 2
+	fair.cw = cw
+	fair.own.ascend(func(c *cqState) bool {
+		c.inOwn = false
+		cw.take(c)
+		return true
+	})
+	fair.own.t.Clear(false)
+	e.serveReady(res)
 	// Workloads behind a preemptor served just now may preempt in this
 	// cycle: before the victims queued again take the quota it left.
+	e.pre.wakeBehind()
+	fair.refreshNeeds()
+	for _, co := range fair.releasedCohorts {
+		cw.cursor(co, tenantKey{}, true)
+	}
+	cw.cursors = true
+	for {
+		c, ok := cw.next()
+		if !ok {
+			break
+		}
+		switch {
+		case c.refresh == refreshNone && c.fresh.len() == 0 && !c.parkedLive:
+			cw.done(c)
+		case e.spentWake(c):
+			e.passedOver++
+			c.refresh = refreshNone
+			cw.done(c)
+		case e.serve(c, res):
+			cw.keep(c)
+		default:
+			cw.done(c)
+		}
+		fair.markNeed(c)
+	}
+	for _, co := range fair.releasedCohorts {
+		co.released = false
+	}
+	clear(fair.releasedCohorts)
+	fair.releasedCohorts = fair.releasedCohorts[:0]
+	fair.cw = nil
+}
+
+// cycleAll is the cycle under Options.wakeWholeCohort: every queue with
+// pending work is taken in fair-share order, every member a release woke
+// is served.
+func (e *Engine) cycleAll(res *Result) {
+	work := e.fair.tenants.clone()
+	e.fair.work = &work
+	e.serveReady(res)
 	e.pre.wakeBehind()
 	for {
 		c, ok := work.min()
@@ -58,13 +121,11 @@ func (e *Engine) Cycle(now time.Time) Result {
 			work.remove(c)
 			continue
 		}
-		if !e.serve(c, &res) {
+		if !e.serve(c, res) {
 			work.remove(c)
 		}
 	}
 	e.fair.work = nil
-	e.endCycle()
-	return res
 }
 
 // endCycle applies what the cycle deferred so that no workload is evaluated twice
@@ -127,6 +188,7 @@ func (e *Engine) serveReady(res *Result) {
 		// when its last victim went: a preemptor served before it cannot take
 		// it either.
 		e.pre.releaseGhosts(w)
+		e.fair.markNeed(c)
 		if c.spec == nil || c.spec.held() {
 			w.hold = nil
 			continue
@@ -285,6 +347,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	c.charge(w.usage, 1)
 	c.admitted.insert(w)
 	e.fair.rekey(c)
+	e.fair.markNeed(c)
 	res.Admitted = append(res.Admitted, Admitted{Key: w.key, Admission: *cloneAdmission(w.adm)})
 }
 

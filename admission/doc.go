@@ -28,6 +28,10 @@
 //   - clusterQueues (quota.go, clusterqueue.go): ClusterQueues and cohorts, their
 //     compiled quota, usage and queues of workloads; what a cohort's members park,
 //     so that a cycle passes over members a release cannot help (cohortwake.go).
+//     A release wakes the cohort, not each member; the cycle takes, in
+//     fair-share order, the queues with work of their own and the members a
+//     release could help, read from each cohort's wake order without reading
+//     the members themselves (wakeorder.go, cyclework.go).
 //   - queueOrder (parked.go): the order within a queue — which pending workloads a
 //     cycle tries, parking, StrictFIFO's head, BestEffortFIFO's skips and reservations.
 //   - fairSharing (fairshare.go, lqfair.go, index.go): the order between queues and
@@ -72,7 +76,7 @@
 //     workloads whose outcome may have changed since they were last evaluated ("fresh":
 //     new or changed workloads, or all of them after capacity was released in the
 //     queue's cohort or quotas changed). A cycle examines only fresh workloads, so a
-//     cycle in which nothing changed costs O(tenants), however many are pending. "All
+//     cycle in which nothing changed costs O(released cohorts), however many are pending. "All
 //     fresh" is a lazy copy-on-write Clone of the pending tree: O(1) to take.
 //   - Within one cycle capacity only shrinks (a cycle admits and proposes evictions,
 //     it never releases), which is what lets a queue leave the cycle for good as soon

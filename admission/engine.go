@@ -32,10 +32,12 @@ type Options struct {
 	// makes its queue reserve for it, whatever the skip count. 0 disables the age rule.
 	StarvationAge time.Duration
 
-	// wakeWholeCohort serves every member of a cohort a release woke, as
-	// the engine did before it learnt to pass over members the release
-	// cannot help (cohortwake.go); the fuzz targets run one engine each way
-	// and require the same decisions.
+	// wakeWholeCohort serves every member of a cohort a release woke, and
+	// takes every queue with pending work in each cycle, as the engine did
+	// before it learnt to pass over members the release cannot help
+	// (cohortwake.go) and to take only those it could help (wakeorder.go);
+	// the fuzz targets run one engine each way and require the same
+	// decisions.
 	wakeWholeCohort bool
 }
 
@@ -93,10 +95,11 @@ func New(opts Options) (*Engine, error) {
 	}
 	wlFree := btree.NewFreeListG[*wl](btree.DefaultFreeListSize)
 	e := &Engine{opts: opts, workloads: map[WorkloadKey]*wl{}, clock: &clock{}, names: newNames()}
-	e.fair = &fairSharing{opts: &e.opts, tenants: newTenantIndex()}
+	e.fair = &fairSharing{opts: &e.opts, tenants: newTenantIndex(), own: newTenantIndex()}
 	e.queues = &clusterQueues{cqs: map[string]*cqState{}, cohorts: map[string]*cohortState{}, fair: e.fair, wlFree: wlFree}
 	e.order = &queueOrder{opts: &e.opts, clock: e.clock, fair: e.fair, wlFree: wlFree,
 		bucketFree: btree.NewFreeListG[*parkBucket](btree.DefaultFreeListSize)}
+	e.fair.order = e.order
 	e.topo = newTopology(e.names)
 	e.pre = &preemption{opts: &e.opts, names: e.names, topo: e.topo, fair: e.fair, workloads: e.workloads, queues: e.queues, order: e.order}
 	e.books = newBookings(e.clock, e.workloads, e.topo)
@@ -270,4 +273,9 @@ type cohortState struct {
 	// (cohortwake.go).
 	parked map[int32]*parkedSizes
 	keys   map[int32][]cohortKey
+	// order is the members with pending work in fair-share order, with
+	// their wake needs; released: quota was released in the cohort since
+	// the last cycle (wakeorder.go).
+	order    []memberEntry
+	released bool
 }

@@ -4,19 +4,35 @@ package admission
 // dominant resource share when Options.FairSharing is on (the least served
 // first), round robin by last admission otherwise; and, within a
 // ClusterQueue, LocalQueues by start-time fair queueing (lqfair.go). The
-// order is kept in a tenant index that a running cycle clones copy-on-write
-// (work), so that queues re-keyed while the cycle serves them are visited in
-// their new place. Fair-share preemption's rule lives with preemption
-// (preempt.go) and asks the same shares.
+// order is kept in a tenant index; beside it, the queues with work of their
+// own (own) and each cohort's members in the same order with their wake
+// needs, from which a running cycle takes what to serve (wakeorder.go,
+// cyclework.go), queues re-keyed while it runs in their new place.
+// Fair-share preemption's rule lives with preemption (preempt.go) and asks
+// the same shares.
 type fairSharing struct {
 	opts *Options
 	// tenants holds every ClusterQueue state that has pending workloads, in
 	// fair-share order.
 	tenants tenantIndex
 	// work is the running cycle's copy-on-write clone of tenants (nil between
-	// cycles).
+	// cycles) under Options.wakeWholeCohort, the rule before wakeorder.go.
 	work *tenantIndex
+
+	// own holds the tenants with work of their own, releasedCohorts the
+	// cohorts where quota was released since the last cycle, and stale the
+	// queues whose wake need is to be recomputed (wakeorder.go). cw is the
+	// running cycle's work (nil between cycles), kept in cwBuf.
+	own             tenantIndex
+	releasedCohorts []*cohortState
+	stale           []*cqState
+	cw              *cycleWork
+	cwBuf           cycleWork
+	order           *queueOrder
 }
+
+// inCycle reports whether a cycle is running.
+func (fair *fairSharing) inCycle() bool { return fair.work != nil || fair.cw != nil }
 
 // rekey refreshes the queue's fair-share key in the tenant index (and in the running
 // cycle's working copy), and removes queues without pending work from the index.
@@ -31,13 +47,53 @@ func (fair *fairSharing) rekey(c *cqState) {
 		return
 	}
 	inWork := fair.work != nil && fair.work.remove(c)
-	fair.tenants.remove(c)
-	c.tkey = k
-	if c.pending.len() > 0 {
-		fair.tenants.insert(c)
-		if inWork {
-			fair.work.insert(c)
+	was := fair.tenants.remove(c)
+	if fair.opts.wakeWholeCohort {
+		c.tkey = k
+		if c.pending.len() > 0 {
+			fair.tenants.insert(c)
+			if inWork {
+				fair.work.insert(c)
+			}
 		}
+		return
+	}
+	fair.rekeyWoken(c, k, was)
+}
+
+// rekeyWoken moves c to key k in the tenant index, own, its cohort's wake
+// order and the running cycle's work (was: it was in the tenant index).
+func (fair *fairSharing) rekeyWoken(c *cqState, k tenantKey, was bool) {
+	old := c.tkey
+	if c.inOwn {
+		fair.own.remove(c)
+	}
+	now := c.pending.len() > 0
+	if was && !now && c.cohort != nil {
+		c.cohort.orderDrop(old)
+	}
+	c.tkey = k
+	if now {
+		fair.tenants.insert(c)
+		if c.inOwn {
+			fair.own.insert(c)
+		}
+		if co := c.cohort; co != nil {
+			if was {
+				co.orderMove(c, old)
+			} else {
+				co.orderAdd(c)
+			}
+			fair.markNeed(c)
+		}
+	} else {
+		c.inOwn = false
+	}
+	if fair.cw != nil {
+		fair.cw.rekeyed(c, old, !was, !now)
+	}
+	if now && !c.inOwn && hasOwnWork(c) {
+		fair.markOwn(c)
 	}
 }
 
@@ -68,9 +124,12 @@ func (fair *fairSharing) tenantKeyOf(c *cqState) tenantKey {
 	return k
 }
 
-// anyWork reports whether some queue has something to examine: O(tenants), no
-// allocation.
+// anyWork reports whether some queue has something to examine: O(tenants)
+// under the old rule, O(released cohorts) otherwise; no allocation.
 func (fair *fairSharing) anyWork() bool {
+	if !fair.opts.wakeWholeCohort {
+		return fair.own.t.Len() > 0 || fair.anyWoken()
+	}
 	found := false
 	fair.tenants.ascend(func(c *cqState) bool {
 		found = c.refresh != refreshNone || c.fresh.len() > 0 || c.parkedLive
@@ -102,6 +161,12 @@ func (fair *fairSharing) touchCohort(co *cohortState, level refreshLevel) {
 	if co == nil {
 		return
 	}
+	if level == refreshCapacity && !fair.opts.wakeWholeCohort {
+		// A release wakes the cohort, not each member: the next cycle
+		// serves the members it can help (wakeorder.go).
+		fair.release(co)
+		return
+	}
 	for _, m := range co.members {
 		m.refresh = max(m.refresh, level)
 		// Released capacity changes no member's key (a share is usage
@@ -110,6 +175,7 @@ func (fair *fairSharing) touchCohort(co *cohortState, level refreshLevel) {
 		if level == refreshAll || fair.opts.wakeWholeCohort {
 			fair.rekey(m)
 		}
+		fair.markOwn(m)
 	}
 }
 
@@ -123,6 +189,7 @@ func (fair *fairSharing) touchQueueAndCohort(c *cqState, level refreshLevel) {
 	}
 	c.refresh = max(c.refresh, level)
 	fair.rekey(c)
+	fair.markOwn(c)
 }
 
 // tag gives a newly queued workload its start tag in ClusterQueue c and advances

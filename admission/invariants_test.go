@@ -35,6 +35,58 @@ func checkInvariants(e *Engine) error {
 		if err := checkCohort(name, co); err != nil {
 			return err
 		}
+		if err := checkWakeOrder(e, name, co); err != nil {
+			return err
+		}
+	}
+	return checkOwn(e)
+}
+
+// checkWakeOrder checks a cohort's wake order (wakeorder.go): its members
+// with pending work in fair-share order under their current keys, and each
+// wake need not marked for recomputation equal to a fresh computation.
+func checkWakeOrder(e *Engine, name string, co *cohortState) error {
+	if e.opts.wakeWholeCohort {
+		return nil
+	}
+	var want []*cqState
+	for _, m := range co.members {
+		if m.pending.len() > 0 {
+			want = append(want, m)
+		}
+	}
+	slices.SortFunc(want, func(a, b *cqState) int { return cmpTenantKey(a.tkey, b.tkey) })
+	if len(want) != len(co.order) {
+		return fmt.Errorf("cohort %q wake order holds %d members, %d have pending work", name, len(co.order), len(want))
+	}
+	for i, m := range want {
+		got := co.order[i]
+		if got.c != m || got.key != m.tkey {
+			return fmt.Errorf("cohort %q wake order[%d] is %q under %+v, want %q under %+v", name, i, got.c.name, got.key, m.name, m.tkey)
+		}
+		if m.needStale {
+			continue
+		}
+		if res, need := e.order.wakeNeed(m); res != got.res || need != got.need {
+			return fmt.Errorf("cohort %q member %q wake need %d of %d, recomputed %d of %d", name, m.name, got.need, got.res, need, res)
+		}
+	}
+	return nil
+}
+
+// checkOwn checks that every queue with pending work and work of its own
+// is in own, and that own and the queues' flags agree.
+func checkOwn(e *Engine) error {
+	if e.opts.wakeWholeCohort {
+		return nil
+	}
+	for name, c := range e.queues.cqs {
+		if c.inOwn != e.fair.own.has(c) {
+			return fmt.Errorf("queue %q: inOwn %v disagrees with own", name, c.inOwn)
+		}
+		if c.pending.len() > 0 && hasOwnWork(c) && !c.inOwn {
+			return fmt.Errorf("queue %q has work of its own (refresh %d, %d fresh) but is not in own", name, c.refresh, c.fresh.len())
+		}
 	}
 	return nil
 }

@@ -122,6 +122,7 @@ func (order *queueOrder) park(c *cqState, w *wl) bool {
 	if c.cohort != nil {
 		c.cohort.addParked(best, b.key, 1)
 	}
+	order.fair.markNeed(c)
 	return true
 }
 
@@ -165,6 +166,8 @@ func amountOf(req []resAmt, res int32) int64 {
 func (order *queueOrder) makeFresh(c *cqState, w *wl) {
 	unpark(c, w)
 	c.fresh.insert(w)
+	order.fair.markOwn(c)
+	order.fair.markNeed(c)
 }
 
 // refresh applies the queue's refresh level when the queue is first served in a

@@ -63,6 +63,13 @@ type cqState struct {
 
 	tkey      tenantKey
 	lastAdmit uint64
+	// inOwn: the queue is in fairSharing.own. cycMark and workGen are its
+	// place in a running cycle (cyclework.go); needStale: its wake need in
+	// its cohort's order is to be recomputed (wakeorder.go).
+	inOwn     bool
+	needStale bool
+	workGen   uint32
+	cycMark   uint64
 
 	// preemptors are the queue's preemptors that may still wait for their
 	// victims or to be served: a later one plans on them (preempt_stack.go).
@@ -229,6 +236,9 @@ func (queues *clusterQueues) detachCohort(c *cqState) {
 		co.used[k] -= c.poolUse(k, u)
 	}
 	co.countParked(c, -1)
+	if queues.fair.tenants.has(c) && !queues.fair.opts.wakeWholeCohort {
+		co.orderDrop(c.tkey)
+	}
 	delete(co.members, c.name)
 	c.cohort = nil
 	if len(co.members) == 0 {
@@ -254,6 +264,10 @@ func (queues *clusterQueues) attachCohort(c *cqState, name string) {
 	co.countParked(c, 1)
 	for k, u := range c.usage {
 		co.used[k] += c.poolUse(k, u)
+	}
+	if queues.fair.tenants.has(c) && !queues.fair.opts.wakeWholeCohort {
+		co.orderAdd(c)
+		queues.fair.markNeed(c)
 	}
 }
 

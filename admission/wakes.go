@@ -44,7 +44,7 @@ func (wk *wakes) wake(w *wl) {
 	w.topoWait = false
 	if w.phase == phasePending && wk.workloads[w.key] == w {
 		c := wk.queues.cqs[w.cqName]
-		if wk.fair.work != nil {
+		if wk.fair.inCycle() {
 			wk.order.freshLater = append(wk.order.freshLater, w)
 		} else {
 			wk.order.makeFresh(c, w)

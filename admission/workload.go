@@ -182,8 +182,10 @@ func (e *Engine) enqueue(w *wl) {
 	}
 	c.pending.insert(w)
 	c.fresh.insert(w)
+	e.fair.markOwn(c)
 	if head, _ := c.pending.min(); head == w {
 		e.fair.rekey(c)
+		e.fair.markNeed(c) // the wake need follows the head
 	}
 }
 
@@ -209,6 +211,7 @@ func (e *Engine) dequeue(w *wl) {
 		e.order.headLeft(c, w)
 		e.fair.rekey(c)
 	}
+	e.fair.markNeed(c)
 }
 
 // headLeft keeps the queue's freshness right when its head leaves: under StrictFIFO
@@ -238,7 +241,7 @@ func (order *queueOrder) headLeft(c *cqState, old *wl) {
 // the end of the running cycle otherwise (so no workload is evaluated twice in a
 // cycle).
 func (order *queueOrder) liftReservation(c *cqState) {
-	if order.fair.work != nil {
+	if order.fair.inCycle() {
 		order.deferred = append(order.deferred, c)
 		return
 	}
@@ -250,6 +253,7 @@ func (order *queueOrder) liftReservation(c *cqState) {
 		}
 	}
 	c.refresh = max(c.refresh, refreshCapacity)
+	order.fair.markOwn(c)
 }
 
 // admitExisting charges an already-admitted workload (rebuilt or confirmed).
