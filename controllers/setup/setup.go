@@ -332,7 +332,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayJob{}).WithDefaulter(rayjob.Defaulter{}).
 				WithValidator(rayjob.Validator{Workloads: wls}).Complete()
 		case webhookRayCluster:
-			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).WithDefaulter(raycluster.Defaulter{Reader: mgr.GetClient(), Parents: parents}).
+			err = ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).WithDefaulter(raycluster.Defaulter{Readers: wls, Parents: parents}).
 				WithValidator(raycluster.Validator{Workloads: wls, Parents: parents}).Complete()
 		case webhookPyTorchJob:
 			k := kubeflow.PyTorchJobKind{}

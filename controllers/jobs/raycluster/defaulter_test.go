@@ -30,7 +30,8 @@ func TestDefaulter(t *testing.T) {
 	}
 	parent := &rayv1.RayJob{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "u1", Labels: map[string]string{berthv1.QueueNameLabel: "team"}},
 		Status: rayv1.RayJobStatus{RayClusterName: "train-x1"}}
-	d := raycluster.Defaulter{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(parent).Build(), Parents: []jobs.Kind{rayjob.Kind{}}}
+	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(parent).Build()
+	d := raycluster.Defaulter{Readers: jobs.Workloads{Cache: api, API: api}, Parents: []jobs.Kind{rayjob.Kind{}}}
 	newCluster := func(name string, autoscaling bool) *rayv1.RayCluster {
 		return &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{berthv1.QueueNameLabel: "team"}},
 			Spec: rayv1.RayClusterSpec{EnableInTreeAutoscaling: ptr.To(autoscaling), WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{
@@ -56,6 +57,22 @@ func TestDefaulter(t *testing.T) {
 	}
 	if child.Spec.Suspend != nil {
 		t.Errorf("a queued RayJob's cluster was held: suspend %v", *child.Spec.Suspend)
+	}
+
+	// The cache may still hold the RayJob as it was before KubeRay named
+	// its cluster in the status: the API server is asked before the
+	// cluster is taken for one of its own.
+	stale := parent.DeepCopy()
+	stale.Status.RayClusterName = ""
+	lagging := raycluster.Defaulter{Readers: jobs.Workloads{Cache: fake.NewClientBuilder().WithScheme(scheme).WithObjects(stale).Build(), API: api},
+		Parents: []jobs.Kind{rayjob.Kind{}}}
+	early := newCluster("train-x1", false)
+	early.Labels, early.OwnerReferences = child.Labels, child.OwnerReferences
+	if err := lagging.Default(context.Background(), early); err != nil {
+		t.Fatal(err)
+	}
+	if early.Spec.Suspend != nil {
+		t.Errorf("a queued RayJob's cluster was held while the cache lagged: suspend %v", *early.Spec.Suspend)
 	}
 
 	forged := newCluster("train-forged", false)

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -25,8 +24,10 @@ import (
 // queued RayJob carries the RayJob's labels but is left alone: the RayJob
 // is what berth holds.
 type Defaulter struct {
-	// Reader reads a cluster's parent.
-	Reader client.Reader
+	// Readers read a cluster's parent: through the cache, then from the
+	// API server when the cache finds none (KubeRay names the cluster in
+	// the RayJob's status just before it creates it).
+	Readers jobs.Workloads
 	// Parents are the kinds whose children berth covers (a RayJob).
 	Parents []jobs.Kind
 }
@@ -36,7 +37,7 @@ func (d Defaulter) Default(ctx context.Context, rc *rayv1.RayCluster) error {
 	if _, ok := rc.Labels[berthv1.QueueNameLabel]; !ok {
 		return nil
 	}
-	parent, _, err := jobs.ParentOf(ctx, d.Reader, rc, d.Parents)
+	parent, _, err := d.Readers.ParentOf(ctx, rc, d.Parents)
 	if err != nil || parent != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ var (
 // ValidateCreate checks the queue name and that berth can queue the cluster.
 func (v Validator) ValidateCreate(ctx context.Context, rc *rayv1.RayCluster) (admission.Warnings, error) {
 	errs := jobs.ValidateQueueName(rc.Labels)
-	parent, _, err := jobs.ParentOf(ctx, v.Workloads.Cache, rc, v.Parents)
+	parent, _, err := v.Workloads.ParentOf(ctx, rc, v.Parents)
 	if err != nil {
 		return nil, err
 	}
