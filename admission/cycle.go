@@ -79,15 +79,19 @@ func (e *Engine) cycleWoken(res *Result) {
 		switch {
 		case c.refresh == refreshNone && c.fresh.len() == 0 && !c.parkedLive:
 			cw.done(c)
+			continue
 		case e.spentWake(c):
 			e.passedOver++
 			c.refresh = refreshNone
 			cw.done(c)
+			continue
 		case e.serve(c, res):
 			cw.keep(c)
 		default:
 			cw.done(c)
 		}
+		// Serving may have changed what the queue parks, its head and
+		// the head's reason or skips.
 		fair.markNeed(c)
 	}
 	for _, co := range fair.releasedCohorts {
@@ -204,7 +208,7 @@ func (e *Engine) serveReady(res *Result) {
 		// FuzzConvergence).
 		if out := e.evaluate(c, w, nil); out.reason == "" {
 			c.fresh.remove(w)
-			unpark(c, w)
+			e.order.unpark(c, w)
 			w.evalCycle = e.clock.cycle
 			e.admit(c, w, head, out, res)
 		} else if w == head && c.reserved.len() > 0 {
@@ -226,10 +230,10 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 	}
 	for {
 		w, _ := c.fresh.min()
+		parked := false
 		if c.parkedLive {
 			if p := e.order.parkedNext(c); p != nil && (w == nil || lessPending(p, w)) {
-				e.order.makeFresh(c, p)
-				w = p
+				w, parked = p, true
 			}
 		}
 		if w == nil {
@@ -237,11 +241,18 @@ func (e *Engine) serve(c *cqState, res *Result) bool {
 		}
 		head, _ := c.pending.min()
 		if c.strict() && w != head {
+			if parked {
+				e.order.makeFresh(c, w) // reported with the rest
+			}
 			e.order.blockBehind(c, head, res)
 			return false
 		}
-		c.fresh.remove(w)
-		unpark(c, w)
+		if !parked {
+			// A parked candidate is taken straight from the parked
+			// index, never through the fresh set.
+			c.fresh.remove(w)
+		}
+		e.order.unpark(c, w)
 		if w.evalCycle == e.clock.cycle {
 			// Evaluated earlier in this cycle; capacity only shrank since. Look at it
 			// again next cycle.

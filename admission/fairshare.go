@@ -110,17 +110,14 @@ func (fair *fairSharing) tenantKeyOf(c *cqState) tenantKey {
 	if !ok {
 		return k
 	}
+	var buf [8]frAmt
+	extra := buf[:0]
 	for _, r := range head.req {
 		if gi, ok := c.resGroup[r.res]; ok {
-			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), r.amt)
+			extra = append(extra, frAmt{fr: makeFR(c.groups[gi].flavors[0].id, r.res), amt: r.amt})
 		}
 	}
-	k.drs = c.drs()
-	for _, r := range head.req {
-		if gi, ok := c.resGroup[r.res]; ok {
-			c.addUsage(makeFR(c.groups[gi].flavors[0].id, r.res), -r.amt)
-		}
-	}
+	k.drs = c.drsWith(extra)
 	return k
 }
 
@@ -216,16 +213,12 @@ func (fair *fairSharing) tag(c *cqState, w *wl) {
 // shareAfterAdmit is c's weighted dominant resource share once w's group gi requests
 // are charged to flavor f.
 func shareAfterAdmit(c *cqState, w *wl, gi int, f int32) int64 {
+	var buf [8]frAmt
+	extra := buf[:0]
 	for _, r := range w.req {
 		if c.resGroup[r.res] == gi {
-			c.addUsage(makeFR(f, r.res), r.amt)
+			extra = append(extra, frAmt{fr: makeFR(f, r.res), amt: r.amt})
 		}
 	}
-	s := c.drs()
-	for _, r := range w.req {
-		if c.resGroup[r.res] == gi {
-			c.addUsage(makeFR(f, r.res), -r.amt)
-		}
-	}
-	return s
+	return c.drsWith(extra)
 }

@@ -28,6 +28,8 @@ type queueOrder struct {
 	toPark []*wl
 	// freshLater are made fresh again at the end of the running cycle.
 	freshLater []*wl
+	// probe is the reused lookup key of the parked buckets.
+	probe parkBucket
 }
 
 // refreshLevel says which pending workloads of a queue must be re-evaluated.
@@ -84,7 +86,7 @@ func bucketKey(amt int64) int64 {
 // park records that w did not fit for lack of quota. It returns false if w requests
 // a resource the queue does not cover (then it is not parked).
 func (order *queueOrder) park(c *cqState, w *wl) bool {
-	unpark(c, w)
+	order.unpark(c, w)
 	best, bestRatio := int32(-1), -1.0
 	for _, r := range w.req {
 		gi, ok := c.resGroup[r.res]
@@ -109,10 +111,9 @@ func (order *queueOrder) park(c *cqState, w *wl) bool {
 		c.parked[best] = t
 	}
 	w.parkRes, w.parkAmt = best, amountOf(w.req, best)
-	probe := &parkBucket{key: bucketKey(w.parkAmt)}
-	b, ok := t.Get(probe)
+	b, ok := t.Get(order.probeFor(w.parkAmt))
 	if !ok {
-		b = probe
+		b = &parkBucket{key: bucketKey(w.parkAmt)}
 		b.low = w.parkAmt
 		b.items = newWorkloadIndex(lessPending, order.wlFree)
 		t.ReplaceOrInsert(b)
@@ -126,8 +127,15 @@ func (order *queueOrder) park(c *cqState, w *wl) bool {
 	return true
 }
 
+// probeFor returns the reused key of the bucket amt falls in, for lookups:
+// a fresh one per lookup would be an allocation per park and unpark.
+func (order *queueOrder) probeFor(amt int64) *parkBucket {
+	order.probe.key = bucketKey(amt)
+	return &order.probe
+}
+
 // unpark removes w from the parked index and the reserved set, if it is there.
-func unpark(c *cqState, w *wl) {
+func (order *queueOrder) unpark(c *cqState, w *wl) {
 	if w.held {
 		c.reserved.remove(w)
 		w.held = false
@@ -136,7 +144,7 @@ func unpark(c *cqState, w *wl) {
 		return
 	}
 	if t, ok := c.parked[w.parkRes]; ok {
-		if b, ok := t.Get(&parkBucket{key: bucketKey(w.parkAmt)}); ok {
+		if b, ok := t.Get(order.probeFor(w.parkAmt)); ok {
 			b.items.remove(w)
 			if c.cohort != nil {
 				c.cohort.addParked(w.parkRes, b.key, -1)
@@ -164,7 +172,7 @@ func amountOf(req []resAmt, res int32) int64 {
 // makeFresh moves a pending workload from the parked index (if there) to the fresh
 // set.
 func (order *queueOrder) makeFresh(c *cqState, w *wl) {
-	unpark(c, w)
+	order.unpark(c, w)
 	c.fresh.insert(w)
 	order.fair.markOwn(c)
 	order.fair.markNeed(c)

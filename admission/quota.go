@@ -178,30 +178,57 @@ func (c *cqState) maxAvailable(k frKey) int64 {
 
 // drs is the queue's weighted dominant resource share: max over (flavor, resource) of
 // borrowed / cohort-lendable, in parts per billion, scaled by 1000/weight.
-func (c *cqState) drs() int64 {
+func (c *cqState) drs() int64 { return c.drsWith(nil) }
+
+// drsWith is drs with the amounts in extra added to the queue's usage, as
+// if charged, without charging them: the share a queue would have after
+// an admission, asked on every re-key, without writing the usage maps.
+func (c *cqState) drsWith(extra []frAmt) int64 {
 	if c.cohort == nil || c.spec == nil {
 		return 0
 	}
 	var share uint64
 	for k, u := range c.usage {
-		borrowed := u - c.quota[k].nominal
-		if borrowed <= 0 {
-			continue
+		if share = max(share, c.share1(k, u+amountFR(extra, k))); share >= math.MaxInt64 {
+			return weighted(share, c.spec.FairShareWeight)
 		}
-		pool := c.cohort.pool[k]
-		if pool <= 0 {
-			share = math.MaxInt64
-			break
+	}
+	for _, x := range extra {
+		if _, charged := c.usage[x.fr]; !charged {
+			share = max(share, c.share1(x.fr, amountFR(extra, x.fr)))
 		}
-		hi, lo := bits.Mul64(uint64(borrowed), 1e9)
-		if hi >= uint64(pool) {
-			share = math.MaxInt64
-			break
-		}
-		s, _ := bits.Div64(hi, lo, uint64(pool))
-		share = max(share, s)
 	}
 	return weighted(share, c.spec.FairShareWeight)
+}
+
+// share1 is usage u of k borrowed over the cohort's lendable pool of k, in
+// parts per billion (math.MaxInt64 when there is no pool to borrow from).
+func (c *cqState) share1(k frKey, u int64) uint64 {
+	borrowed := u - c.quota[k].nominal
+	if borrowed <= 0 {
+		return 0
+	}
+	pool := c.cohort.pool[k]
+	if pool <= 0 {
+		return math.MaxInt64
+	}
+	hi, lo := bits.Mul64(uint64(borrowed), 1e9)
+	if hi >= uint64(pool) {
+		return math.MaxInt64
+	}
+	s, _ := bits.Div64(hi, lo, uint64(pool))
+	return s
+}
+
+// amountFR sums the amounts of k in xs.
+func amountFR(xs []frAmt, k frKey) int64 {
+	var n int64
+	for _, x := range xs {
+		if x.fr == k {
+			n += x.amt
+		}
+	}
+	return n
 }
 
 func weighted(share uint64, weight int64) int64 {

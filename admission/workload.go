@@ -206,7 +206,7 @@ func (e *Engine) dequeue(w *wl) {
 	head, _ := c.pending.min()
 	c.pending.remove(w)
 	c.fresh.remove(w)
-	unpark(c, w)
+	e.order.unpark(c, w)
 	if head == w {
 		e.order.headLeft(c, w)
 		e.fair.rekey(c)
