@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,8 +81,36 @@ func (Kind) IsChild(parent, child client.Object) bool {
 	if l[originNameLabel] != rj.Name || l[originKindLabel] != "RayJob" {
 		return false
 	}
-	name := child.GetName()
-	return name == rj.Name || (rj.Status.RayClusterName != "" && name == rj.Status.RayClusterName)
+	// Each name is good for one kind only: a RayCluster named after the
+	// RayJob (the submitter's name) would otherwise pass for its cluster,
+	// and its pods run under the RayJob's admission beside the real one.
+	switch childKind(child) {
+	case "RayCluster":
+		return rj.Status.RayClusterName != "" && child.GetName() == rj.Status.RayClusterName
+	case "Job":
+		return child.GetName() == rj.Name
+	}
+	return false
+}
+
+// childKind is the kind of a RayJob's child: from its Go type, or from the
+// kind it carries (metadata read on its own, as the pod webhook reads a
+// pod's controller).
+func childKind(child client.Object) string {
+	switch child.(type) {
+	case *rayv1.RayCluster:
+		return "RayCluster"
+	case *batchv1.Job:
+		return "Job"
+	}
+	gvk := child.GetObjectKind().GroupVersionKind()
+	switch {
+	case gvk.Group == rayv1.GroupVersion.Group && gvk.Kind == "RayCluster":
+		return "RayCluster"
+	case gvk.Group == batchv1.SchemeGroupVersion.Group && gvk.Kind == "Job":
+		return "Job"
+	}
+	return ""
 }
 
 // GVK of ray.io/v1 RayJob.

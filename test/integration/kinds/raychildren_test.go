@@ -101,6 +101,12 @@ var _ = Describe("RayJob children", func() {
 		err = tenant.Create(ctx, podOf(forged, rayGV, "RayCluster", &forged.Spec.HeadGroupSpec.Template))
 		Expect(err).To(MatchError(And(ContainSubstring(berthv1.WorkloadLabel), ContainSubstring(`RayCluster "train-forged", which berth does not queue`))))
 
+		By("nor one named after the RayJob, the name of its submitter Job, not of its cluster")
+		sameName := &rayv1.RayCluster{ObjectMeta: rayChild(rj, rj.Name), Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
+		Expect(tenant.Create(ctx, sameName)).To(Succeed())
+		err = tenant.Create(ctx, podOf(sameName, rayGV, "RayCluster", &sameName.Spec.WorkerGroupSpecs[0].Template))
+		Expect(err).To(MatchError(And(ContainSubstring(berthv1.WorkloadLabel), ContainSubstring(`RayCluster "train", which berth does not queue`))))
+
 		By("labelled with the RayJob's queue, the tenant's look-alike is held and queued on its own")
 		queued := &rayv1.RayCluster{ObjectMeta: rayChild(rj, "train-lookalike"), Spec: *rj.Spec.RayClusterSpec.DeepCopy()}
 		queued.Labels[berthv1.QueueNameLabel] = "team"
