@@ -71,6 +71,14 @@ const (
 	// older ReplicaSet that berth deleted to make room for it. One swap per
 	// Deployment is under way while a gated pod carries it.
 	SwapAnnotation = "berth.dev/swap-for"
+
+	// AdmissionRecordAnnotation is written by berth, with the release, on a
+	// Deployment replica or StatefulSet ordinal admitted without a
+	// Workload (--replica-records): the replica's admission and what it is
+	// charged for, as JSON. The pod is then its own quota record: berth
+	// counts the replica's quota while the pod lives and gives it back when
+	// the pod ends or is gone. Only berth may set, change or remove it.
+	AdmissionRecordAnnotation = "berth.dev/admission-record"
 )
 
 // Topology and capacity.

@@ -47,6 +47,7 @@ type config struct {
 	leaseDuration, renewDue             time.Duration
 	notifications                       bool
 	podGroups                           bool
+	replicaRecords                      bool
 	notify                              notifyFlags
 }
 
@@ -57,6 +58,18 @@ type notifyFlags struct {
 	slackHosts                           []string
 	workers                              int
 	perNamespace                         int
+}
+
+// bindQueueingFlags binds the flags that choose how workloads are queued,
+// ordered and started.
+func bindQueueingFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
+	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
+		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
+	fs.BoolVar(&c.replicaRecords, "replica-records", true,
+		"admit a Deployment replica or StatefulSet ordinal that fits at once without a Workload, released with a record of its admission on its pod (one API write per replica instead of three); false queues every replica with a Workload. Records already on pods are honoured either way (docs/serving.md)")
+	fs.BoolVar(&c.podGroups, "pod-groups", false,
+		"hand every admitted gang of two or more pods to kube-scheduler's gang scheduling through a scheduling.k8s.io/v1beta1 PodGroup, so binding is all or nothing too; the cluster must serve PodGroups (GenericWorkload feature gate, beta and off by default in 1.37; docs/workload-aware-scheduling.md)")
 }
 
 func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
@@ -82,15 +95,11 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
 	fs.IntVar(&c.jobWorkers, "job-workers", setup.DefaultJobWorkers, "how many jobs of each kind are reconciled at once (Workload created, pods released or stopped)")
 	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 0, "how long a workload waits its turn for quota before that is written to its status; 0 never writes it (the visibility API and kubectl berth explain show it); reasons that need action, and a gang's wait for capacity its flavor cannot book (TopologyUnavailable), are written at once")
-	fs.BoolVar(&c.fairSharing, "fair-sharing", true, "order ClusterQueues in a cohort by dominant resource share")
-	fs.BoolVar(&c.localQueueFairSharing, "local-queue-fair-sharing", false,
-		"share each ClusterQueue between its LocalQueues by their weights instead of serving equal priorities by creation time")
+	bindQueueingFlags(fs, &c)
 	fs.BoolVar(&c.localQueueMetrics, "local-queue-metrics", false,
 		"export per-LocalQueue series (berth_local_queue_*); their labels grow with the namespaces")
 	fs.BoolVar(&c.notifications, "notifications", true,
 		"report failures of admitted gangs (restarts, OOM kills, stuck pods, evictions) as NotificationPolicies ask; berth then also watches the status of the pods it started (docs/notifications.md)")
-	fs.BoolVar(&c.podGroups, "pod-groups", false,
-		"hand every admitted gang of two or more pods to kube-scheduler's gang scheduling through a scheduling.k8s.io/v1beta1 PodGroup, so binding is all or nothing too; the cluster must serve PodGroups (GenericWorkload feature gate, beta and off by default in 1.37; docs/workload-aware-scheduling.md)")
 	fs.StringVar(&c.headroomMechanism, "headroom-mechanism", headroom.MechanismAuto,
 		"how HeadroomPolicies' headroom is kept: auto (cluster-autoscaler CapacityBuffers where the API server serves them, placeholder pods elsewhere), capacitybuffer or placeholder; choose placeholder where the CapacityBuffer CRD is installed but cluster-autoscaler runs without --capacity-buffer-pod-injection-enabled (docs/headroom.md)")
 	fs.StringVar(&c.placeholderImage, "headroom-placeholder-image", headroom.DefaultPlaceholderImage,

@@ -65,6 +65,7 @@ func setupOptions(c config) setup.Options {
 		DeviceClasses:      c.deviceClasses,
 		Notifications:      notifyOptions(c),
 		PodGroups:          c.podGroups,
+		NoReplicaRecords:   !c.replicaRecords,
 		Headroom:           headroom.Options{Namespace: c.namespace, PlaceholderImage: c.placeholderImage, Mechanism: c.headroomMechanism},
 	}
 }

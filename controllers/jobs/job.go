@@ -9,6 +9,7 @@ package jobs
 import (
 	"context"
 	"k8s.io/apimachinery/pkg/types"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,10 +61,14 @@ func ProvisioningAnnotations(ann map[string]string) map[string]string {
 	return pick(ann, provisioningAnnotations)
 }
 
+// startAnnotations are the annotations berth sets when it starts a gang:
+// the booking's, and a replica's record (records.go).
+var startAnnotations = append(slices.Clone(provisioningAnnotations), berthv1.AdmissionRecordAnnotation)
+
 // SetAnnotations sets berth's annotations of a pod template to want: keys
 // berth manages that want lacks are removed, others are left alone.
 func SetAnnotations(ann, want map[string]string) map[string]string {
-	return setManaged(ann, want, provisioningAnnotations)
+	return setManaged(ann, want, startAnnotations)
 }
 
 // managedLabels are the pod labels berth sets on admitted pods.

@@ -9,12 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -60,6 +60,9 @@ type Reconciler struct {
 	indexed bool
 	// assumed are the gangs' writes the cache may not show yet (Assumer).
 	assumed assumedWrites
+	// wakes reconcile a replica offered for admission without a Workload
+	// once the engine decided (records.go).
+	wakes chan event.GenericEvent
 }
 
 // NewReconciler returns the reconciler for jobs of kind; reader re-reads
@@ -72,7 +75,8 @@ func NewReconciler(c Store, reader client.Reader, recorder events.EventRecorder,
 		opts.IncompleteGrace = DefaultIncompleteGrace
 	}
 	return &Reconciler{client: c, reader: reader, recorder: recorder, kind: kind, opts: opts,
-		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}, memo: newSpecMemo(kind)}
+		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock}, memo: newSpecMemo(kind),
+		wakes: make(chan event.GenericEvent)}
 }
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
@@ -186,8 +190,14 @@ func (r *Reconciler) isChild(ctx context.Context, obj client.Object) (bool, erro
 func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Result, error) {
 	job, obj := g.job, g.job.Object()
 	wl := &berthv1.Workload{}
+	if done, err := r.recorded(ctx, g); done {
+		return reconcile.Result{}, err
+	}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: g.workload}, wl)
 	if apierrors.IsNotFound(err) {
+		if res, done, err := r.offer(ctx, g); done {
+			return res, err
+		}
 		return r.createWorkload(ctx, g)
 	}
 	if err != nil {
@@ -293,58 +303,6 @@ func (r *Reconciler) invalid(job GenericJob, wl *berthv1.Workload, err error) er
 	}
 	r.recorder.Eventf(job.Object(), related, corev1.EventTypeWarning, reason, "Queue", "cannot queue: %v", err)
 	return nil
-}
-
-// createWorkload holds a new job and creates its Workload. A gang that
-// still lacks members is looked at again once its grace is over, and only
-// then reported (Options.IncompleteGrace).
-func (r *Reconciler) createWorkload(ctx context.Context, g gang) (reconcile.Result, error) {
-	job, obj := g.job, g.job.Object()
-	if finished, _, _ := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
-		return reconcile.Result{}, nil
-	}
-	if !job.IsSuspended() {
-		job.Suspend()
-		if err := r.write(ctx, job); err != nil {
-			return reconcile.Result{}, fmt.Errorf("suspending %s: %w", client.ObjectKeyFromObject(obj), err)
-		}
-		r.recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventSuspended, "Suspend", "suspended until berth admits it")
-	}
-	spec, err := r.spec(ctx, job)
-	if err != nil {
-		if wait := r.incompleteWait(obj, err); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		return reconcile.Result{}, r.invalid(job, nil, err)
-	}
-	wl := &berthv1.Workload{
-		// The finalizer keeps the Workload, and its quota, until the job's
-		// pods are gone (see the workload controller).
-		ObjectMeta: metav1.ObjectMeta{Name: g.workload, Namespace: obj.GetNamespace(), Finalizers: []string{berthv1.WorkloadFinalizer}},
-		Spec: berthv1.WorkloadSpec{
-			QueueName:         obj.GetLabels()[berthv1.QueueNameLabel],
-			PodSets:           spec.podSets,
-			Priority:          spec.priority,
-			PriorityClassName: spec.priorityClassName,
-			Topology:          spec.topology,
-		},
-	}
-	if err := r.setOwners(g, wl); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.client.Create(ctx, wl); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, fmt.Errorf("creating workload for %s: %w", client.ObjectKeyFromObject(obj), err)
-	}
-	// Created from the gang just read: the Workload's first event needs
-	// no second read.
-	r.memo.inStepNow(job, wl)
-	if !quiet(job) {
-		r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "Queue", "queued as workload %s", wl.Name)
-	}
-	return reconcile.Result{}, nil
 }
 
 // hold keeps a job whose workload is not admitted suspended, and keeps the

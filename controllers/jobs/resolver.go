@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
@@ -67,6 +69,7 @@ func (r *Reconciler) registerResolved(_ context.Context, mgr ctrl.Manager, res R
 		Named(r.Name()).
 		Watches(r.kind.NewObject(), toKey, builder.WithPredicates(objPreds...)).
 		Watches(&berthv1.Workload{}, workloadEvents(keyGang), builder.WithPredicates(ofKind)).
+		WatchesRawSource(source.Channel(r.wakes, toKey)).
 		WithOptions(r.controllerOptions())
 	return b.Complete(r)
 }
@@ -96,6 +99,9 @@ func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req re
 	}
 	name := KeyWorkloadName(r.kind.GVK().Kind, req.Namespace, req.Name)
 	if g == nil {
+		if r.opts.Records != nil {
+			r.opts.Records.Forget(admission.WorkloadKey{Namespace: req.Namespace, Name: name})
+		}
 		return reconcile.Result{}, r.deleteKeyWorkloads(ctx, req.Namespace, req.Name)
 	}
 	return r.reconcileGang(ctx, gang{job: g, workload: name, key: req.Name})

@@ -43,6 +43,14 @@ type Options struct {
 	// Changes is told when an admitted job changed under its admission:
 	// the engine decides the eviction and the scheduler writes it. Required.
 	Changes ChangeReporter
+	// Records keeps the quota of replicas recorded on their pods; a pod
+	// that carries a record runs on it whether or not OfferReplicas is on.
+	Records Records
+	// OfferReplicas admits a Deployment replica or StatefulSet ordinal
+	// that fits at once without a Workload: released with its record, it
+	// costs one write (the release patch). One that must wait is queued
+	// with a Workload. Needs Records.
+	OfferReplicas bool
 }
 
 // DefaultIncompleteGrace is Options.IncompleteGrace unless set.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -128,7 +129,7 @@ func (n *Notifier) NeedLeaderElection() bool { return true }
 
 // Register adds the handlers to the pod and Workload informers.
 func (n *Notifier) Register(podInformer, workloadInformer cache.Informer) error {
-	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: n.podUpdated}); err != nil {
+	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: n.podUpdated, DeleteFunc: n.podGone}); err != nil {
 		return fmt.Errorf("watching pods for failures: %w", err)
 	}
 	if _, err := workloadInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -148,8 +149,39 @@ func (n *Notifier) podUpdated(oldObj, newObj any) {
 		return
 	}
 	uid := types.UID(pod.Labels[berthv1.WorkloadLabel])
+	n.recordGang(pod)
 	for _, f := range DetectPod(old, pod, n.clock.Now()) {
 		n.hand(observed{gang: uid, f: f})
+	}
+}
+
+// recordGang learns the gang of a replica that runs on the record on its
+// pod (berth.dev/admission-record) instead of a Workload: the record says
+// what a Workload would, and the replica is reported as its pod.
+func (n *Notifier) recordGang(p *corev1.Pod) {
+	rec, has, err := lifecycle.RecordOf(p)
+	if !has || err != nil {
+		return
+	}
+	n.gangsMu.Lock()
+	defer n.gangsMu.Unlock()
+	if _, ok := n.gangs[p.UID]; ok {
+		return
+	}
+	g := GangOf(lifecycle.RecordedWorkload(p, rec))
+	g.JobKind, g.JobName, g.JobAPIVersion, g.JobUID = "Pod", p.Name, "v1", string(p.UID)
+	n.gangs[p.UID] = g
+}
+
+// podGone forgets the gang of a replica that ran on its record.
+func (n *Notifier) podGone(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		n.gangsMu.Lock()
+		delete(n.gangs, p.UID)
+		n.gangsMu.Unlock()
 	}
 }
 
@@ -264,6 +296,7 @@ func (n *Notifier) unscheduled(ctx context.Context) {
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		n.recordGang(p)
 		n.gangsMu.Lock()
 		g, ok := n.gangs[types.UID(p.Labels[berthv1.WorkloadLabel])]
 		n.gangsMu.Unlock()

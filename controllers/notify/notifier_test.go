@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -248,5 +250,44 @@ func TestNotifierLogLinesByPolicyKind(t *testing.T) {
 				t.Errorf("LogLines = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNotifierReportsAReplicaOnItsRecord: a Deployment replica admitted on
+// a record on its pod has no Workload; its failures are reported from the
+// record, as the pod's, and a forged record is not a gang.
+func TestNotifierReportsAReplicaOnItsRecord(t *testing.T) {
+	sink := &recordingSink{}
+	n, advance := startNotifier(t, tenantPolicy(60), sink)
+	enc, err := lifecycle.EncodeRecord(lifecycle.Record{Workload: "deployment-api-7f9c-x-1a2b3",
+		Spec: berthv1.WorkloadSpec{QueueName: "chat", PodSets: []berthv1.PodSet{{Name: "main", Count: 1,
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}}}},
+		Admission: berthv1.Admission{ClusterQueue: "serving", PodSetAssignments: []berthv1.PodSetAssignment{{
+			Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{"nvidia.com/gpu": "h200"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func(name, uid, label string, restarts int32) *corev1.Pod {
+		p := podWith(restarts, &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}, nil)
+		p.Name, p.UID = name, types.UID(uid)
+		p.Labels = map[string]string{berthv1.WorkloadLabel: label, berthv1.QueueNameLabel: "chat"}
+		p.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: enc}
+		return p
+	}
+	n.podUpdated(replica("api-7f9c-x", "pod-x", "pod-x", 0), replica("api-7f9c-x", "pod-x", "pod-x", 1))
+	n.podUpdated(replica("forged", "pod-f", "wl-other", 0), replica("forged", "pod-f", "wl-other", 1))
+	NewWithT(t).Eventually(collected(n)).Should(Equal(1))
+	advance(func() bool { return len(sink.headlines()) == 1 })
+	if got := sink.headlines()[0]; !strings.Contains(got, "Pod team-a/api-7f9c-x") || !strings.Contains(got, "OOM") {
+		t.Errorf("headline %q, want the replica's pod OOM-killed", got)
+	}
+	if g := sink.got[0].Gang; g.ClusterQueue != "serving" || g.Flavor != "h200" || g.GPUsPerPod != 2 {
+		t.Errorf("gang %+v, want the record's ClusterQueue, flavor and GPUs", g)
+	}
+	n.podGone(replica("api-7f9c-x", "pod-x", "pod-x", 1))
+	n.gangsMu.Lock()
+	defer n.gangsMu.Unlock()
+	if _, ok := n.gangs["pod-x"]; ok {
+		t.Error("the gang of a replica whose pod is gone is kept")
 	}
 }

@@ -75,6 +75,10 @@ func (s *Scheduler) undo(key admission.WorkloadKey) {
 // adapter, which releases the quota once the pods are gone; a gang still
 // waiting for capacity releases it at once.
 func (s *Scheduler) applyPreemption(ctx context.Context, p admission.Preemption) {
+	if s.evictRecord(ctx, p.Victim, "preempted") {
+		s.opts.Metrics.Preemption(string(p.Reason))
+		return
+	}
 	wl, err := s.getWorkload(ctx, p.Victim)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {

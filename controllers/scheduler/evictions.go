@@ -46,6 +46,9 @@ func (s *Scheduler) jobOf(wl *berthv1.Workload) (runtime.Object, runtime.Object)
 // which reacts to the Evicted condition, and the workload is queued again
 // once its pods are gone.
 func (s *Scheduler) applyEviction(ctx context.Context, ev admission.Eviction) {
+	if s.evictRecord(ctx, ev.Key, string(lifecycle.EvictionTransition(ev).Reason)) {
+		return
+	}
 	wl, err := s.getWorkload(ctx, ev.Key)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {

@@ -94,6 +94,12 @@ type Scheduler struct {
 	// explained caches the visibility API's explanations until the next
 	// cycle.
 	explained explanations
+	// records are the replicas offered or admitted without a Workload
+	// (records.go).
+	records records
+	// offered are the keys offered since the last cycle, which settles
+	// them: the cycle walks these, not every record.
+	offered []admission.WorkloadKey
 	// fed is what the engine was last given per workload: an event that
 	// changed none of it is not converted again.
 	fed fedInputs
@@ -135,7 +141,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 	return &Scheduler{
 		client: c, reader: reader, recorder: recorder, opts: opts,
 		writer: persist.Writer{Client: c, Reader: reader, Clock: opts.Clock},
-		engine: engine, assumed: map[admission.WorkloadKey]string{}, fed: fedInputs{}, wake: make(chan struct{}, 1),
+		engine: engine, assumed: map[admission.WorkloadKey]string{}, fed: fedInputs{}, records: records{}, wake: make(chan struct{}, 1),
 		pending: newPendingNotes(opts.PendingStatusDelay), queues: newQueueCounts(), jobs: map[admission.WorkloadKey]runtime.Object{},
 	}, nil
 }
@@ -176,6 +182,18 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 	key := lifecycle.KeyOf(wl)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.records.shadows(key) {
+		// The replica's pod holds its quota record: a Workload of that
+		// name is not the replica's (berth creates one only for a replica
+		// the engine did not admit at once).
+		return nil
+	}
+	return s.upsertLocked(wl, q)
+}
+
+// upsertLocked is UpsertWorkload with s.mu held.
+func (s *Scheduler) upsertLocked(wl *berthv1.Workload, q lifecycle.QueueRef) error {
+	key := lifecycle.KeyOf(wl)
 	if rv, ok := s.assumed[key]; ok {
 		if wl.Status.Admission == nil {
 			if rv == "" {
@@ -226,6 +244,14 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 func (s *Scheduler) DeleteWorkload(key admission.WorkloadKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.records.shadows(key) {
+		return // its pod holds its quota until Forget
+	}
+	s.deleteLocked(key)
+}
+
+// deleteLocked is DeleteWorkload with s.mu held.
+func (s *Scheduler) deleteLocked(key admission.WorkloadKey) {
 	delete(s.assumed, key)
 	delete(s.fed, key)
 	s.pending.forget(key)
@@ -361,7 +387,7 @@ func (s *Scheduler) load(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.loadRecords(ctx)
 }
 
 // Sync feeds one workload to the engine as its current state demands: a
@@ -402,6 +428,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	start := time.Now()
 	res := s.engine.Cycle(s.now())
 	s.fed.forgetDecided(res)
+	res.Admitted = s.settleOffers(&res)
 	s.explained.reset()
 	s.opts.Metrics.ObserveCycle(time.Since(start))
 	s.armWake()

@@ -117,6 +117,12 @@ type Options struct {
 	// PodGroup, so that even binding is all or nothing (package
 	// handoff). The cluster must serve PodGroups: Setup fails otherwise.
 	PodGroups bool
+	// NoReplicaRecords queues every Deployment replica and StatefulSet
+	// ordinal with a Workload. By default one that fits at once is
+	// admitted without one and released with a record of its admission on
+	// its pod: one write per replica instead of three (docs/serving.md).
+	// Records already on pods are honoured either way.
+	NoReplicaRecords bool
 	// PodGate names the pod webhook's configuration and the pod-gate
 	// policy's binding (package podgate). An empty WebhookConfiguration is
 	// certs.MutatingWebhookConfiguration, the install's name.
@@ -182,7 +188,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 		reconcilers = append(reconcilers, headroom.New(mgr.GetClient(), mgr.GetAPIReader(), o.Clock, m, o.Headroom))
 	}
 	jobsOpts := jobs.Options{DeviceClasses: o.DeviceClasses, Parents: parentKinds(), Clock: o.Clock, Workers: cmp.Or(o.JobWorkers, DefaultJobWorkers),
-		Changes: sched, PodGroups: p.podGroups}
+		Changes: sched, PodGroups: p.podGroups, Records: sched, OfferReplicas: !o.NoReplicaRecords}
 	if p.podGroups {
 		reconcilers = append(reconcilers, handoff.New(mgr.GetClient(), mgr.GetAPIReader()))
 	}

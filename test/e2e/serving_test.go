@@ -21,6 +21,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
@@ -62,7 +63,7 @@ func replicasOf(ctx context.Context, g Gomega, ns, name string) replicas {
 		case pods.IsGated(&p):
 			out.gated = append(out.gated, p)
 		default:
-			g.Expect(p.Labels).To(HaveKey(berthv1.WorkloadLabel), "released pod %s runs on a Workload", p.Name)
+			g.Expect(p.Labels).To(HaveKey(berthv1.WorkloadLabel), "released pod %s runs on its admission", p.Name)
 			out.released = append(out.released, p)
 		}
 	}
@@ -167,7 +168,10 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 		Consistently(func(g Gomega) {
 			r := replicasOf(ctx, g, ns, "api")
 			g.Expect(r.released).To(HaveLen(4), "running replicas are not evicted")
-			g.Expect(workloadsOfKind(ctx, g, ns, pods.DeploymentKind)).To(HaveLen(4))
+			for _, p := range r.released {
+				_, has, err := lifecycle.RecordOf(&p)
+				g.Expect(has && err == nil).To(BeTrue(), "replica %s still runs on its record (%v)", p.Name, err)
+			}
 			g.Expect(ptr.Deref(getJob(ctx, g, job).Spec.Suspend, false)).To(BeTrue(), "their quota stays charged")
 		}, "3s", interval).Should(Succeed())
 
@@ -225,13 +229,17 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 			g.Expect(r.gated[0].Name).To(Equal("kv-4"))
 		}, 2*timeout, interval).Should(Succeed())
 
-		By("scaling down to 1: the removed ordinals' Workloads go")
+		By("scaling down to 1: the removed ordinals' quota, on their records or the waiting one's Workload, goes with their pods")
 		scale(ctx, s, 1)
 		Eventually(func(g Gomega) {
 			r := replicasOf(ctx, g, ns, "kv")
 			g.Expect(r.released).To(HaveLen(1))
 			g.Expect(r.gated).To(BeEmpty())
-			g.Expect(workloadsOfKind(ctx, g, ns, pods.StatefulSetKind)).To(HaveLen(1))
+			g.Expect(workloadsOfKind(ctx, g, ns, pods.StatefulSetKind)).To(BeEmpty(), "kv-0 runs on its record, kv-4's Workload went")
+			st, ok := env.Berth().Scheduler.ClusterQueueStatus(ns)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(st.AdmittedWorkloads).To(BeEquivalentTo(1))
+			g.Expect(st.FlavorsUsage[0].Resources[0].Total.String()).To(Equal("2"))
 		}, 2*timeout, interval).Should(Succeed())
 	})
 

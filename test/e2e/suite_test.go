@@ -42,7 +42,10 @@ func TestE2E(t *testing.T) {
 // berthOptions are how the suite runs berth, also when a spec restarts it:
 // a restart with other options would hand later specs' gangs off
 // differently.
-var berthOptions = framework.BerthOptions{Setup: setup.Options{PodGroups: true}}
+var berthOptions = framework.BerthOptions{Setup: setup.Options{PodGroups: true}, WrapTransport: berthWrites.Wrap}
+
+// berthWrites counts every write berth sends, across restarts.
+var berthWrites = &framework.WriteCounter{}
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))

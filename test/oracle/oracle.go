@@ -239,20 +239,30 @@ func trimWorkload(wl *berthv1.Workload) *berthv1.Workload {
 	return out
 }
 
-// trimPod keeps what Replay reads of a Pod: identity, berth's labels,
-// node, phase and the requests of its containers.
+// trimPod keeps what Replay reads of a Pod: identity, berth's labels, its
+// record and gate, node, phase and the requests of its containers.
 func trimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Overhead: p.Spec.Overhead},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase},
 	}
-	for _, k := range []string{berthv1.WorkloadLabel, berthv1.PodSetLabel} {
+	for _, k := range []string{berthv1.WorkloadLabel, berthv1.PodSetLabel, berthv1.QueueNameLabel} {
 		if v, ok := p.Labels[k]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}
 			}
 			out.Labels[k] = v
+		}
+	}
+	// A replica's record, and whether berth still gates the pod, say
+	// whether the record counts (lifecycle.RecordOf).
+	if v, ok := p.Annotations[berthv1.AdmissionRecordAnnotation]; ok {
+		out.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: v}
+	}
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == berthv1.AdmissionGate {
+			out.Spec.SchedulingGates = []corev1.PodSchedulingGate{g}
 		}
 	}
 	trim := func(cs []corev1.Container) []corev1.Container {

@@ -46,14 +46,17 @@ type chargedPod struct {
 
 // replay holds the state of a Replay between observations.
 type replay struct {
-	managed     map[string]bool
-	admissions  map[types.UID]*berthv1.Admission
-	workloads   map[types.UID]string
-	queues      map[string]*berthv1.ClusterQueue
-	pods        map[types.UID]chargedPod
-	usage       map[usageKey]int64
-	held        map[types.UID]map[usageKey]int64
-	heldUsage   map[usageKey]int64
+	managed    map[string]bool
+	admissions map[types.UID]*berthv1.Admission
+	workloads  map[types.UID]string
+	queues     map[string]*berthv1.ClusterQueue
+	pods       map[types.UID]chargedPod
+	usage      map[usageKey]int64
+	held       map[types.UID]map[usageKey]int64
+	heldUsage  map[usageKey]int64
+	// recorded are the admissions of the pods that carry their own
+	// record, by pod UID.
+	recorded    map[types.UID]*berthv1.Admission
 	violations  []string
 	reportedPod map[types.UID]bool
 }
@@ -66,8 +69,12 @@ type replay struct {
 //   - an admission after which the Workloads holding quota of a
 //     ClusterQueue (reserved, admitted, running or evicting) request more
 //     than its quota, or than its cohort's;
+//   - a replica released on a record of its own (berthv1.AdmissionRecordAnnotation)
+//     after which the quota held exceeds the same limits: a record holds
+//     quota as an admitted Workload does;
 //   - a pod of a managed namespace bound to a node while it does not belong
-//     to an admitted Workload (it runs outside quota);
+//     to an admitted Workload and carries no record berth counts (it runs
+//     outside quota);
 //   - a bound pod after whose binding the requests of the bound,
 //     non-terminal pods charged to a ClusterQueue exceed its quota (nominal
 //     plus borrowing limit, or, in a cohort without a borrowing limit, the
@@ -81,7 +88,7 @@ func Replay(obs []Observation, managedNamespaces []string) []string {
 		managed: map[string]bool{}, admissions: map[types.UID]*berthv1.Admission{},
 		workloads: map[types.UID]string{}, queues: map[string]*berthv1.ClusterQueue{},
 		pods: map[types.UID]chargedPod{}, usage: map[usageKey]int64{}, reportedPod: map[types.UID]bool{},
-		held: map[types.UID]map[usageKey]int64{}, heldUsage: map[usageKey]int64{},
+		held: map[types.UID]map[usageKey]int64{}, heldUsage: map[usageKey]int64{}, recorded: map[types.UID]*berthv1.Admission{},
 	}
 	for _, ns := range managedNamespaces {
 		r.managed[ns] = true
@@ -154,10 +161,23 @@ func (r *replay) hold(o Observation, seen bool) {
 		return
 	}
 	adm := wl.Status.Admission
+	charges := r.admissionCharges(adm, wl.Spec.PodSets)
+	for k, v := range charges {
+		r.heldUsage[k] += v
+	}
+	r.held[wl.UID] = charges
+	if seen && !had {
+		after := fmt.Sprintf("Workload %s/%s was admitted", wl.Namespace, wl.Name)
+		r.violations = append(r.violations, r.excess(o.RV, after, "admitted Workloads", adm.ClusterQueue, r.heldUsage)...)
+	}
+}
+
+// admissionCharges is what an admission of podSets holds.
+func (r *replay) admissionCharges(adm *berthv1.Admission, podSets []berthv1.PodSet) map[usageKey]int64 {
 	charges := map[usageKey]int64{}
 	covered := r.covered(adm.ClusterQueue)
 	for _, psa := range adm.PodSetAssignments {
-		for _, ps := range wl.Spec.PodSets {
+		for _, ps := range podSets {
 			if ps.Name != psa.Name {
 				continue
 			}
@@ -168,14 +188,42 @@ func (r *replay) hold(o Observation, seen bool) {
 			}
 		}
 	}
+	return charges
+}
+
+// record holds the quota of a replica whose pod carries its record
+// (lifecycle.RecordOf says which records berth counts) as an admitted
+// Workload's, from the revision the record appears until the pod ends or
+// is gone, and checks its ClusterQueue's quota when it starts to hold.
+// It returns the record's admission, nil for a pod without one.
+func (r *replay) record(o Observation) *berthv1.Admission {
+	p := o.Pod
+	if o.Deleted || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		for k, v := range r.held[p.UID] {
+			r.heldUsage[k] -= v
+		}
+		delete(r.held, p.UID)
+		delete(r.recorded, p.UID)
+		return nil
+	}
+	if adm := r.recorded[p.UID]; adm != nil {
+		return adm
+	}
+	rec, has, err := lifecycle.RecordOf(p)
+	if !has || err != nil {
+		return nil
+	}
+	adm := rec.Admission.DeepCopy()
+	charges := r.admissionCharges(adm, rec.Spec.PodSets)
 	for k, v := range charges {
 		r.heldUsage[k] += v
 	}
-	r.held[wl.UID] = charges
-	if seen && !had {
-		after := fmt.Sprintf("Workload %s/%s was admitted", wl.Namespace, wl.Name)
+	r.held[p.UID], r.recorded[p.UID] = charges, adm
+	if !o.Listed {
+		after := fmt.Sprintf("pod %s/%s was released on its record", p.Namespace, p.Name)
 		r.violations = append(r.violations, r.excess(o.RV, after, "admitted Workloads", adm.ClusterQueue, r.heldUsage)...)
 	}
+	return adm
 }
 
 // covered is the set of resources ClusterQueue cq covers.
@@ -193,6 +241,7 @@ func (r *replay) covered(cq string) map[corev1.ResourceName]bool {
 
 func (r *replay) pod(o Observation) {
 	p := o.Pod
+	recorded := r.record(o)
 	if _, charged := r.pods[p.UID]; charged {
 		if o.Deleted || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			for k, v := range r.pods[p.UID].charges {
@@ -207,6 +256,9 @@ func (r *replay) pod(o Observation) {
 	}
 	uid := types.UID(p.Labels[berthv1.WorkloadLabel])
 	adm := r.admissions[uid]
+	if adm == nil {
+		adm = recorded
+	}
 	if adm == nil {
 		if r.managed[p.Namespace] && !r.reportedPod[p.UID] && !o.Listed {
 			r.reportedPod[p.UID] = true

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 const gpu = corev1.ResourceName("nvidia.com/gpu")
@@ -57,6 +58,27 @@ func pod(rv uint64, name, wl, node string, phase corev1.PodPhase, gpus string) O
 			Requests: corev1.ResourceList{gpu: resource.MustParse(gpus), corev1.ResourceCPU: resource.MustParse("1")}}}}},
 		Status: corev1.PodStatus{Phase: phase},
 	}}
+}
+
+// recordedPod is a replica of 4 GPUs released on a record of its own in
+// cq; forged labels it with a UID not its own.
+func recordedPod(rv uint64, name, node string, phase corev1.PodPhase, forged bool) Observation {
+	const gpus = "4"
+	o := pod(rv, name, "pod-"+name, node, phase, gpus)
+	if forged {
+		o.Pod.Labels[berthv1.WorkloadLabel] = "wl-a"
+	}
+	o.Pod.Labels[berthv1.QueueNameLabel] = "lq"
+	enc, err := lifecycle.EncodeRecord(lifecycle.Record{Workload: "deployment-" + name,
+		Spec: berthv1.WorkloadSpec{QueueName: "lq", PodSets: []berthv1.PodSet{{Name: "main", Count: 1,
+			Requests: corev1.ResourceList{gpu: resource.MustParse(gpus)}}}},
+		Admission: berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{
+			Name: "main", Count: 1, Flavors: map[corev1.ResourceName]string{gpu: "h200"}}}}})
+	if err != nil {
+		panic(err)
+	}
+	o.Pod.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: enc}
+	return o
 }
 
 func TestReplay(t *testing.T) {
@@ -146,6 +168,20 @@ func TestReplay(t *testing.T) {
 		name: "unmanaged namespaces are not checked for unadmitted pods",
 		obs: []Observation{queue("cq", ""), {RV: 3, Pod: &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x", UID: "x"}, Spec: corev1.PodSpec{NodeName: "n1"}}}},
+	}, {
+		name: "replicas released on their records within quota, one ending before the next",
+		obs: []Observation{queue("cq", ""), recordedPod(2, "r0", "", corev1.PodPending, false), recordedPod(3, "r0", "n1", corev1.PodRunning, false),
+			recordedPod(4, "r1", "n1", corev1.PodRunning, false), recordedPod(5, "r0", "n1", corev1.PodSucceeded, false),
+			recordedPod(6, "r2", "n1", corev1.PodRunning, false)},
+	}, {
+		name: "a third replica on a record beyond quota",
+		obs: []Observation{queue("cq", ""), recordedPod(2, "r0", "n1", corev1.PodRunning, false),
+			recordedPod(3, "r1", "n1", corev1.PodRunning, false), recordedPod(4, "r2", "", corev1.PodPending, false)},
+		want: []string{"after pod ns/r2 was released on its record, the admitted Workloads of ClusterQueue cq used 12000m of nvidia.com/gpu in flavor h200, its limit is 8000m"},
+	}, {
+		name: "a record on a pod labelled with another UID is not counted: the pod runs outside quota",
+		obs:  []Observation{queue("cq", ""), recordedPod(2, "r0", "n1", corev1.PodRunning, true)},
+		want: []string{"pod ns/r0 is bound to node n1 without an admitted Workload"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // revisionAnnotation is the revision the Deployment controller writes on a
@@ -45,6 +46,9 @@ type servingSet struct {
 	// queue label (created before the object was labelled); unseen the
 	// queued ones that have no Workload yet.
 	pods, unqueued, unseen int
+	// recorded counts the replicas among workloads that run on the record
+	// on their pod, without a Workload.
+	recorded int
 	// rollout is a Deployment's rolling update, nil when none is under way.
 	rollout *rolloutState
 }
@@ -244,6 +248,7 @@ func (s *servingSet) collect(ctx context.Context, c client.Client, all []corev1.
 			}
 		}
 	}
+	s.addRecords(all, withWorkload)
 	for i := range all {
 		p := &all[i]
 		if !live(p) {
@@ -260,6 +265,33 @@ func (s *servingSet) collect(ctx context.Context, c client.Client, all []corev1.
 	}
 	sortWorkloads(s.workloads)
 	return nil
+}
+
+// addRecords adds, as admitted Workloads, the replicas that run on the
+// record of their admission on their pod (berth.dev/admission-record)
+// rather than on a Workload: berth admitted them at once and wrote only
+// their release.
+func (s *servingSet) addRecords(all []corev1.Pod, withWorkload map[string]bool) {
+	for i := range all {
+		p := &all[i]
+		if !live(p) || withWorkload[p.Name] {
+			continue
+		}
+		rec, has, err := lifecycle.RecordOf(p)
+		if !has || err != nil {
+			continue
+		}
+		wl := lifecycle.RecordedWorkload(p, rec)
+		wl.Status.Conditions = []metav1.Condition{
+			{Type: berthv1.ConditionQuotaReserved, Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonQuotaReserved), LastTransitionTime: p.CreationTimestamp},
+			{Type: berthv1.ConditionAdmitted, Status: metav1.ConditionTrue, Reason: string(berthv1.ReasonAdmitted), LastTransitionTime: p.CreationTimestamp,
+				Message: "admitted at once; the admission is recorded on the replica's pod (" + berthv1.AdmissionRecordAnnotation + "), which holds the quota until it ends"},
+		}
+		s.workloads = append(s.workloads, wl)
+		s.replicaOf[wl.UID] = p.Name
+		withWorkload[p.Name] = true
+		s.recorded++
+	}
 }
 
 // rolloutOf reads a Deployment's rolling update from its ReplicaSets and

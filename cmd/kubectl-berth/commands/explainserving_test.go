@@ -143,6 +143,20 @@ func newServingFixture() *servingFixture {
 	f.pod(sharded, "sharded", "sharded-0", true, false, "")
 	f.pod(sharded, "sharded", "sharded-1", true, false, "")
 	f.workload(sharded, "statefulset", "sharded-set", true)
+	// chat: one replica on a Workload, two on records on their pods (one
+	// forged: labelled with a UID not its own, so not counted).
+	chat := f.deployment("chat", "1", 3, true)
+	chatRS := f.replicaSet(chat, "chat-1", "1")
+	f.workload(f.pod(chatRS, "chat", "chat-1-a", true, false, ""), "deployment", "chat-1-a", true)
+	for _, name := range []string{"chat-1-b", "chat-1-c"} {
+		p := f.pod(chatRS, "chat", name, true, false, "")
+		p.Labels[berthv1.WorkloadLabel] = string(p.UID)
+		if name == "chat-1-c" {
+			p.Labels[berthv1.WorkloadLabel] = "w-chat-1-a"
+		}
+		p.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: `{"workload":"deployment-` + name + `-1a2b3",` +
+			`"spec":{"queueName":"serving","podSets":[{"name":"main","count":1}]},"admission":{"clusterQueue":"gpus","podSetAssignments":[{"name":"main","count":1}]}}`}
+	}
 	// plain: not queued; tmpl: labelled only in its pod template.
 	f.deployment("plain", "1", 1, false)
 	tmpl := f.statefulSet("tmpl", 1, false)
@@ -171,6 +185,12 @@ func TestExplainServing(t *testing.T) {
 				"Replicas:", "2 wanted, 2 live pods; Workloads: 1 admitted, 1 pending (InsufficientQuota)",
 				"serving/deployment-web-1-a-1a2b3, of deployment/web (replica pod web-1-a)", "Admitted: it holds quota of ClusterQueue gpus",
 				"serving/deployment-web-1-b-1a2b3, of deployment/web (replica pod web-1-b)", "Why it waits:", "InsufficientQuota: insufficient quota"}},
+		{name: "a Deployment whose replicas run on records on their pods", target: "deployment/chat",
+			workloads: []string{"deployment-chat-1-a-1a2b3", "deployment-chat-1-b-1a2b3"},
+			want: []string{"3 wanted, 3 live pods; Workloads: 2 admitted, 0 pending",
+				"1 replica runs without a Workload: admitted at once, each admission recorded on the replica's pod (berth.dev/admission-record)",
+				"1 pod has no Workload yet",
+				"serving/deployment-chat-1-b-1a2b3, of deployment/chat (replica pod chat-1-b)", "Admitted: it holds quota of ClusterQueue gpus"}},
 		{name: "a Deployment's rollout swap", target: "deploy/api",
 			workloads: []string{"deployment-api-1-a-1a2b3", "deployment-api-2-b-1a2b3"},
 			want: []string{"Rollout:", "under way to revision 2 (ReplicaSet api-2): 1 of 2 live pods are new",

@@ -46,6 +46,10 @@ func writeServingHeader(w io.Writer, s *servingSet, all []explained) error {
 	if len(all) == 0 {
 		x.line("", "%s", noWorkloadText(s))
 	}
+	if s.recorded > 0 {
+		x.line("", "%s without a Workload: admitted at once, each admission recorded on the replica's pod (%s), for one write per replica",
+			pluralVerb(s.recorded, "replica runs", "replicas run"), berthv1.AdmissionRecordAnnotation)
+	}
 	if s.unqueued > 0 {
 		x.line("", "%s created before the %s was labelled %s: not queued, outside the queue's quota until replaced",
 			plural(int32(s.unqueued), "pod"), s.ref.Kind, berthv1.QueueNameLabel)

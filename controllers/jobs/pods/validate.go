@@ -29,7 +29,7 @@ import (
 // that names a controller, carries berth's gang labels or has a malformed
 // queue name, or an update that removes berth's gate or changes a queued
 // pod's labels or controller.
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"(has(object.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.labels)) || (request.operation == 'UPDATE' && (has(oldObject.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in oldObject.metadata.labels)))"},{"name":"not-berth","expression":"request.operation != 'UPDATE' || !authorizer.group('berth.dev').resource('workloads').subresource('status').namespace(request.namespace).check('update').allowed()"},{"name":"needs-lookup","expression":"request.operation == 'CREATE' ? (size(object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid)) > 0 || ['berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.?labels.orValue({})) || (object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].hasValue() && (size(object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value()) > 253 || !object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value().matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))) : ((oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission') && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission')) || ['berth.dev/queue-name', 'berth.dev/pod-group', 'berth.dev/gang', 'berth.dev/workload', 'berth.dev/placement'].exists(k, oldObject.metadata.?labels.orValue({})[?k] != object.metadata.?labels.orValue({})[?k]) || oldObject.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid) != object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid))"}]}`
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"(has(object.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.labels)) || (request.operation == 'UPDATE' && (has(oldObject.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in oldObject.metadata.labels))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({}) || (request.operation == 'UPDATE' && 'berth.dev/admission-record' in oldObject.metadata.?annotations.orValue({}))"},{"name":"not-berth","expression":"request.operation != 'UPDATE' || !authorizer.group('berth.dev').resource('workloads').subresource('status').namespace(request.namespace).check('update').allowed()"},{"name":"needs-lookup","expression":"request.operation == 'CREATE' ? (size(object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid)) > 0 || ['berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.?labels.orValue({})) || (object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].hasValue() && (size(object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value()) > 253 || !object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value().matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({})) : (oldObject.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] != object.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] || (oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission') && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission')) || ['berth.dev/queue-name', 'berth.dev/pod-group', 'berth.dev/gang', 'berth.dev/workload', 'berth.dev/placement'].exists(k, oldObject.metadata.?labels.orValue({})[?k] != object.metadata.?labels.orValue({})[?k]) || oldObject.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid) != object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid))"}]}`
 
 // Validator refuses the pods and pod edits that would run a pod outside
 // quota: removing berth's scheduling gate before the pod's gang is
@@ -69,7 +69,7 @@ var podKind = corev1.SchemeGroupVersion.WithKind("Pod").GroupKind()
 
 // ValidateCreate checks a new pod's queue name, controller and berth labels.
 func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission.Warnings, error) {
-	errs := jobs.ValidateQueueName(p.Labels)
+	errs := append(jobs.ValidateQueueName(p.Labels), ValidateRecord(nil, p)...)
 	if _, queued := p.Labels[berthv1.QueueNameLabel]; queued {
 		ctrlErrs, err := v.validateController(ctx, p)
 		if err != nil {
@@ -95,7 +95,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 // group, not the controller, and the gate and berth's labels only as berth
 // changes them when it releases the pod.
 func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admission.Warnings, error) {
-	errs := ValidateUpdateStatic(old, p)
+	errs := append(ValidateUpdateStatic(old, p), ValidateRecord(old, p)...)
 	released := IsGated(old) && !IsGated(p)
 	relabelled := old.Labels[berthv1.WorkloadLabel] != p.Labels[berthv1.WorkloadLabel] ||
 		old.Labels[berthv1.PlacementLabel] != p.Labels[berthv1.PlacementLabel]
@@ -146,6 +146,28 @@ func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 			"the controller of a queued pod cannot be set or replaced: it would take the pod out of its gang"))
 	}
 	return errs
+}
+
+// ValidateRecord refuses a replica's quota record
+// (berthv1.AdmissionRecordAnnotation) on a new pod (old is nil) and any
+// change of it: berth writes it with the release, and a pod's quota is
+// counted from it after a restart, so a record a tenant could write,
+// change or remove would be quota berth counts wrongly. Requests that
+// reach this check are not berth's (its own updates never call out).
+func ValidateRecord(old, p *corev1.Pod) field.ErrorList {
+	v, has := p.Annotations[berthv1.AdmissionRecordAnnotation]
+	what := "set on a new pod"
+	if old != nil {
+		ov, had := old.Annotations[berthv1.AdmissionRecordAnnotation]
+		if had == has && ov == v {
+			return nil
+		}
+		what = "set, changed or removed"
+	} else if !has {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(berthv1.AdmissionRecordAnnotation),
+		"berth writes it when it releases a replica, as the record of the quota the replica holds; it cannot be "+what+": leave it to berth")}
 }
 
 // validateController checks who controls a new queued pod. berth queues

@@ -65,3 +65,44 @@ func TestValidateUpdateStatic(t *testing.T) {
 		t.Errorf("a pod that was not queued may get the label (the mutating webhook does not gate it): %v", errs)
 	}
 }
+
+// TestValidateRecord: a replica's quota record cannot be created with a
+// pod, nor set, changed or removed by anyone the check is asked about
+// (berth's own updates never reach it).
+func TestValidateRecord(t *testing.T) {
+	with := func(v string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+		if v != "" {
+			p.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: v}
+		}
+		return p
+	}
+	const forbidden = "metadata.annotations[berth.dev/admission-record]: Forbidden: berth writes it when it releases a replica"
+	tests := []struct {
+		name     string
+		old, new *corev1.Pod
+		want     string
+	}{
+		{name: "a new pod without one", new: with("")},
+		{name: "a new pod with one", new: with(`{"workload":"w"}`), want: forbidden + ", as the record of the quota the replica holds; it cannot be set on a new pod: leave it to berth"},
+		{name: "an update that leaves it", old: with(`{"workload":"w"}`), new: with(`{"workload":"w"}`)},
+		{name: "an update of a pod without one", old: with(""), new: with("")},
+		{name: "added", old: with(""), new: with(`{"workload":"w"}`), want: forbidden},
+		{name: "changed", old: with(`{"workload":"w"}`), new: with(`{"workload":"x"}`), want: "it cannot be set, changed or removed"},
+		{name: "removed", old: with(`{"workload":"w"}`), new: with(""), want: "it cannot be set, changed or removed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := ValidateRecord(tt.old, tt.new)
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			if got := errs.ToAggregate(); got == nil || !strings.Contains(got.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -149,11 +149,16 @@ type Replica struct {
 }
 
 var (
-	_ jobs.Gang   = (*Replica)(nil)
-	_ jobs.Owned  = (*Replica)(nil)
-	_ jobs.Writer = (*Replica)(nil)
-	_ jobs.Quiet  = (*Replica)(nil)
+	_ jobs.Gang       = (*Replica)(nil)
+	_ jobs.Owned      = (*Replica)(nil)
+	_ jobs.Writer     = (*Replica)(nil)
+	_ jobs.Quiet      = (*Replica)(nil)
+	_ jobs.Recordable = (*Replica)(nil)
 )
+
+// RecordPod implements jobs.Recordable: a queued replica's pod may hold
+// its own quota record.
+func (r *Replica) RecordPod() (*corev1.Pod, bool) { return &r.Pods[0], r.why == "" }
 
 // QuietEvents implements jobs.Quiet: a replica is one of many, and its
 // routine events would cost a write per replica on every scale-up.

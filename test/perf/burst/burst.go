@@ -152,7 +152,7 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	// The creator's own client must never be what throttles arrivals.
 	cfg := rest.CopyConfig(env.Plane.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
-	p := &phaser{env: env, cfg: cfg, o: o, writes: &writeCounter{}}
+	p := &phaser{env: env, cfg: cfg, o: o, writes: &framework.WriteCounter{}}
 
 	fmt.Fprintln(o.Progress, "floor: the pods with kube-scheduler alone")
 	floor, err := p.run(ctx, "burst-floor", false)
@@ -160,7 +160,7 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	if err != nil {
 		return fmt.Errorf("floor run: %w", err)
 	}
-	if _, err := env.StartBerth(framework.BerthOptions{WrapTransport: p.writes.wrap}); err != nil {
+	if _, err := env.StartBerth(framework.BerthOptions{WrapTransport: p.writes.Wrap}); err != nil {
 		return fmt.Errorf("starting berth: %w", err)
 	}
 	fmt.Fprintln(o.Progress, "berth, webhook path: the same pods as pod groups in a LocalQueue, gated by berth's pod webhook")

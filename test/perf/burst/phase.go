@@ -41,7 +41,7 @@ type phaser struct {
 	cfg *rest.Config
 	o   Options
 	// writes counts berth's writes (BerthOptions.WrapTransport).
-	writes *writeCounter
+	writes *framework.WriteCounter
 }
 
 // binds records when each pod was first seen bound to a node.
@@ -121,7 +121,7 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 	if err != nil {
 		return ph, err
 	}
-	writes := p.writes.snapshot()
+	writes := p.writes.Snapshot()
 	created, span, err := p.arrive(ctx, cs, ns, throughBerth)
 	ph.CreateSpan = span.Seconds()
 	if err != nil {
@@ -136,7 +136,7 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		return ph, err
 	}
 	if throughBerth {
-		ph.BerthWrites = p.writes.since(writes)
+		ph.BerthWrites = p.writes.Since(writes)
 	}
 	if throughBerth {
 		st := wls.stages(created, seen, p.o.MaxGangSize)

@@ -13,6 +13,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 )
 
@@ -131,6 +132,56 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 
 		Expect(update(ctx, mallory, gated, func(p *corev1.Pod) { p.Spec.SchedulingGates = nil })).
 			To(MatchError(ContainSubstring("the berth.dev/admission gate is removed by berth when the pod's gang is admitted, not before")))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+
+	It("cannot copy, change or remove the record a replica runs on", func(ctx SpecContext) {
+		ns := newTeam(ctx, "1")
+		mallory := editor(ctx, ns)
+		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 2, "1"))).To(Succeed())
+		var running, gated *corev1.Pod
+		Eventually(func(g Gomega) {
+			running, gated = nil, nil
+			for _, p := range apiPods(ctx, g, ns) {
+				switch {
+				case p.Spec.NodeName != "":
+					running = p.DeepCopy()
+				case pods.IsGated(&p):
+					gated = p.DeepCopy()
+				}
+			}
+			g.Expect(running).NotTo(BeNil())
+			g.Expect(gated).NotTo(BeNil())
+			_, has, err := lifecycle.RecordOf(running)
+			g.Expect(has && err == nil).To(BeTrue(), "the running replica carries its record (%v)", err)
+		}, timeout, interval).Should(Succeed())
+		record := running.Annotations[berthv1.AdmissionRecordAnnotation]
+
+		By("removing the record, or rewriting it to charge nothing, so that a restarted berth would count less")
+		refused := ContainSubstring("metadata.annotations[berth.dev/admission-record]: Forbidden")
+		Expect(update(ctx, mallory, running.DeepCopy(), func(p *corev1.Pod) { delete(p.Annotations, berthv1.AdmissionRecordAnnotation) })).To(MatchError(refused))
+		rec, _, err := lifecycle.RecordOf(running)
+		Expect(err).NotTo(HaveOccurred())
+		rec.Spec.PodSets[0].Requests = corev1.ResourceList{}
+		free, err := lifecycle.EncodeRecord(*rec)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(update(ctx, mallory, running.DeepCopy(), func(p *corev1.Pod) {
+			p.Annotations[berthv1.AdmissionRecordAnnotation] = free
+		})).To(MatchError(refused))
+
+		By("copying it onto the waiting replica, or onto a pod of its own")
+		Expect(update(ctx, mallory, gated.DeepCopy(), func(p *corev1.Pod) {
+			p.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: record}
+		})).To(MatchError(refused))
+		own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own",
+			Annotations: map[string]string{berthv1.AdmissionRecordAnnotation: record}},
+			Spec: *gated.Spec.DeepCopy()}
+		own.Spec.NodeName, own.Spec.SchedulingGates = "", nil
+		Expect(mallory.Create(ctx, own)).To(MatchError(refused))
+
+		fresh := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(running), fresh)).To(Succeed())
+		Expect(fresh.Annotations).To(HaveKeyWithValue(berthv1.AdmissionRecordAnnotation, record))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 })

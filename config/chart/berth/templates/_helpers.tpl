@@ -157,6 +157,9 @@ bundle's Deployment exactly).
 {{- if not (kindIs "invalid" $c.podGroups) }}
 - --pod-groups={{ $c.podGroups }}
 {{- end }}
+{{- if not (kindIs "invalid" $c.replicaRecords) }}
+- --replica-records={{ $c.replicaRecords }}
+{{- end }}
 {{- if not (kindIs "invalid" $c.localQueueMetrics) }}
 - --local-queue-metrics={{ $c.localQueueMetrics }}
 {{- end }}

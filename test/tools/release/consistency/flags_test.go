@@ -55,6 +55,7 @@ var flagCases = []flagCase{
 	{"fair-sharing", []string{"controller.fairSharing=false"}, "--fair-sharing=false"},
 	{"local-queue-fair-sharing", []string{"controller.localQueueFairSharing=true"}, "--local-queue-fair-sharing=true"},
 	{"pod-groups", []string{"controller.podGroups=true"}, "--pod-groups=true"},
+	{"replica-records", []string{"controller.replicaRecords=false"}, "--replica-records=false"},
 	{"local-queue-metrics", []string{"controller.localQueueMetrics=true"}, "--local-queue-metrics=true"},
 	{"notifications", []string{"controller.notifications=false"}, "--notifications=false"},
 	{"notification-allowed-cidrs", []string{"controller.notificationAllowedCIDRs={10.20.30.0/24,fd00::/8}"}, "--notification-allowed-cidrs=10.20.30.0/24,fd00::/8"},

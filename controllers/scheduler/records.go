@@ -1,0 +1,211 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/metrics"
+)
+
+// record is what the scheduler knows of one replica whose quota record is
+// (or is to be) its pod.
+type record struct {
+	state     lifecycle.RecordState
+	ref       lifecycle.RecordRef
+	admission *berthv1.Admission
+	// created is when the replica's pod was created: its admission wait
+	// is counted from then.
+	created time.Time
+}
+
+// records are the replicas offered or admitted without a Workload, by
+// engine key.
+type records map[admission.WorkloadKey]*record
+
+// shadows reports whether key is a replica whose pod holds, or is about
+// to hold, its quota: no Workload of that name is the replica's.
+func (rs records) shadows(key admission.WorkloadKey) bool {
+	r := rs[key]
+	return r != nil && (r.state == lifecycle.RecordAdmitted || r.state == lifecycle.RecordStarted)
+}
+
+// Offer gives the engine a replica that fits in no Workload yet: wl is the
+// Workload it would have, not created. The next cycle decides: admitted,
+// the replica is released with its record (RecordAdmitted, with the
+// admission); not admitted at once, it is taken out of the engine and
+// needs its Workload (RecordNeedsWorkload). Either way ref.Wake is called.
+// Asked again, Offer returns where the replica stands.
+func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) (lifecycle.RecordState, *berthv1.Admission, error) {
+	key := lifecycle.KeyOf(wl)
+	s.mu.Lock()
+	if r := s.records[key]; r != nil {
+		s.mu.Unlock()
+		return r.state, r.admission, nil
+	}
+	s.mu.Unlock()
+	q, err := ResolveQueue(ctx, s.client, wl)
+	if err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.records[key]; r != nil {
+		return r.state, r.admission, nil
+	}
+	if !s.serving.Load() {
+		// Not loaded yet: the engine cannot answer for the cluster.
+		s.records[key] = &record{state: lifecycle.RecordNeedsWorkload, ref: ref}
+		return lifecycle.RecordNeedsWorkload, nil, nil
+	}
+	if err := s.upsertLocked(wl, q); err != nil {
+		// Its Workload reports what is wrong with it.
+		s.records[key] = &record{state: lifecycle.RecordNeedsWorkload, ref: ref}
+		return lifecycle.RecordNeedsWorkload, nil, nil //nolint:nilerr // reported on the Workload
+	}
+	s.records[key] = &record{state: lifecycle.RecordOffered, ref: ref, created: wl.CreationTimestamp.Time}
+	s.offered = append(s.offered, key)
+	return lifecycle.RecordOffered, nil, nil
+}
+
+// Started tells the scheduler that a replica's pod holds its record: wl is
+// the admitted Workload the record stands for (lifecycle.RecordedWorkload).
+// A restarted scheduler learns its records so, as well as from its load.
+func (s *Scheduler) Started(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) error {
+	key := lifecycle.KeyOf(wl)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.records[key]; r != nil && r.state == lifecycle.RecordStarted {
+		return nil
+	}
+	s.mu.Unlock()
+	q, err := ResolveQueue(ctx, s.client, wl)
+	s.mu.Lock()
+	if err != nil {
+		return err
+	}
+	if err := s.upsertLocked(wl, q); err != nil {
+		return fmt.Errorf("replica %s: %w", ref.Pod, err)
+	}
+	s.records[key] = &record{state: lifecycle.RecordStarted, ref: ref, admission: wl.Status.Admission}
+	log.FromContext(ctx).V(2).Info("replica runs on its record", "workload", key)
+	return nil
+}
+
+// Forget tells the scheduler that a replica's pod has ended or is gone:
+// a quota its record held is given back.
+func (s *Scheduler) Forget(key admission.WorkloadKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.records[key]
+	if r == nil {
+		return
+	}
+	delete(s.records, key)
+	if r.state != lifecycle.RecordNeedsWorkload {
+		s.deleteLocked(key)
+	}
+}
+
+// settleOffers applies a cycle's result to the offered replicas, with s.mu
+// held, and returns the admissions that are Workloads' to write. An
+// offered replica the cycle admitted on existing capacity is to be
+// released with its record; every other one the cycle saw is taken out of
+// the engine and needs its Workload, from which it is queued again.
+func (s *Scheduler) settleOffers(res *admission.Result) []admission.Admitted {
+	out := res.Admitted[:0:0]
+	var woken []func()
+	for _, a := range res.Admitted {
+		r := s.records[a.Key]
+		if r == nil || r.state != lifecycle.RecordOffered {
+			out = append(out, a)
+			continue
+		}
+		woken = append(woken, r.ref.Wake)
+		if a.Admission.Provisioning != nil || a.Admission.Topology.AwaitsNode() {
+			// A booking and a pinned node have a status to live in: the
+			// Workload's.
+			r.state = lifecycle.RecordNeedsWorkload
+			s.deleteLocked(a.Key)
+			continue
+		}
+		_, r.admission = lifecycle.AdmissionTransition(a.Admission)
+		r.state = lifecycle.RecordAdmitted
+		s.queues.admit(a.Key)
+		s.opts.Metrics.Admission(metrics.ResultAdmitted)
+		s.opts.Metrics.Queues.Admitted(a.Admission.ClusterQueue)
+		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.now().Sub(r.created))
+	}
+	for _, key := range s.offered {
+		if r := s.records[key]; r != nil && r.state == lifecycle.RecordOffered {
+			r.state = lifecycle.RecordNeedsWorkload
+			s.deleteLocked(key)
+			woken = append(woken, r.ref.Wake)
+		}
+	}
+	s.offered = s.offered[:0]
+	for _, w := range woken {
+		w()
+	}
+	return out
+}
+
+// evictRecord carries out a preemption or an eviction of a replica whose
+// pod holds its record: the pod is deleted (one write), and its quota is
+// given back once the pod is gone (Forget). Its controller creates a new,
+// gated pod, a new replica that queues again. It reports whether key was
+// such a replica.
+func (s *Scheduler) evictRecord(ctx context.Context, key admission.WorkloadKey, why string) bool {
+	s.mu.Lock()
+	r := s.records[key]
+	s.mu.Unlock()
+	if r == nil || (r.state != lifecycle.RecordStarted && r.state != lifecycle.RecordAdmitted) {
+		return false
+	}
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = r.ref.Pod.Namespace, r.ref.Pod.Name
+	err := s.client.Delete(ctx, pod, client.Preconditions{UID: &r.ref.UID})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		s.Forget(key) // that pod is gone already
+	case err != nil:
+		logWriteError(ctx, err, "deleting the pod of an evicted replica", key)
+		s.undo(key)
+	default:
+		log.FromContext(ctx).V(1).Info("evicted a replica by deleting its pod", "workload", key, "pod", r.ref.Pod, "why", why)
+	}
+	return true
+}
+
+// loadRecords feeds the engine every replica whose pod holds its record,
+// before the first cycle: their quota is counted as a Workload's is.
+func (s *Scheduler) loadRecords(ctx context.Context) error {
+	list := &corev1.PodList{}
+	if err := s.client.List(ctx, list, client.HasLabels{berthv1.WorkloadLabel, berthv1.QueueNameLabel}); err != nil {
+		return fmt.Errorf("listing released pods: %w", err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		rec, ok, err := lifecycle.RecordOf(p)
+		if !ok || !lifecycle.Holds(p) {
+			continue
+		}
+		if err != nil {
+			log.FromContext(ctx).Info("pod record not counted", "error", err.Error())
+			continue
+		}
+		ref := lifecycle.RecordRef{Pod: client.ObjectKeyFromObject(p), UID: p.UID, Wake: func() {}}
+		if err := s.Started(ctx, lifecycle.RecordedWorkload(p, rec), ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}

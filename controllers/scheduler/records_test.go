@@ -1,0 +1,184 @@
+package scheduler
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/admission"
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/internal/fakeapi"
+	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/metrics"
+)
+
+// recordWorld is a scheduler serving cq (4 CPUs) and lq, on a fake API
+// holding objs.
+func recordWorld(t *testing.T, objs ...client.Object) (*Scheduler, client.Client) {
+	t.Helper()
+	b, err := fakeapi.Builder(append([]client.Object{testCQ(), testLQ("")}, objs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.WithStatusSubresource(&berthv1.Workload{}).Build()
+	s, err := New(c, c, &fakeapi.Recorder{}, Options{Metrics: metrics.New(), Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertClusterQueue(testCQ(), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	s.serving.Store(true)
+	return s, c
+}
+
+// replica is the Workload replica i would have, and its pod's reference.
+func replica(i int, woken *atomic.Int32) (*berthv1.Workload, lifecycle.RecordRef) {
+	wl := testWL(func(wl *berthv1.Workload) {
+		wl.Name = fmt.Sprintf("deployment-api-%d", i)
+		wl.UID = types.UID(fmt.Sprintf("pod-uid-%d", i))
+		wl.CreationTimestamp = metav1.Unix(int64(10+i), 0)
+	})
+	return wl, lifecycle.RecordRef{Pod: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("api-%d", i)}, UID: wl.UID,
+		Wake: func() { woken.Add(1) }}
+}
+
+func usedCPU(t *testing.T, s *Scheduler) (int, int64) {
+	t.Helper()
+	u, ok := s.engine.ClusterQueueUsage("cq")
+	if !ok {
+		t.Fatal("cq is not in the engine")
+	}
+	return u.Admitted, u.Flavors[0].Resources[0].Total
+}
+
+// TestOfferedReplicas: replicas offered without a Workload that fit are
+// admitted in the next cycle with nothing written to the API server; the
+// one that does not fit leaves the engine and needs its Workload; a
+// started record holds its quota against a Workload deletion of its name
+// and gives it back on Forget.
+func TestOfferedReplicas(t *testing.T) {
+	s, c := recordWorld(t)
+	ctx := t.Context()
+	var woken atomic.Int32
+	refs := map[int]lifecycle.RecordRef{}
+	wls := map[int]*berthv1.Workload{}
+	for i := range 5 {
+		wl, ref := replica(i, &woken)
+		wls[i], refs[i] = wl, ref
+		state, _, err := s.Offer(ctx, wl, ref)
+		if err != nil || state != lifecycle.RecordOffered {
+			t.Fatalf("offer %d = %v, %v; want offered", i, state, err)
+		}
+	}
+	s.cycle(ctx)
+	if got := woken.Load(); got != 5 {
+		t.Errorf("woken %d replicas, want all 5", got)
+	}
+	for i := range 5 {
+		state, adm, err := s.Offer(ctx, wls[i], refs[i])
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i < 4 && (state != lifecycle.RecordAdmitted || adm == nil || adm.ClusterQueue != "cq"):
+			t.Errorf("replica %d: %v %+v, want admitted to cq", i, state, adm)
+		case i == 4 && state != lifecycle.RecordNeedsWorkload:
+			t.Errorf("replica 4 (no room): %v, want it to need a Workload", state)
+		}
+	}
+	list := &berthv1.WorkloadList{}
+	if err := c.List(ctx, list); err != nil || len(list.Items) != 0 {
+		t.Fatalf("Workloads written: %d (%v), want none", len(list.Items), err)
+	}
+	if n, used := usedCPU(t, s); n != 4 || used != 4000 {
+		t.Fatalf("admitted %d using %dm, want 4 using 4000m", n, used)
+	}
+	for i := range 4 {
+		wls[i].Status.Admission = &berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 1,
+			Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "f"}}}}
+		if err := s.Started(ctx, wls[i], refs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key0 := lifecycle.KeyOf(wls[0])
+	s.DeleteWorkload(key0) // a Workload of that name went: not the replica's
+	if n, used := usedCPU(t, s); n != 4 || used != 4000 {
+		t.Fatalf("after a Workload deletion of a record's name: admitted %d using %dm, want 4 using 4000m", n, used)
+	}
+	s.Forget(key0)
+	if n, used := usedCPU(t, s); n != 3 || used != 3000 {
+		t.Fatalf("after its pod went: admitted %d using %dm, want 3 using 3000m", n, used)
+	}
+}
+
+// recordedPod is a released replica pod carrying a record of one CPU.
+func recordedPod(name, uid string, edit func(*corev1.Pod)) *corev1.Pod {
+	rec := lifecycle.Record{Workload: "deployment-" + name,
+		Spec: testWL().Spec,
+		Admission: berthv1.Admission{ClusterQueue: "cq", PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 1,
+			Flavors: map[corev1.ResourceName]string{corev1.ResourceCPU: "f"}}}}}
+	enc, err := lifecycle.EncodeRecord(rec)
+	if err != nil {
+		panic(err)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid),
+		Labels:      map[string]string{berthv1.QueueNameLabel: "lq", berthv1.WorkloadLabel: uid},
+		Annotations: map[string]string{berthv1.AdmissionRecordAnnotation: enc}}}
+	if edit != nil {
+		edit(p)
+	}
+	return p
+}
+
+// TestRecordsLoaded: a restarted scheduler counts the quota of every
+// released replica whose pod holds a record it can trust, before its
+// first cycle, and no other.
+func TestRecordsLoaded(t *testing.T) {
+	s, _ := recordWorld(t,
+		recordedPod("a", "uid-a", nil),
+		recordedPod("b", "uid-b", nil),
+		recordedPod("ended", "uid-e", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+		recordedPod("forged", "uid-f", func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid-a" }),
+		recordedPod("gated", "uid-g", func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
+		}),
+	)
+	if err := s.load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, used := usedCPU(t, s); n != 2 || used != 2000 {
+		t.Fatalf("loaded %d records using %dm, want the 2 live, trusted ones using 2000m", n, used)
+	}
+}
+
+// TestRecordEvictedByDeletingItsPod: a preempted replica recorded on its
+// pod is evicted by deleting that pod, by UID; its quota is held until the
+// pod is gone.
+func TestRecordEvictedByDeletingItsPod(t *testing.T) {
+	p := recordedPod("a", "uid-a", nil)
+	s, c := recordWorld(t, p)
+	ctx := t.Context()
+	if err := s.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := admission.WorkloadKey{Namespace: ns, Name: "deployment-a"}
+	s.applyPreemption(ctx, admission.Preemption{Victim: key, Preemptor: admission.WorkloadKey{Namespace: ns, Name: "w"}})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the victim's pod: %v, want it deleted", err)
+	}
+	if n, _ := usedCPU(t, s); n != 1 {
+		t.Fatalf("admitted %d, want the victim held until its pod is gone", n)
+	}
+	s.Forget(key)
+	if n, _ := usedCPU(t, s); n != 0 {
+		t.Fatalf("admitted %d after its pod went, want 0", n)
+	}
+}
