@@ -90,11 +90,7 @@ var _ = Describe("serving takes back the quota it lends to training", func() {
 			g.Expect(r.released).To(HaveLen(30))
 			for _, p := range r.released {
 				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
-				ready := false
-				for _, c := range p.Status.Conditions {
-					ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
-				}
-				g.Expect(ready).To(BeTrue(), "replica %s is Ready", p.Name)
+				g.Expect(ready(&p)).To(BeTrue(), "replica %s is Ready", p.Name)
 			}
 			started = r.released
 		}, 2*timeout, interval).Should(Succeed())

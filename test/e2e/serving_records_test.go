@@ -2,11 +2,13 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +51,16 @@ func runningOnRecords(ctx context.Context, g Gomega, ns, name string, n int) rep
 	return r
 }
 
+// ready reports whether the pod's Ready condition is true.
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // replicaWrites leaves out of a namespace's writes those of its
 // LocalQueues' status: counts and usage, written at most every few
 // seconds whatever the replicas cost.
@@ -69,9 +81,28 @@ var _ = Describe("Replicas recorded on their pods", func() {
 		Eventually(func(g Gomega) { runningOnRecords(ctx, g, ns, "api", 2) }, timeout, interval).Should(Succeed())
 
 		By("scaling from 2 to 8: six replicas, four of them on borrowed quota, for one pod patch each")
+		first := map[string]bool{}
+		for _, p := range replicasOf(ctx, Default, ns, "api").released {
+			first[p.Name] = true
+		}
 		before := berthWrites.SnapshotIn(ns)
+		scaled := time.Now()
 		scale(ctx, d, 8)
-		Eventually(func(g Gomega) { runningOnRecords(ctx, g, ns, "api", 8) }, timeout, interval).Should(Succeed())
+		var r replicas
+		Eventually(func(g Gomega) {
+			r = runningOnRecords(ctx, g, ns, "api", 8)
+			for _, p := range r.released {
+				g.Expect(ready(&p)).To(BeTrue(), "replica %s is Ready", p.Name)
+			}
+		}, timeout, interval).Should(Succeed())
+		added := map[string][]corev1.Pod{}
+		for _, p := range r.released {
+			if !first[p.Name] {
+				added[p.Name] = []corev1.Pod{p}
+			}
+		}
+		AddReportEntry("Deployment 2 to 8 on records: added replicas", jobsuite.StartTimes(scaled, 3*time.Minute, added))
+		AddReportEntry("Deployment 2 to 8 on records: berth's writes in the namespace", fmt.Sprint(berthWrites.SinceIn(ns, before)))
 		Expect(replicaWrites(berthWrites.SinceIn(ns, before))).To(Equal(map[string]int{"PATCH pods": 6}),
 			"one write per replica: its release, carrying its record; no Workload, no status, no event")
 		Expect(workloadsOfKind(ctx, Default, ns, pods.DeploymentKind)).To(BeEmpty())
