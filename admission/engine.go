@@ -161,18 +161,22 @@ const (
 // fair sharing, topology, bookings, preemption), so that each concern's fields
 // are declared beside the part of the engine that owns them.
 type wl struct {
-	key     WorkloadKey
-	uid     string
-	lq      string
-	cqName  string // queue it is pending in (Workload.ClusterQueue)
-	prio    int32
+	key    WorkloadKey
+	uid    string
+	lq     string
+	cqName string // queue it is pending in (Workload.ClusterQueue)
+	prio   int32
+	// phase, and wlFair's tagged, sit beside prio: laid out so, the struct and
+	// its 8-byte malloc header fit the allocator's 576-byte size class, not the
+	// 640-byte one (TestMemoryPerPendingWorkload holds the engine to budget).
+	phase   wlPhase
+	tagged  bool // LocalQueue fair sharing gave the workload its start tag (wlFair)
 	created int64
 	podSets []podSetSpec
 	req     []resAmt // total over pod sets, sorted by resource id
 	// gen is the spec's generation.
 	gen int64
 
-	phase     wlPhase
 	adm       *Admission // phaseAssumed / phaseAdmitted
 	admCQ     string     // queue charged with usage
 	usage     []frAmt    // charged usage, sorted by frKey
@@ -207,12 +211,11 @@ type wlQueueing struct {
 	firstSkip int64
 }
 
-// wlFair is LocalQueue fair sharing's record (lqfair.go): the start tag, whether
-// it was given, the LocalQueue's weight, and the queue's virtual time before
-// this admission.
+// wlFair is LocalQueue fair sharing's record (lqfair.go): the start tag (whether
+// it was given is wl.tagged), the LocalQueue's weight, and the queue's virtual
+// time before this admission.
 type wlFair struct {
 	vstart   int64
-	tagged   bool
 	lqWeight int64
 	prevV    int64
 }
@@ -232,25 +235,25 @@ type wlTopology struct {
 // backingOff: listed in bookings.backoffs.
 type wlBooking struct {
 	bk         *Booking
-	deciding   BookingAction
 	notBefore  int64
 	avoid      []TopologyAssignment
+	deciding   BookingAction
 	backingOff bool
 }
 
 // wlPreemption is preemption's record: a victim being evicted, or a preemptor
 // waiting for its victims.
 type wlPreemption struct {
-	evicting bool
 	evictFor WorkloadKey
 	victims  []WorkloadKey
 	ghosts   []ghost // quota of evicted victims held for this preemptor
 	// plannedUse is a waiting preemptor's usage where its plan puts it.
 	plannedUse []frAmt
-	preempted  bool // evicted by a preemption and not admitted since: preempts nothing
 	// hold is the domain a preemptor that needs capacity preempted for, and
 	// the capacity held for it (preempt_topology.go); nil for the others.
-	hold *domainHold
+	hold      *domainHold
+	evicting  bool
+	preempted bool // evicted by a preemption and not admitted since: preempts nothing
 }
 
 // ghost is quota an evicted victim released, held for its preemptor.

@@ -71,13 +71,13 @@ type Eviction struct {
 // wlEviction is a workload's eviction facts, and the eviction decided for it
 // and not yet over.
 type wlEviction struct {
-	inactive bool
-	lqState  LocalQueueState
-	// inEviction: the caller says an eviction is written and in progress.
-	inEviction bool
+	lqState LocalQueueState
 	// evictedAs is the reason of the eviction returned by Cycle, until the
 	// workload is upserted without Admission or the decision is rolled back.
 	evictedAs EvictionReason
+	inactive  bool
+	// inEviction: the caller says an eviction is written and in progress.
+	inEviction bool
 }
 
 // evictions holds the reported changes and the workloads to look at. It reads
