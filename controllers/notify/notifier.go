@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -129,13 +130,13 @@ func (n *Notifier) NeedLeaderElection() bool { return true }
 
 // Register adds the handlers to the pod and Workload informers.
 func (n *Notifier) Register(podInformer, workloadInformer cache.Informer) error {
-	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: n.podUpdated, DeleteFunc: n.podGone}); err != nil {
+	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: n.podUpdated, DeleteFunc: n.gangGone}); err != nil {
 		return fmt.Errorf("watching pods for failures: %w", err)
 	}
 	if _, err := workloadInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { n.workloadSeen(nil, o) },
 		UpdateFunc: n.workloadSeen,
-		DeleteFunc: n.workloadGone,
+		DeleteFunc: n.gangGone,
 	}); err != nil {
 		return fmt.Errorf("watching Workloads for failures: %w", err)
 	}
@@ -173,18 +174,6 @@ func (n *Notifier) recordGang(p *corev1.Pod) {
 	n.gangs[p.UID] = g
 }
 
-// podGone forgets the gang of a replica that ran on its record.
-func (n *Notifier) podGone(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if p, ok := obj.(*corev1.Pod); ok {
-		n.gangsMu.Lock()
-		delete(n.gangs, p.UID)
-		n.gangsMu.Unlock()
-	}
-}
-
 func (n *Notifier) workloadSeen(oldObj, newObj any) {
 	wl, ok := newObj.(*berthv1.Workload)
 	if !ok {
@@ -205,13 +194,15 @@ func (n *Notifier) workloadSeen(oldObj, newObj any) {
 	}
 }
 
-func (n *Notifier) workloadGone(obj any) {
+// gangGone forgets the gang of a deleted Workload, or of a deleted pod
+// that ran on its record (a gang keyed by the pod's UID).
+func (n *Notifier) gangGone(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if wl, ok := obj.(*berthv1.Workload); ok {
+	if o, ok := obj.(metav1.Object); ok {
 		n.gangsMu.Lock()
-		delete(n.gangs, wl.UID)
+		delete(n.gangs, o.GetUID())
 		n.gangsMu.Unlock()
 	}
 }

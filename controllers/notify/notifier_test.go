@@ -284,7 +284,7 @@ func TestNotifierReportsAReplicaOnItsRecord(t *testing.T) {
 	if g := sink.got[0].Gang; g.ClusterQueue != "serving" || g.Flavor != "h200" || g.GPUsPerPod != 2 {
 		t.Errorf("gang %+v, want the record's ClusterQueue, flavor and GPUs", g)
 	}
-	n.podGone(replica("api-7f9c-x", "pod-x", "pod-x", 1))
+	n.gangGone(replica("api-7f9c-x", "pod-x", "pod-x", 1))
 	n.gangsMu.Lock()
 	defer n.gangsMu.Unlock()
 	if _, ok := n.gangs["pod-x"]; ok {

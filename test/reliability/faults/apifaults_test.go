@@ -26,22 +26,30 @@ import (
 // queued while the faults are on.
 var faultJobs = scale.Pick(32, 80)
 
+// startFaulted creates namespace ns watched by the oracle, and one berth
+// replica that talks to the API server through a fault proxy injecting
+// faults; all stop when the spec ends.
+func startFaulted(ctx context.Context, ns string, faults ...faultproxy.Fault) (*oracle.Recorder, *faultproxy.Proxy, *replicaSet) {
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	rec, err := oracle.Start(ctx, plane.Config, oracle.Options{Namespaces: []string{ns}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(rec.Stop)
+	// The proxy outlives the spec's context: berth stops through it.
+	pctx, stopProxy := context.WithCancel(context.Background())
+	DeferCleanup(stopProxy)
+	proxy, err := faultproxy.Start(pctx, plane.Config, filepath.Join(GinkgoT().TempDir(), "proxy.kubeconfig"), uint64(GinkgoRandomSeed()))
+	Expect(err).NotTo(HaveOccurred())
+	proxy.Set(faults...)
+	set := startReplicas(ctx, []string{proxy.Kubeconfig()}, "--leader-elect=false")
+	DeferCleanup(set.close)
+	return rec, proxy, set
+}
+
 var _ = Describe("API faults between berth and the API server", func() {
 	DescribeTable("loses nothing, admits nothing twice and never overshoots quota",
 		func(ctx SpecContext, name string, faults ...faultproxy.Fault) {
 			ns := "api-" + name
-			Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-			rec, err := oracle.Start(ctx, plane.Config, oracle.Options{Namespaces: []string{ns}})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(rec.Stop)
-			// The proxy outlives the spec's context: berth stops through it.
-			pctx, stopProxy := context.WithCancel(context.Background())
-			DeferCleanup(stopProxy)
-			proxy, err := faultproxy.Start(pctx, plane.Config, filepath.Join(GinkgoT().TempDir(), "proxy.kubeconfig"), uint64(GinkgoRandomSeed()))
-			Expect(err).NotTo(HaveOccurred())
-			proxy.Set(faults...)
-			set := startReplicas(ctx, []string{proxy.Kubeconfig()}, "--leader-elect=false")
-			DeferCleanup(set.close)
+			rec, proxy, set := startFaulted(ctx, ns, faults...)
 
 			Expect(k8s.Create(ctx, builders.Flavor(ns, nil))).To(Succeed())
 			Expect(k8s.Create(ctx, builders.ClusterQueue(ns).Quota(ns, builders.GPU, strconv.Itoa(2*gpusPerNode), "").Obj())).To(Succeed())

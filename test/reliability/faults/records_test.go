@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -53,23 +51,11 @@ func replicaPods(ctx context.Context, g Gomega, ns, app string) (recorded, onWor
 var _ = Describe("API faults on the releases of replicas on records", func() {
 	It("counts each replica once, never overshoots quota and gives it all back", func(ctx SpecContext) {
 		const ns, quota = "api-records", 2 * gpusPerNode
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rec, err := oracle.Start(ctx, plane.Config, oracle.Options{Namespaces: []string{ns}})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(rec.Stop)
-		pctx, stopProxy := context.WithCancel(context.Background())
-		DeferCleanup(stopProxy)
-		proxy, err := faultproxy.Start(pctx, plane.Config, filepath.Join(GinkgoT().TempDir(), "proxy.kubeconfig"), uint64(GinkgoRandomSeed()))
-		Expect(err).NotTo(HaveOccurred())
 		// A release that commits and then fails looks failed to berth:
 		// it reads the pod again and must count the record it finds once.
-		faults := []faultproxy.Fault{
-			{Kind: faultproxy.CommitThen504, Match: podPatch, Probability: 0.3},
-			{Kind: faultproxy.CommitThenDrop, Match: podPatch, Probability: 0.3},
-		}
-		proxy.Set(faults...)
-		set := startReplicas(ctx, []string{proxy.Kubeconfig()}, "--leader-elect=false")
-		DeferCleanup(set.close)
+		rec, proxy, set := startFaulted(ctx, ns,
+			faultproxy.Fault{Kind: faultproxy.CommitThen504, Match: podPatch, Probability: 0.3},
+			faultproxy.Fault{Kind: faultproxy.CommitThenDrop, Match: podPatch, Probability: 0.3})
 		Expect(k8s.Create(ctx, builders.Flavor(ns, nil))).To(Succeed())
 		Expect(k8s.Create(ctx, builders.ClusterQueue(ns).Quota(ns, builders.GPU, strconv.Itoa(quota), "").Obj())).To(Succeed())
 		Expect(k8s.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(Succeed())
@@ -82,7 +68,7 @@ var _ = Describe("API faults on the releases of replicas on records", func() {
 			Eventually(func(g Gomega) {
 				recorded, onWorkload, _ := replicaPods(ctx, g, ns, "api")
 				g.Expect(recorded + onWorkload).To(Equal(running))
-			}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed())
+			}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 			Expect(k8s.Patch(ctx, d, client.RawPatch("application/merge-patch+json",
 				[]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))))).To(Succeed())
 			running = min(n, quota)
@@ -91,7 +77,7 @@ var _ = Describe("API faults on the releases of replicas on records", func() {
 			recorded, onWorkload, gated := replicaPods(ctx, g, ns, "api")
 			g.Expect(recorded + onWorkload).To(Equal(quota))
 			g.Expect(gated).To(Equal(6))
-		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 		injected := proxy.Injected()
 		proxy.Set()
 		// Either kind is a release berth sees fail after it committed; with
@@ -107,7 +93,7 @@ var _ = Describe("API faults on the releases of replicas on records", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
 			g.Expect(cq.Status.AdmittedWorkloads).To(BeZero())
 			g.Expect(cq.Status.FlavorsUsage[0].Resources[0].Total.IsZero()).To(BeTrue(), "usage %v", cq.Status.FlavorsUsage)
-		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 		Expect(k8s.Delete(ctx, d)).To(Succeed())
 		Expect(oracle.Settled(ctx, k8s, []string{ns}, 5*time.Minute)).To(Succeed())
 		Expect(rec.Violations()).To(BeEmpty())
@@ -116,4 +102,3 @@ var _ = Describe("API faults on the releases of replicas on records", func() {
 			quota+6, quota, recorded, injected, rec.Observed()))
 	})
 })
-
