@@ -86,12 +86,13 @@ func (r *Reconciler) recorded(ctx context.Context, g gang) (bool, error) {
 	return true, err
 }
 
-// offer admits a gated replica without a Workload when the next cycle
-// finds room for it, and reports whether it took the replica; a replica
-// that must wait is queued with a Workload, as every other gang.
+// offer queues a gated replica without a Workload, and reports whether it
+// took the replica: once a cycle admits it, it is released with its record;
+// one that needs a status of its own (a booking, a reason to act on) is
+// queued with a Workload, as every other gang.
 func (r *Reconciler) offer(ctx context.Context, g gang) (reconcile.Result, bool, error) {
 	p, ok := r.recordPod(g)
-	if !ok || !r.opts.OfferReplicas || !g.job.IsSuspended() || !p.DeletionTimestamp.IsZero() || p.Annotations[berthv1.SwapAnnotation] != "" {
+	if !ok || !r.opts.OfferReplicas || !g.job.IsSuspended() || !p.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, false, nil
 	}
 	if finished, _, _ := g.job.Finished(); finished {

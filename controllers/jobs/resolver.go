@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // KeyIndexKey is the cache index of a Resolver kind's objects by their
@@ -134,16 +133,9 @@ func (r *Reconciler) deleteKeyWorkloads(ctx context.Context, namespace, key stri
 }
 
 // KeyWorkloadName is the deterministic name of the Workload of a gang made
-// of several objects: kind, key and a hash of both, so the same key in
-// another namespace or kind never collides.
+// of several objects (lifecycle.KeyWorkloadName).
 func KeyWorkloadName(kind, namespace, key string) string {
-	sum := sha256.Sum256([]byte(kind + "/" + namespace + "/" + key))
-	prefix := strings.ToLower(kind) + "-" + key
-	const maxLen = 253 - 6
-	if len(prefix) > maxLen {
-		prefix = prefix[:maxLen]
-	}
-	return prefix + "-" + hex.EncodeToString(sum[:])[:5]
+	return lifecycle.KeyWorkloadName(kind, namespace, key)
 }
 
 // setOwners makes the gang's objects own its Workload: the controller

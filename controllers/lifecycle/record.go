@@ -1,9 +1,12 @@
 package lifecycle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +116,20 @@ func RecordedWorkload(p *corev1.Pod, r *Record) *berthv1.Workload {
 		Spec:       *r.Spec.DeepCopy(),
 		Status:     berthv1.WorkloadStatus{Admission: r.Admission.DeepCopy()},
 	}
+}
+
+// KeyWorkloadName is the deterministic name of the Workload of a gang made
+// of several objects, or of a replica: kind, key and a hash of both, so the
+// same key in another namespace or kind never collides. A replica that
+// waits without a Workload is in the engine under this name too.
+func KeyWorkloadName(kind, namespace, key string) string {
+	sum := sha256.Sum256([]byte(kind + "/" + namespace + "/" + key))
+	prefix := strings.ToLower(kind) + "-" + key
+	const maxLen = 253 - 6
+	if len(prefix) > maxLen {
+		prefix = prefix[:maxLen]
+	}
+	return prefix + "-" + hex.EncodeToString(sum[:])[:5]
 }
 
 // RecordKey is the engine key of a record.

@@ -38,12 +38,14 @@ func (rs records) shadows(key admission.WorkloadKey) bool {
 	return r != nil && (r.state == lifecycle.RecordAdmitted || r.state == lifecycle.RecordStarted)
 }
 
-// Offer gives the engine a replica that fits in no Workload yet: wl is the
-// Workload it would have, not created. The next cycle decides: admitted,
-// the replica is released with its record (RecordAdmitted, with the
-// admission); not admitted at once, it is taken out of the engine and
-// needs its Workload (RecordNeedsWorkload). Either way ref.Wake is called.
-// Asked again, Offer returns where the replica stands.
+// Offer gives the engine a replica that has no Workload: wl is the Workload
+// it would have, not created. It is queued like any workload; once a cycle
+// admits it, the replica is released with its record (RecordAdmitted, with
+// the admission), and if it needs a status to live in it is taken out of the
+// engine and needs its Workload (RecordNeedsWorkload): see settleOffers.
+// Either way ref.Wake is called. Asked again, Offer returns where the
+// replica stands. Offers made while the scheduler loads wait for its first
+// cycle, which comes after the load.
 func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) (lifecycle.RecordState, *berthv1.Admission, error) {
 	key := lifecycle.KeyOf(wl)
 	s.mu.Lock()
@@ -61,18 +63,12 @@ func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecyc
 	if r := s.records[key]; r != nil {
 		return r.state, r.admission, nil
 	}
-	if !s.serving.Load() {
-		// Not loaded yet: the engine cannot answer for the cluster.
-		s.records[key] = &record{state: lifecycle.RecordNeedsWorkload, ref: ref}
-		return lifecycle.RecordNeedsWorkload, nil, nil
-	}
 	if err := s.upsertLocked(wl, q); err != nil {
 		// Its Workload reports what is wrong with it.
 		s.records[key] = &record{state: lifecycle.RecordNeedsWorkload, ref: ref}
 		return lifecycle.RecordNeedsWorkload, nil, nil //nolint:nilerr // reported on the Workload
 	}
 	s.records[key] = &record{state: lifecycle.RecordOffered, ref: ref, created: wl.CreationTimestamp.Time}
-	s.offered = append(s.offered, key)
 	return lifecycle.RecordOffered, nil, nil
 }
 
@@ -116,42 +112,55 @@ func (s *Scheduler) Forget(key admission.WorkloadKey) {
 }
 
 // settleOffers applies a cycle's result to the offered replicas, with s.mu
-// held, and returns the admissions that are Workloads' to write. An
-// offered replica the cycle admitted on existing capacity is to be
-// released with its record; every other one the cycle saw is taken out of
-// the engine and needs its Workload, from which it is queued again.
+// held, and returns the admissions that are Workloads' to write; it drops
+// from res the bookings of offered replicas. An offered replica the cycle
+// admitted on existing capacity is to be released with its record. One that
+// waits its turn — for quota, behind others, for victims to go — stays in
+// the engine, without a Workload: why it waits is the engine's to explain
+// (the visibility API, kubectl berth explain). One that needs a status to
+// live in — a booking, a pin to a node that does not exist yet, a reason
+// that asks someone to act — is taken out of the engine and queued with a
+// Workload, as every other gang is.
 func (s *Scheduler) settleOffers(res *admission.Result) []admission.Admitted {
 	out := res.Admitted[:0:0]
 	var woken []func()
+	toWorkload := func(key admission.WorkloadKey, r *record) {
+		r.state = lifecycle.RecordNeedsWorkload
+		s.deleteLocked(key)
+		woken = append(woken, r.ref.Wake)
+	}
 	for _, a := range res.Admitted {
 		r := s.records[a.Key]
 		if r == nil || r.state != lifecycle.RecordOffered {
 			out = append(out, a)
 			continue
 		}
-		woken = append(woken, r.ref.Wake)
 		if a.Admission.Provisioning != nil || a.Admission.Topology.AwaitsNode() {
-			// A booking and a pinned node have a status to live in: the
-			// Workload's.
-			r.state = lifecycle.RecordNeedsWorkload
-			s.deleteLocked(a.Key)
+			toWorkload(a.Key, r)
 			continue
 		}
 		_, r.admission = lifecycle.AdmissionTransition(a.Admission)
 		r.state = lifecycle.RecordAdmitted
+		woken = append(woken, r.ref.Wake)
 		s.queues.admit(a.Key)
 		s.opts.Metrics.Admission(metrics.ResultAdmitted)
 		s.opts.Metrics.Queues.Admitted(a.Admission.ClusterQueue)
 		s.opts.Metrics.ObserveAdmissionWait(a.Admission.ClusterQueue, metrics.PathExisting, s.now().Sub(r.created))
 	}
-	for _, key := range s.offered {
-		if r := s.records[key]; r != nil && r.state == lifecycle.RecordOffered {
-			r.state = lifecycle.RecordNeedsWorkload
-			s.deleteLocked(key)
-			woken = append(woken, r.ref.Wake)
+	bookings := res.Bookings[:0:0]
+	for _, d := range res.Bookings {
+		if r := s.records[d.Key]; r != nil && r.state == lifecycle.RecordOffered {
+			toWorkload(d.Key, r)
+			continue
+		}
+		bookings = append(bookings, d)
+	}
+	res.Bookings = bookings
+	for _, p := range res.Pending {
+		if r := s.records[p.Key]; r != nil && r.state == lifecycle.RecordOffered && (actionable(p.Reason) || capacityWait(p)) {
+			toWorkload(p.Key, r)
 		}
 	}
-	s.offered = s.offered[:0]
 	for _, w := range woken {
 		w()
 	}

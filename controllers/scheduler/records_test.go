@@ -61,9 +61,11 @@ func usedCPU(t *testing.T, s *Scheduler) (int, int64) {
 }
 
 // TestOfferedReplicas: replicas offered without a Workload that fit are
-// admitted in the next cycle with nothing written to the API server; the
-// one that does not fit leaves the engine and needs its Workload; a
-// started record holds its quota against a Workload deletion of its name
+// admitted in the next cycle with nothing written to the API server; one
+// that does not fit waits in the engine, still without a Workload, and is
+// admitted once quota is given back; one held for a reason someone must act
+// on leaves the engine and needs its Workload, where the reason is written.
+// A started record holds its quota against a Workload deletion of its name
 // and gives it back on Forget.
 func TestOfferedReplicas(t *testing.T) {
 	s, c := recordWorld(t)
@@ -71,8 +73,11 @@ func TestOfferedReplicas(t *testing.T) {
 	var woken atomic.Int32
 	refs := map[int]lifecycle.RecordRef{}
 	wls := map[int]*berthv1.Workload{}
-	for i := range 5 {
+	for i := range 6 {
 		wl, ref := replica(i, &woken)
+		if i == 5 {
+			wl.Spec.QueueName = "missing"
+		}
 		wls[i], refs[i] = wl, ref
 		state, _, err := s.Offer(ctx, wl, ref)
 		if err != nil || state != lifecycle.RecordOffered {
@@ -81,18 +86,23 @@ func TestOfferedReplicas(t *testing.T) {
 	}
 	s.cycle(ctx)
 	if got := woken.Load(); got != 5 {
-		t.Errorf("woken %d replicas, want all 5", got)
+		t.Errorf("woken %d replicas, want the 4 admitted and the held one", got)
 	}
-	for i := range 5 {
+	want := map[int]lifecycle.RecordState{0: lifecycle.RecordAdmitted, 1: lifecycle.RecordAdmitted, 2: lifecycle.RecordAdmitted,
+		3: lifecycle.RecordAdmitted, 4: lifecycle.RecordOffered, 5: lifecycle.RecordNeedsWorkload}
+	for i := range 6 {
 		state, adm, err := s.Offer(ctx, wls[i], refs[i])
 		switch {
 		case err != nil:
 			t.Fatal(err)
-		case i < 4 && (state != lifecycle.RecordAdmitted || adm == nil || adm.ClusterQueue != "cq"):
-			t.Errorf("replica %d: %v %+v, want admitted to cq", i, state, adm)
-		case i == 4 && state != lifecycle.RecordNeedsWorkload:
-			t.Errorf("replica 4 (no room): %v, want it to need a Workload", state)
+		case state != want[i]:
+			t.Errorf("replica %d: %v, want %v", i, state, want[i])
+		case state == lifecycle.RecordAdmitted && (adm == nil || adm.ClusterQueue != "cq"):
+			t.Errorf("replica %d admitted %+v, want to cq", i, adm)
 		}
+	}
+	if !s.engine.IsPending(lifecycle.KeyOf(wls[4])) {
+		t.Error("the replica without room is not pending in the engine")
 	}
 	list := &berthv1.WorkloadList{}
 	if err := c.List(ctx, list); err != nil || len(list.Items) != 0 {
@@ -116,6 +126,10 @@ func TestOfferedReplicas(t *testing.T) {
 	s.Forget(key0)
 	if n, used := usedCPU(t, s); n != 3 || used != 3000 {
 		t.Fatalf("after its pod went: admitted %d using %dm, want 3 using 3000m", n, used)
+	}
+	s.cycle(ctx)
+	if state, _, _ := s.Offer(ctx, wls[4], refs[4]); state != lifecycle.RecordAdmitted || woken.Load() != 6 {
+		t.Errorf("the waiting replica, once quota was given back: %v (woken %d), want admitted and woken", state, woken.Load())
 	}
 }
 

@@ -97,9 +97,6 @@ type Scheduler struct {
 	// records are the replicas offered or admitted without a Workload
 	// (records.go).
 	records records
-	// offered are the keys offered since the last cycle, which settles
-	// them: the cycle walks these, not every record.
-	offered []admission.WorkloadKey
 	// fed is what the engine was last given per workload: an event that
 	// changed none of it is not converted again.
 	fed fedInputs
@@ -185,8 +182,13 @@ func (s *Scheduler) UpsertWorkload(wl *berthv1.Workload, q lifecycle.QueueRef) e
 	if s.records.shadows(key) {
 		// The replica's pod holds its quota record: a Workload of that
 		// name is not the replica's (berth creates one only for a replica
-		// the engine did not admit at once).
+		// that needs a status of its own).
 		return nil
+	}
+	if r := s.records[key]; r != nil && r.state == lifecycle.RecordOffered {
+		// The replica's Workload, created meanwhile (a surge pod of a
+		// rollout swap), takes its place in the engine.
+		r.state = lifecycle.RecordNeedsWorkload
 	}
 	return s.upsertLocked(wl, q)
 }

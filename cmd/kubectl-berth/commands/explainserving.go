@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,11 +45,12 @@ type servingSet struct {
 	replicaOf map[types.UID]string
 	// pods counts the live pods of the object; unqueued those without the
 	// queue label (created before the object was labelled); unseen the
-	// queued ones that have no Workload yet.
+	// released queued ones on neither a Workload nor a record berth counts.
 	pods, unqueued, unseen int
 	// recorded counts the replicas among workloads that run on the record
-	// on their pod, without a Workload.
-	recorded int
+	// on their pod, without a Workload; waiting those that wait in the
+	// queue without one.
+	recorded, waiting int
 	// rollout is a Deployment's rolling update, nil when none is under way.
 	rollout *rolloutState
 }
@@ -249,6 +251,7 @@ func (s *servingSet) collect(ctx context.Context, c client.Client, all []corev1.
 		}
 	}
 	s.addRecords(all, withWorkload)
+	s.addWaiting(all, withWorkload)
 	for i := range all {
 		p := &all[i]
 		if !live(p) {
@@ -291,6 +294,34 @@ func (s *servingSet) addRecords(all []corev1.Pod, withWorkload map[string]bool) 
 		s.replicaOf[wl.UID] = p.Name
 		withWorkload[p.Name] = true
 		s.recorded++
+	}
+}
+
+// addWaiting adds, as pending Workloads, the gated replicas that wait in
+// the queue without one: berth queues a replica on its own and writes a
+// Workload only for one that needs a status (docs/serving.md). Each is
+// named as its Workload would be, which is its name in the queue, so its
+// line is found in the visibility API as a Workload's is.
+func (s *servingSet) addWaiting(all []corev1.Pod, withWorkload map[string]bool) {
+	if s.wholeSet {
+		return
+	}
+	for i := range all {
+		p := &all[i]
+		if _, queued := p.Labels[berthv1.QueueNameLabel]; !queued || !live(p) || !gated(p) || withWorkload[p.Name] {
+			continue
+		}
+		key := p.Name
+		if len(key) > validation.LabelValueMaxLength {
+			key = string(p.UID)
+		}
+		wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: lifecycle.KeyWorkloadName(s.ref.Kind, p.Namespace, key),
+			UID: p.UID, CreationTimestamp: p.CreationTimestamp},
+			Spec: berthv1.WorkloadSpec{QueueName: p.Labels[berthv1.QueueNameLabel], PodSets: []berthv1.PodSet{{Name: "main", Count: 1}}}}
+		s.workloads = append(s.workloads, wl)
+		s.replicaOf[wl.UID] = p.Name
+		withWorkload[p.Name] = true
+		s.waiting++
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 const servingNS = "serving"
@@ -189,17 +190,18 @@ func TestExplainServing(t *testing.T) {
 			workloads: []string{"deployment-chat-1-a-1a2b3", "deployment-chat-1-b-1a2b3"},
 			want: []string{"3 wanted, 3 live pods; Workloads: 2 admitted, 0 pending",
 				"1 replica runs without a Workload: admitted at once, each admission recorded on the replica's pod (berth.dev/admission-record)",
-				"1 pod has no Workload yet",
+				"1 pod is released but on neither a Workload nor a record berth counts",
 				"serving/deployment-chat-1-b-1a2b3, of deployment/chat (replica pod chat-1-b)", "Admitted: it holds quota of ClusterQueue gpus"}},
 		{name: "a Deployment's rollout swap", target: "deploy/api",
 			workloads: []string{"deployment-api-1-a-1a2b3", "deployment-api-2-b-1a2b3"},
 			want: []string{"Rollout:", "under way to revision 2 (ReplicaSet api-2): 1 of 2 live pods are new",
 				"swap under way (berth.dev/swap-for): new replica api-2-b, gated, is next in line for the quota of old replica api-1-x, which berth deleted"}},
-		{name: "a StatefulSet, a Workload per ordinal", target: "sts/kv-cache",
-			workloads: []string{"statefulset-kv-cache-0-1a2b3", "statefulset-kv-cache-1-1a2b3"},
-			want: []string{"StatefulSet:", "each ordinal's pod is a gang of one", "4 wanted, 4 live pods; Workloads: 1 admitted, 1 pending (InsufficientQuota)",
-				"1 pod created before the StatefulSet was labelled berth.dev/queue-name: not queued", "1 pod has no Workload yet",
-				"of statefulset/kv-cache (replica pod kv-cache-1)"}},
+		{name: "a StatefulSet, an ordinal admitted, one waiting with a Workload, one in the queue without", target: "sts/kv-cache",
+			workloads: []string{"statefulset-kv-cache-0-1a2b3", "statefulset-kv-cache-1-1a2b3", lifecycle.KeyWorkloadName("StatefulSet", servingNS, "kv-cache-2")},
+			want: []string{"StatefulSet:", "each ordinal's pod is a gang of one", "4 wanted, 4 live pods; Workloads: 1 admitted, 2 pending",
+				"1 replica waits in the queue without a Workload: berth writes nothing for a replica until it is admitted",
+				"1 pod created before the StatefulSet was labelled berth.dev/queue-name: not queued",
+				"of statefulset/kv-cache (replica pod kv-cache-1)", "of statefulset/kv-cache (replica pod kv-cache-2)"}},
 		{name: "a whole-set StatefulSet", target: "statefulset.apps/sharded",
 			workloads: []string{"statefulset-sharded-set-1a2b3"},
 			want: []string{"the whole set is one gang (berth.dev/gang: set) with one Workload", "2 wanted, 2 live pods; Workloads: 1 admitted, 0 pending",

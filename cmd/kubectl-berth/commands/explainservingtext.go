@@ -50,13 +50,17 @@ func writeServingHeader(w io.Writer, s *servingSet, all []explained) error {
 		x.line("", "%s without a Workload: admitted at once, each admission recorded on the replica's pod (%s), for one write per replica",
 			pluralVerb(s.recorded, "replica runs", "replicas run"), berthv1.AdmissionRecordAnnotation)
 	}
+	if s.waiting > 0 {
+		x.line("", "%s in the queue without a Workload: berth writes nothing for a replica until it is admitted, and explains each from the queue below",
+			pluralVerb(s.waiting, "replica waits", "replicas wait"))
+	}
 	if s.unqueued > 0 {
 		x.line("", "%s created before the %s was labelled %s: not queued, outside the queue's quota until replaced",
 			plural(int32(s.unqueued), "pod"), s.ref.Kind, berthv1.QueueNameLabel)
 	}
 	if s.unseen > 0 {
-		x.line("", "%s no Workload yet: berth creates it within moments of the pod, gated until it is admitted",
-			pluralVerb(s.unseen, "pod has", "pods have"))
+		x.line("", "%s released but on neither a Workload nor a record berth counts (%s on a pod whose %s label is its own UID): kubectl get pod -o yaml shows how",
+			pluralVerb(s.unseen, "pod is", "pods are"), berthv1.AdmissionRecordAnnotation, berthv1.WorkloadLabel)
 	}
 	if r := s.rollout; r != nil {
 		x.line("Rollout", "%s", rolloutText(r))
@@ -74,9 +78,9 @@ func gangText(s *servingSet) string {
 	case s.wholeSet:
 		return fmt.Sprintf("the whole set is one gang (%s: %s) with one Workload, owned by the StatefulSet", berthv1.GangAnnotation, berthv1.GangSet)
 	case s.ref.Kind == "StatefulSet":
-		return "each ordinal's pod is a gang of one with a Workload of its own: each is explained"
+		return "each ordinal's pod is a gang of one, queued and admitted on its own: each is explained"
 	}
-	return "each replica's pod is a gang of one with a Workload of its own: each is explained"
+	return "each replica's pod is a gang of one, queued and admitted on its own: each is explained"
 }
 
 // noWorkloadText says why a queued object has no Workload.

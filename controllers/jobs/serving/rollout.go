@@ -25,7 +25,6 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
-	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // revisionAnnotation is the revision the Deployment controller writes on a
@@ -181,21 +180,27 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 // waitsForQuota reports whether a gated pod's Workload waits because the
 // quota is full: not holding quota, and InsufficientQuota as the engine
 // explains it now (or, when pending reasons are written, in its status).
+//
+// A replica that waits without a Workload (docs/serving.md, "One write per
+// replica") is in the engine under the name its Workload would have.
 func (r *Rollouts) waitsForQuota(ctx context.Context, p *corev1.Pod) (bool, error) {
 	wl := &berthv1.Workload{}
 	_, key, _ := pods.ServingKey(p)
 	name := jobs.KeyWorkloadName(pods.DeploymentKind, p.Namespace, key)
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, wl); err != nil {
-		return false, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, wl)
+	if client.IgnoreNotFound(err) != nil {
+		return false, err
 	}
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
-	switch {
-	case c != nil && c.Status == metav1.ConditionTrue:
-		return false, nil
-	case c != nil && c.Reason == string(berthv1.ReasonInsufficientQuota):
-		return true, nil
+	if err == nil {
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue:
+			return false, nil
+		case c != nil && c.Reason == string(berthv1.ReasonInsufficientQuota):
+			return true, nil
+		}
 	}
-	e, ok := r.engine.Explain(lifecycle.KeyOf(wl))
+	e, ok := r.engine.Explain(admission.WorkloadKey{Namespace: p.Namespace, Name: name})
 	return ok && e.Reason == admission.InsufficientQuota, nil
 }
 

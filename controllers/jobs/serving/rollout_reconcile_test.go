@@ -27,8 +27,9 @@ func (e explainer) Explain(admission.WorkloadKey) (admission.Explanation, bool) 
 }
 
 // TestRolloutsReconcile: at full quota the controller marks the waiting
-// surge pod and deletes one old replica; when the engine does not say the
-// surge pod waits for quota it deletes nothing and looks again later.
+// surge pod and deletes one old replica, whether the surge pod waits with a
+// Workload or in the engine alone; when the engine does not say the surge
+// pod waits for quota it deletes nothing and looks again later.
 func TestRolloutsReconcile(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -39,7 +40,8 @@ func TestRolloutsReconcile(t *testing.T) {
 	}{
 		{name: "the engine says the surge pod waits for quota", reason: admission.InsufficientQuota, workload: true, swapped: true},
 		{name: "the surge pod waits behind the queue's head", reason: admission.BlockedByHead, workload: true, requeuing: true},
-		{name: "the surge pod has no Workload yet", reason: admission.InsufficientQuota, requeuing: true},
+		{name: "the surge pod waits for quota in the engine, without a Workload", reason: admission.InsufficientQuota, swapped: true},
+		{name: "the surge pod is not in the engine yet", requeuing: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d1",
