@@ -35,11 +35,15 @@ type ClusterQueueMetrics interface {
 }
 
 // LocalQueueEngine gives a LocalQueue's counts from the scheduler's own
-// tally, and feeds the engine the admitted workloads of a drained queue;
+// tally, feeds the engine the admitted workloads of a drained queue, and
+// its replicas without a Workload when the queue changes;
 // *scheduler.Scheduler implements it.
 type LocalQueueEngine interface {
 	LocalQueueCounts(namespace, name string) scheduler.LocalQueueCounts
 	Sync(ctx context.Context, wl *berthv1.Workload) error
+	// ResyncRecords feeds the engine the queue's replicas that have no
+	// Workload again, with the queue's facts as they are now.
+	ResyncRecords(ctx context.Context, namespace, queue string) error
 }
 
 // LocalQueueMetrics are the series the LocalQueue reconciler sets;

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,11 @@ type LocalQueueReconciler struct {
 	throttle *throttle
 	queues   LocalQueueMetrics
 	series   bool
+	// facts are, per queue, what its replicas without a Workload were last
+	// fed with (its ClusterQueue, stop policy and weight): a change feeds
+	// them again (ResyncRecords). Workers reconcile queues concurrently.
+	factsMu sync.Mutex
+	facts   map[string]string
 }
 
 // NewLocalQueueReconciler returns a LocalQueue reconciler that writes a
@@ -33,7 +39,7 @@ type LocalQueueReconciler struct {
 // them, and, with series, sets the queue's own series in queues.
 func NewLocalQueueReconciler(c Store, sched LocalQueueEngine, limits StatusLimits,
 	queues LocalQueueMetrics, series bool) *LocalQueueReconciler {
-	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(limits), queues: queues, series: series}
+	return &LocalQueueReconciler{client: c, sched: sched, throttle: newThrottle(limits), queues: queues, series: series, facts: map[string]string{}}
 }
 
 // Name of the controller.
@@ -64,9 +70,12 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 			if r.series {
 				r.queues.ForgetLocalQueue(req.Namespace, req.Name)
 			}
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.resyncRecords(ctx, req.Namespace, req.Name, "")
 		}
 		return reconcile.Result{}, fmt.Errorf("reading LocalQueue %s: %w", req, err)
+	}
+	if err := r.resyncRecords(ctx, lq.Namespace, lq.Name, queueFacts(lq)); err != nil {
+		return reconcile.Result{}, err
 	}
 	active, err := r.activeCondition(ctx, lq)
 	if err != nil {
@@ -104,6 +113,38 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	r.throttle.wrote(req.String())
 	return recheck, nil
+}
+
+// queueFacts is what of a LocalQueue the engine decides its workloads on.
+func queueFacts(lq *berthv1.LocalQueue) string {
+	weight := ""
+	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil {
+		weight = fs.Weight.String()
+	}
+	return fmt.Sprintf("%s|%s|%s", lq.Spec.ClusterQueue, lq.Spec.StopPolicy, weight)
+}
+
+// resyncRecords feeds the queue's replicas without a Workload to the engine
+// again when its facts changed since they were last looked at ("" for a
+// queue that is gone), and at the first look at a queue, which may have
+// changed before this reconciler saw it.
+func (r *LocalQueueReconciler) resyncRecords(ctx context.Context, namespace, name, facts string) error {
+	key := namespace + "/" + name
+	r.factsMu.Lock()
+	was, seen := r.facts[key]
+	if facts == "" {
+		delete(r.facts, key)
+	} else {
+		r.facts[key] = facts
+	}
+	r.factsMu.Unlock()
+	if seen && was == facts {
+		return nil
+	}
+	if err := r.sched.ResyncRecords(ctx, namespace, name); err != nil {
+		return fmt.Errorf("feeding the replicas of LocalQueue %s again: %w", key, err)
+	}
+	return nil
 }
 
 // drain feeds the admitted workloads of a LocalQueue stopped with

@@ -166,3 +166,35 @@ func storedLQ(t *testing.T, c client.Client) *berthv1.LocalQueue {
 	}
 	return lq
 }
+
+// TestLocalQueueResyncsRecords: the replicas a LocalQueue queues without
+// Workloads are fed to the engine again at the first look at the queue,
+// whenever what the engine decides on changes (its stop policy here), and
+// when it is gone; not when only its status is written again.
+func TestLocalQueueResyncsRecords(t *testing.T) {
+	base, c := api(t, nil, localQueue(""), clusterQueue())
+	eng := &engine{}
+	r := NewLocalQueueReconciler(c, eng, StatusLimits{Interval: interval}, &series{}, false)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "lq"}}
+	reconcileOnce := func() {
+		t.Helper()
+		if _, err := r.Reconcile(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcileOnce()
+	reconcileOnce()
+	lq := storedLQ(t, base)
+	lq.Spec.StopPolicy = berthv1.StopPolicyHold
+	if err := base.Update(t.Context(), lq); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	if err := base.Delete(t.Context(), lq); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	if want := []string{"team-a/lq", "team-a/lq", "team-a/lq"}; !slices.Equal(eng.resynced, want) {
+		t.Errorf("fed again %v, want at the first look, the stop and the deletion", eng.resynced)
+	}
+}

@@ -33,6 +33,12 @@ type engine struct {
 	policies []berthv1.StopPolicy // the stopPolicy of each upsert
 	synced   []string             // the workloads fed
 	deleted  []string
+	resynced []string // the queues whose replicas without a Workload were fed again
+}
+
+func (e *engine) ResyncRecords(_ context.Context, namespace, queue string) error {
+	e.resynced = append(e.resynced, namespace+"/"+queue)
+	return nil
 }
 
 func (e *engine) UpsertClusterQueue(cq *berthv1.ClusterQueue, missing []string, _ bool) error {

@@ -19,8 +19,10 @@ import (
 // record is what the scheduler knows of one replica whose quota record is
 // (or is to be) its pod.
 type record struct {
-	state     lifecycle.RecordState
-	ref       lifecycle.RecordRef
+	state lifecycle.RecordState
+	ref   lifecycle.RecordRef
+	// wl is the Workload the replica stands for, as fed to the engine.
+	wl        *berthv1.Workload
 	admission *berthv1.Admission
 	// created is when the replica's pod was created: its admission wait
 	// is counted from then.
@@ -68,7 +70,7 @@ func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecyc
 		s.records[key] = &record{state: lifecycle.RecordNeedsWorkload, ref: ref}
 		return lifecycle.RecordNeedsWorkload, nil, nil //nolint:nilerr // reported on the Workload
 	}
-	s.records[key] = &record{state: lifecycle.RecordOffered, ref: ref, created: wl.CreationTimestamp.Time}
+	s.records[key] = &record{state: lifecycle.RecordOffered, ref: ref, wl: wl, created: wl.CreationTimestamp.Time}
 	return lifecycle.RecordOffered, nil, nil
 }
 
@@ -91,8 +93,42 @@ func (s *Scheduler) Started(ctx context.Context, wl *berthv1.Workload, ref lifec
 	if err := s.upsertLocked(wl, q); err != nil {
 		return fmt.Errorf("replica %s: %w", ref.Pod, err)
 	}
-	s.records[key] = &record{state: lifecycle.RecordStarted, ref: ref, admission: wl.Status.Admission}
+	s.records[key] = &record{state: lifecycle.RecordStarted, ref: ref, wl: wl, admission: wl.Status.Admission}
 	log.FromContext(ctx).V(2).Info("replica runs on its record", "workload", key)
+	return nil
+}
+
+// ResyncRecords feeds the engine again, with their queue's facts as they
+// are now, the replicas of LocalQueue queue in namespace that wait or run
+// without a Workload: the workload controller does so for Workloads when a
+// queue changes. A waiting replica of a queue that is gone or stopped is
+// then held, and queued with a Workload, where the reason is written; a
+// running one of a queue drained with HoldAndDrain is evicted.
+func (s *Scheduler) ResyncRecords(ctx context.Context, namespace, queue string) error {
+	s.mu.Lock()
+	var wls []*berthv1.Workload
+	for key, r := range s.records {
+		if key.Namespace == namespace && r.wl != nil && r.wl.Spec.QueueName == queue &&
+			(r.state == lifecycle.RecordOffered || r.state == lifecycle.RecordStarted) {
+			wls = append(wls, r.wl)
+		}
+	}
+	s.mu.Unlock()
+	for _, wl := range wls {
+		q, err := ResolveQueue(ctx, s.client, wl)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		r := s.records[lifecycle.KeyOf(wl)]
+		if r != nil && r.wl == wl {
+			err = s.upsertLocked(wl, q)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("replica %s: %w", r.ref.Pod, err)
+		}
+	}
 	return nil
 }
 

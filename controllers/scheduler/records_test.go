@@ -196,3 +196,39 @@ func TestRecordEvictedByDeletingItsPod(t *testing.T) {
 		t.Fatalf("admitted %d after its pod went, want 0", n)
 	}
 }
+
+// TestRecordsResyncedWithTheirQueue: when a LocalQueue stops, its waiting
+// replica without a Workload is held and leaves for a Workload, where the
+// reason is written; when it drains, its replica running on a record is
+// evicted by deleting its pod.
+func TestRecordsResyncedWithTheirQueue(t *testing.T) {
+	p := recordedPod("a", "uid-a", nil)
+	s, c := recordWorld(t, p)
+	ctx := t.Context()
+	if err := s.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var woken atomic.Int32
+	wl, ref := replica(1, &woken)
+	if _, _, err := s.Offer(ctx, wl, ref); err != nil {
+		t.Fatal(err)
+	}
+	lq := &berthv1.LocalQueue{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "lq"}, lq); err != nil {
+		t.Fatal(err)
+	}
+	lq.Spec.StopPolicy = berthv1.StopPolicyHoldAndDrain
+	if err := c.Update(ctx, lq); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResyncRecords(ctx, ns, "lq"); err != nil {
+		t.Fatal(err)
+	}
+	s.cycle(ctx)
+	if state, _, _ := s.Offer(ctx, wl, ref); state != lifecycle.RecordNeedsWorkload || woken.Load() != 1 {
+		t.Errorf("the waiting replica of a stopped queue: %v (woken %d), want it to need its Workload", state, woken.Load())
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the running replica of a drained queue: %v, want its pod deleted", err)
+	}
+}
