@@ -108,14 +108,29 @@ func (l *BufferLoop) unschedulablePods(ctx context.Context, now time.Time) ([]Po
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	pods := make([]Pod, 0, len(items))
+	nodeExists := func(name string) bool {
+		return r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil
+	}
 	for i := range items {
 		// The index was computed with the same cutoff; checked again so a
 		// pod the cache changed since stays out.
-		if p := &items[i]; Unschedulable(p, r.Options.expendableCutoff()) {
+		if p := &items[i]; Unschedulable(p, r.Options.expendableCutoff()) && !WaitsForPreemption(p, nodeExists) {
 			pods = append(pods, Pod{Spec: &p.Spec, Requests: PodRequests(&p.Spec), Labels: p.Labels})
 		}
 	}
 	return pods, createErr
+}
+
+// WaitsForPreemption reports whether an unschedulable pod waits for the
+// lower-priority pods kube-scheduler preempted for it on an existing node
+// (status.nominatedNodeName): cluster-autoscaler splits such pods off
+// (FilterOutExpendableAndSplit) and counts them as scheduled on that node,
+// so it never scales up for them. Scaling up for one would race its
+// preemption, and it could bind on the new node instead of the room
+// freed for it.
+func WaitsForPreemption(p *corev1.Pod, nodeExists func(string) bool) bool {
+	n := p.Status.NominatedNodeName
+	return n != "" && nodeExists(n)
 }
 
 // scaleUpPods fits the unschedulable pods on bins (consuming their room)

@@ -65,6 +65,28 @@ func TestUnschedulable(t *testing.T) {
 	}
 }
 
+// TestWaitsForPreemption: a pod nominated to an existing node waits for
+// its preemption there, and is not scaled up for; one nominated to a node
+// that is gone, or not nominated, asks for a scale-up as usual.
+func TestWaitsForPreemption(t *testing.T) {
+	exists := func(name string) bool { return name == "n0" }
+	for _, tc := range []struct {
+		name, nominated string
+		want            bool
+	}{
+		{"nominated to an existing node", "n0", true},
+		{"nominated to a node that is gone", "n9", false},
+		{"not nominated", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Status: corev1.PodStatus{NominatedNodeName: tc.nominated}}
+			if got := WaitsForPreemption(p, exists); got != tc.want {
+				t.Errorf("WaitsForPreemption = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestExpendableCutoff: unset means cluster-autoscaler's -10.
 func TestExpendableCutoff(t *testing.T) {
 	for _, tc := range []struct {
