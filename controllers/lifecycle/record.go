@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
@@ -130,9 +129,4 @@ func KeyWorkloadName(kind, namespace, key string) string {
 		prefix = prefix[:maxLen]
 	}
 	return prefix + "-" + hex.EncodeToString(sum[:])[:5]
-}
-
-// RecordKey is the engine key of a record.
-func RecordKey(p *corev1.Pod, r *Record) admission.WorkloadKey {
-	return admission.WorkloadKey{Namespace: p.Namespace, Name: r.Workload}
 }
