@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
+	"github.com/berth-dev/berth/test/framework"
 	"github.com/berth-dev/berth/test/jobsuite"
 )
 
@@ -49,26 +48,6 @@ func boundAndUnschedulable(ctx SpecContext, g Gomega, job *batchv1.Job) (bound, 
 		}
 	}
 	return bound, unschedulable
-}
-
-// describePods says where each pod of the namespace is and why, for a
-// failure's message.
-func describePods(ctx SpecContext, ns string) string {
-	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	var out []string
-	for _, p := range pods.Items {
-		line := fmt.Sprintf("%s: phase %s, node %q, deleting %v", p.Name, p.Status.Phase, p.Spec.NodeName, !p.DeletionTimestamp.IsZero())
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled {
-				line += fmt.Sprintf(", scheduled %s %s %s", c.Status, c.Reason, c.Message)
-			}
-		}
-		out = append(out, line)
-	}
-	return "pods:\n" + strings.Join(out, "\n")
 }
 
 // gangMinCount is the gang minCount job's spec.scheduling asks for, 0
@@ -132,7 +111,7 @@ var _ = Describe("gangs handed to kube-scheduler's gang scheduling", func() {
 		var group string
 		Eventually(func(g Gomega) {
 			pods := podsOf(ctx, g, job)
-			g.Expect(pods).To(HaveLen(2), func() string { return describePods(ctx, ns) })
+			g.Expect(pods).To(HaveLen(2), func() string { return framework.DescribePods(ctx, env.Client, ns) })
 			for _, p := range pods {
 				g.Expect(p.Spec.SchedulingGroup).NotTo(BeNil(), "the Job controller names its group in every pod")
 				group = ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "")

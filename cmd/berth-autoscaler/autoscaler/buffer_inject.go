@@ -80,11 +80,11 @@ func (l *BufferLoop) Once(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	pods, err := l.unschedulablePods(ctx, now)
+	candidates, err := l.unschedulablePods(ctx, now)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if len(buffers) == 0 && len(pods) == 0 {
+	if len(buffers) == 0 && len(candidates) == 0 {
 		return errors.Join(errs...) // no view to read
 	}
 	v, err := r.view(ctx, now)
@@ -93,7 +93,7 @@ func (l *BufferLoop) Once(ctx context.Context) error {
 	}
 	bins := v.Bins("")
 	pools := r.backedOff(v.ScalablePools(""), now)
-	if len(pods) > 0 {
+	if pods := placeablePods(candidates, v, r.Options.expendableCutoff()); len(pods) > 0 {
 		if err := l.scaleUpPods(ctx, pods, v, bins, pools, now); err != nil {
 			errs = append(errs, err)
 		}
@@ -256,18 +256,14 @@ func lasting(taints []corev1.Taint) []corev1.Taint {
 	return out
 }
 
-// joining reports whether a node exists but is not Ready yet: not
-// cordoned, not being deleted, and without Ready=True.
+// joining reports whether a node exists but is not ready yet (NodeReady):
+// not cordoned, not being deleted, and without Ready=True or still with a
+// not-ready condition taint.
 func joining(n *corev1.Node) bool {
 	if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() {
 		return false
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue
-		}
-	}
-	return true
+	return !NodeReady(n)
 }
 
 // createDue creates buffer b's pending nodes whose latency has passed,

@@ -109,7 +109,8 @@ func TestUses(t *testing.T) {
 }
 
 // TestUpcoming: a buffer counts on the nodes decided for it and not yet
-// created, and on those created for it and not Ready yet; not on others'.
+// created, and on those created for it and not ready yet (a Ready one
+// still under the not-ready taint included); not on others'.
 func TestUpcoming(t *testing.T) {
 	cp := berthv1.CapacityPool{}
 	cp.Name = "p"
@@ -119,9 +120,11 @@ func TestUpcoming(t *testing.T) {
 	b.Annotations = map[string]string{BufferPendingAnnotation: `[{"pool":"p","node":"p-2","due":"2026-12-01T12:00:00Z"},{"pool":"gone","node":"gone-0","due":"2026-12-01T12:00:00Z"}]`}
 	node := func(name, owner string, ready bool) corev1.Node {
 		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{BufferNodeAnnotation: owner}}}
-		n.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}, reservedTaint}
+		n.Spec.Taints = []corev1.Taint{reservedTaint}
 		if ready {
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		} else {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 		}
 		n.Status.Allocatable = rl("nvidia.com/gpu", "8")
 		return n
@@ -129,12 +132,15 @@ func TestUpcoming(t *testing.T) {
 	v := &View{Pools: []berthv1.CapacityPool{cp}, Nodes: []corev1.Node{
 		node("p-0", "ns/buf", false), node("p-1", "ns/buf", true), node("p-3", "ns/other", false),
 	}}
+	// Ready, but the not-ready taint is not lifted yet: still joining.
+	v.Nodes = append(v.Nodes, node("p-4", "ns/buf", true))
+	v.Nodes[3].Spec.Taints = append(v.Nodes[3].Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	var names []string
 	bins := upcoming(b, v)
 	for _, bin := range bins {
 		names = append(names, bin.Name)
 	}
-	if want := []string{"p-2", "p-0"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"p-2", "p-0", "p-4"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("upcoming = %v, want %v", names, want)
 	}
 	if want := []corev1.Taint{reservedTaint}; !reflect.DeepEqual(bins[1].Taints, want) {

@@ -82,17 +82,37 @@ func maxInto(a, b corev1.ResourceList) {
 }
 
 // NodeUsable reports whether kube-scheduler would place new pods on node at
-// all: it is Ready and not cordoned.
+// all: it is ready (NodeReady) and not cordoned or being deleted.
 func NodeUsable(node *corev1.Node) bool {
 	if node.Spec.Unschedulable || !node.DeletionTimestamp.IsZero() {
 		return false
 	}
+	return NodeReady(node)
+}
+
+// NodeReady reports whether node is ready as cluster-autoscaler counts
+// readiness: NodeReady=True, and none of the condition taints that say
+// otherwise. A node just registered turns Ready before the node lifecycle
+// controller lifts the node.kubernetes.io/not-ready taint the API server
+// gave it at creation; until then kube-scheduler places nothing there, and
+// cluster-autoscaler counts the node as still starting (upcoming), not as
+// room that pods failed to use. Reading Ready alone, the autoscaler would
+// see a full-looking node in that window and scale up a second time.
+func NodeReady(node *corev1.Node) bool {
+	ready := false
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+			ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	return false
+	for _, t := range node.Spec.Taints {
+		// The condition taints GetReadinessState reads as "not ready".
+		switch t.Key {
+		case corev1.TaintNodeNotReady, corev1.TaintNodeDiskPressure, corev1.TaintNodeNetworkUnavailable:
+			return false
+		}
+	}
+	return ready
 }
 
 // Admits reports whether a pod of spec may run on a node with name, labels

@@ -108,6 +108,14 @@ func TestNodeUsable(t *testing.T) {
 		{"not ready", corev1.Node{Status: notReady}, false},
 		{"no condition yet", corev1.Node{}, false},
 		{"cordoned", corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}, Status: ready}, false},
+		{"ready, not-ready taint not lifted yet", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}}, Status: ready}, false},
+		{"ready, network unavailable", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}}}, Status: ready}, false},
+		{"ready, disk pressure", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoSchedule}}}, Status: ready}, false},
+		{"ready, a taint of its own", corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+			{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}}, Status: ready}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	autoscalingv1 "k8s.io/autoscaler/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,8 +93,10 @@ func indexUnschedulable(ctx context.Context, mgr ctrl.Manager, cutoff int32) err
 
 // unschedulablePods creates the nodes decided for unschedulable pods whose
 // latency has passed, then returns the pods that ask for a scale-up, by
-// namespace and name; none without Options.ScaleUpUnschedulablePods.
-func (l *BufferLoop) unschedulablePods(ctx context.Context, now time.Time) ([]Pod, error) {
+// namespace and name, as the cache has them now; none without
+// Options.ScaleUpUnschedulablePods. They are candidates: placeablePods
+// checks them again against the loop's view.
+func (l *BufferLoop) unschedulablePods(ctx context.Context, now time.Time) ([]corev1.Pod, error) {
 	r := l.Requests
 	if !r.Options.ScaleUpUnschedulablePods {
 		return nil, nil
@@ -107,18 +110,35 @@ func (l *BufferLoop) unschedulablePods(ctx context.Context, now time.Time) ([]Po
 	slices.SortFunc(items, func(a, b corev1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	pods := make([]Pod, 0, len(items))
-	nodeExists := func(name string) bool {
-		return r.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil
+	return items, createErr
+}
+
+// placeablePods are the candidates that still ask for a scale-up in the
+// loop's view, whose pods were listed after them: cluster-autoscaler
+// decides on one snapshot, in which a pod is either bound or unschedulable.
+// A candidate kube-scheduler bound since it was listed is in the view on its
+// node, taking room there; scaling up for it as well would add a node no pod
+// needs. Also left out: a pod waiting for its preemption (WaitsForPreemption).
+func placeablePods(candidates []corev1.Pod, v *View, cutoff int32) []Pod {
+	byUID := make(map[types.UID]*corev1.Pod, len(v.Pods))
+	for i := range v.Pods {
+		byUID[v.Pods[i].UID] = &v.Pods[i]
 	}
-	for i := range items {
-		// The index was computed with the same cutoff; checked again so a
-		// pod the cache changed since stays out.
-		if p := &items[i]; Unschedulable(p, r.Options.expendableCutoff()) && !WaitsForPreemption(p, nodeExists) {
+	nodes := make(map[string]bool, len(v.Nodes))
+	for i := range v.Nodes {
+		nodes[v.Nodes[i].Name] = true
+	}
+	nodeExists := func(name string) bool { return nodes[name] }
+	pods := make([]Pod, 0, len(candidates))
+	for i := range candidates {
+		// The index was computed with the same cutoff; checked again on the
+		// view's copy, so a pod the cache changed since stays out.
+		p, ok := byUID[candidates[i].UID]
+		if ok && Unschedulable(p, cutoff) && !WaitsForPreemption(p, nodeExists) {
 			pods = append(pods, Pod{Spec: &p.Spec, Requests: PodRequests(&p.Spec), Labels: p.Labels})
 		}
 	}
-	return pods, createErr
+	return pods
 }
 
 // WaitsForPreemption reports whether an unschedulable pod waits for the

@@ -87,6 +87,44 @@ func TestWaitsForPreemption(t *testing.T) {
 	}
 }
 
+// TestPlaceablePods: a candidate listed as unschedulable asks for a
+// scale-up only if the loop's view, listed after it, still has it
+// unschedulable: not bound since (it takes room on its node in the view),
+// not gone, and not nominated to a node that exists.
+func TestPlaceablePods(t *testing.T) {
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	candidate := func() corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{unschedulable}
+		return p
+	}
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n0"}}}
+	for _, tc := range []struct {
+		name string
+		view func(*corev1.Pod) // how the view's copy differs; nil: not in the view
+		want int
+	}{
+		{"still unschedulable", func(*corev1.Pod) {}, 1},
+		{"bound since it was listed", func(p *corev1.Pod) { p.Spec.NodeName = "n0" }, 0},
+		{"nominated to an existing node since", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n0" }, 0},
+		{"nominated to a node that is gone", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n9" }, 1},
+		{"deleted since", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &View{Nodes: nodes}
+			if tc.view != nil {
+				p := candidate()
+				tc.view(&p)
+				v.Pods = []corev1.Pod{p}
+			}
+			if got := placeablePods([]corev1.Pod{candidate()}, v, DefaultExpendablePodsPriorityCutoff); len(got) != tc.want {
+				t.Errorf("placeable pods = %d, want %d", len(got), tc.want)
+			}
+		})
+	}
+}
+
 // TestExpendableCutoff: unset means cluster-autoscaler's -10.
 func TestExpendableCutoff(t *testing.T) {
 	for _, tc := range []struct {
@@ -108,7 +146,8 @@ func TestExpendableCutoff(t *testing.T) {
 
 // TestPodsUpcoming: unschedulable pods count on the nodes recorded on
 // pools and not created yet, and on the nodes created for them and not
-// Ready yet (without condition taints); not on Ready ones (they are bins),
+// ready yet (without condition taints), a Ready one whose not-ready taint
+// is not lifted yet included; not on ready ones (they are bins),
 // nor on buffers' or requests' nodes, and a recorded node already created
 // counts once.
 func TestPodsUpcoming(t *testing.T) {
@@ -118,9 +157,11 @@ func TestPodsUpcoming(t *testing.T) {
 	cp.Annotations = map[string]string{BufferPendingAnnotation: `[{"pool":"p","node":"p-2","due":"2026-12-01T12:00:00Z"},{"pool":"p","node":"p-0","due":"2026-12-01T12:00:00Z"}]`}
 	node := func(name string, annotations map[string]string, ready bool) corev1.Node {
 		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
-		n.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}, reservedTaint}
+		n.Spec.Taints = []corev1.Taint{reservedTaint}
 		if ready {
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		} else {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 		}
 		n.Status.Allocatable = rl("nvidia.com/gpu", "8")
 		return n
@@ -131,13 +172,17 @@ func TestPodsUpcoming(t *testing.T) {
 		node("p-1", forPods, true),
 		node("p-3", map[string]string{BufferNodeAnnotation: "ns/buf"}, false),
 		node("p-4", map[string]string{CreatedForAnnotation: "ns/req"}, false),
+		node("p-5", forPods, true),
 	}}
+	// Ready, but the node lifecycle controller has not lifted the
+	// not-ready taint yet: still starting, as cluster-autoscaler counts it.
+	v.Nodes[4].Spec.Taints = append(v.Nodes[4].Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	var names []string
 	bins := podsUpcoming(v)
 	for _, b := range bins {
 		names = append(names, b.Name)
 	}
-	if want := []string{"p-0", "p-2"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"p-0", "p-5", "p-2"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("upcoming = %v, want %v", names, want)
 	}
 	if want := []corev1.Taint{reservedTaint}; !reflect.DeepEqual(bins[0].Taints, want) {

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/cmd/berth-autoscaler/autoscaler"
 	"github.com/berth-dev/berth/controllers/headroom"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
 )
 
 // Warm headroom on the full plane, through the stand-in autoscaler's
@@ -173,7 +174,9 @@ var _ = Describe("Warm headroom", func() {
 				}
 			}
 			return ""
-		}, timeout, interval).Should(Equal(first))
+		}, timeout, interval).Should(Equal(first), func() string {
+			return framework.DescribePods(ctx, env.Client, ns, "berth-system") + framework.DescribeNodes(ctx, env.Client)
+		})
 
 		By("the preempted placeholder is pending, and the autoscaler scales up a new node for it in the same rack")
 		Eventually(func(g Gomega) {
@@ -183,6 +186,12 @@ var _ = Describe("Warm headroom", func() {
 			var n corev1.Node
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: node}, &n)).To(Succeed())
 			g.Expect(n.Labels).To(HaveKeyWithValue(rackLabel, "r1"))
+			// One node per scale-up, as cluster-autoscaler decides on one
+			// snapshot: a pod bound since it was listed as unschedulable,
+			// or a node still under its not-ready taint, asks for none.
+			var nodes corev1.NodeList
+			g.Expect(env.Client.List(ctx, &nodes, client.MatchingLabels{berthv1.HeadroomLabel: ns})).To(Succeed())
+			g.Expect(nodes.Items).To(HaveLen(2), "the placeholder's first node and the one created for it after the preemption")
 		}, timeout, interval).Should(Succeed())
 	})
 })
