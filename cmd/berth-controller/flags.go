@@ -92,7 +92,7 @@ func parseFlags(args []string, zapOpts *zap.Options) (config, error) {
 	fs.IntVar(&c.burst, "kube-api-burst", 1000, "client-side burst of API requests")
 	fs.DurationVar(&c.statusInterval, "queue-status-interval", 5*time.Second, "the most often a queue's counts and usage are written")
 	fs.Float64Var(&c.statusRate, "queue-status-rate", 2, "the most writes per second of counts and usage for all ClusterQueues, and as many for all LocalQueues: with many queues each is written less often than --queue-status-interval; 0 sets no such limit")
-	fs.IntVar(&c.applyWorkers, "apply-workers", 16, "how many admission decisions are written to the API server at once")
+	fs.IntVar(&c.applyWorkers, "apply-workers", setup.DefaultApplyWorkers, "how many admission decisions are written to the API server at once")
 	fs.IntVar(&c.jobWorkers, "job-workers", setup.DefaultJobWorkers, "how many jobs of each kind are reconciled at once (Workload created, pods released or stopped)")
 	fs.DurationVar(&c.pendingStatusDelay, "pending-status-delay", 0, "how long a workload waits its turn for quota before that is written to its status; 0 never writes it (the visibility API and kubectl berth explain show it); reasons that need action, and a gang's wait for capacity its flavor cannot book (TopologyUnavailable), are written at once")
 	bindQueueingFlags(fs, &c)

@@ -40,6 +40,13 @@ import (
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
+// DefaultWorkers is Options.Workers when it is not set. Each write waits
+// for the API server, so decisions are written at most this many times a
+// round trip: under a saturated API server (a second a request) 16 held a
+// burst's admissions back (docs/performance.md, "Workers against API
+// latency").
+const DefaultWorkers = 64
+
 // Options configure a Scheduler.
 type Options struct {
 	// Engine configures the admission engine.
@@ -121,7 +128,7 @@ func New(c client.Client, reader client.Reader, recorder events.EventRecorder, o
 		return nil, fmt.Errorf("creating admission engine: %w", err)
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 16
+		opts.Workers = DefaultWorkers
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 200 * time.Millisecond

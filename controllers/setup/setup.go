@@ -64,8 +64,19 @@ import (
 const ControllerName = "berth-controller"
 
 // DefaultJobWorkers is how many jobs of each kind are reconciled at once
-// unless Options.JobWorkers says otherwise (--job-workers).
-const DefaultJobWorkers = 16
+// unless Options.JobWorkers says otherwise (--job-workers). A reconcile
+// spends its time waiting for the API server (a Workload's create, a
+// gang's releases), so a kind's throughput is its workers divided by the
+// API server's latency: when a burst saturates the API server, latency
+// reaches a second and 16 workers fell behind 30 gangs a second
+// (docs/performance.md, "Workers against API latency"). Idle workers
+// cost nothing.
+const DefaultJobWorkers = 64
+
+// DefaultApplyWorkers is how many admission decisions are written at once
+// unless Options.ApplyWorkers says otherwise (--apply-workers); see
+// DefaultJobWorkers for why it is this many.
+const DefaultApplyWorkers = scheduler.DefaultWorkers
 
 // Options configure berth.
 type Options struct {

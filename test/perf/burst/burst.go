@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
+	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
@@ -58,6 +59,12 @@ type Options struct {
 	APIServerProfile string
 	// ProfileSeconds is how long the API server is profiled. Default 30.
 	ProfileSeconds int
+	// JobWorkers is berth's --job-workers in the berth runs: how many gangs
+	// of a kind are reconciled at once. Zero: berth's default.
+	JobWorkers int
+	// ApplyWorkers is berth's --apply-workers in the berth runs: how many
+	// decisions are written at once. Zero: berth's default.
+	ApplyWorkers int
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
@@ -140,7 +147,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Gangs: o.Gangs, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
-		Window: o.Window.Seconds(), SchedulerQPS: o.SchedulerQPS}
+		Window: o.Window.Seconds(), SchedulerQPS: o.SchedulerQPS,
+		JobWorkers: o.JobWorkers, ApplyWorkers: o.ApplyWorkers}
 	err = run(ctx, env, o, rep)
 	return rep, errors.Join(err, env.Stop())
 }
@@ -160,7 +168,8 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	if err != nil {
 		return fmt.Errorf("floor run: %w", err)
 	}
-	if _, err := env.StartBerth(framework.BerthOptions{WrapTransport: p.writes.Wrap}); err != nil {
+	if _, err := env.StartBerth(framework.BerthOptions{WrapTransport: p.writes.Wrap,
+		Setup: setup.Options{JobWorkers: o.JobWorkers, ApplyWorkers: o.ApplyWorkers}}); err != nil {
 		return fmt.Errorf("starting berth: %w", err)
 	}
 	fmt.Fprintln(o.Progress, "berth, webhook path: the same pods as pod groups in a LocalQueue, gated by berth's pod webhook")

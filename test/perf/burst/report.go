@@ -53,8 +53,12 @@ type Report struct {
 	Nodes        int     `json:"nodes"`
 	Window       float64 `json:"windowSeconds"`
 	SchedulerQPS int     `json:"schedulerQPS"`
-	CPUs         int     `json:"cpus"`
-	GoVersion    string  `json:"goVersion"`
+	// JobWorkers and ApplyWorkers are berth's --job-workers and
+	// --apply-workers; 0 is berth's default.
+	JobWorkers   int    `json:"jobWorkers,omitempty"`
+	ApplyWorkers int    `json:"applyWorkers,omitempty"`
+	CPUs         int    `json:"cpus"`
+	GoVersion    string `json:"goVersion"`
 	// Floor is kube-scheduler alone; Berth the same pods through berth,
 	// gated by its pod webhook; Policy the same again, gated inside the
 	// API server by berth's MutatingAdmissionPolicy.

@@ -54,6 +54,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.profile, "burst-cpu-profile", "", "burst: write a CPU profile of this process, which runs berth in the burst scenario, to this file")
 	fs.StringVar(&c.burst.APIServerProfile, "burst-apiserver-profile", "", "burst: a directory where each berth run writes a CPU profile of kube-apiserver (apiserver-<namespace>.pprof)")
 	fs.IntVar(&c.burst.ProfileSeconds, "burst-profile-seconds", 0, "burst: how long kube-apiserver is profiled from the start of each berth run; default 30")
+	fs.IntVar(&c.burst.JobWorkers, "burst-job-workers", 0, "burst: berth's --job-workers in the berth runs; default berth's own")
+	fs.IntVar(&c.burst.ApplyWorkers, "burst-apply-workers", 0, "burst: berth's --apply-workers in the berth runs; default berth's own")
 	fs.IntVar(&c.burst.SchedulerQPS, "burst-scheduler-qps", 0, "burst: kube-scheduler's client QPS (burst twice that); default 500")
 	fs.StringVar(&c.out, "out", "", "JSON report path; default bin/perf/<scenario>-<mode>-qps<qps>.json")
 	fs.StringVar(&c.mode, "mode", string(runner.ModeWorkloads), "workloads: create Workloads as a job adapter would; jobs: create suspended batch/v1 Jobs")
