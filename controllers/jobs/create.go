@@ -38,6 +38,7 @@ func (r *Reconciler) createWorkload(ctx context.Context, g gang) (reconcile.Resu
 		}
 		return reconcile.Result{}, fmt.Errorf("creating workload for %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
+	r.created.add(client.ObjectKeyFromObject(wl), r.opts.Clock.Now())
 	// Created from the gang just read: the Workload's first event needs
 	// no second read.
 	r.memo.inStepNow(job, wl)

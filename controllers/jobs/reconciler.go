@@ -60,6 +60,8 @@ type Reconciler struct {
 	indexed bool
 	// assumed are the gangs' writes the cache may not show yet (Assumer).
 	assumed assumedWrites
+	// created are the Workloads created that the cache may not show yet.
+	created createdWorkloads
 	// wakes reconcile a replica offered for admission without a Workload
 	// once the engine decided (records.go).
 	wakes chan event.GenericEvent
@@ -193,8 +195,13 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if done, err := r.recorded(ctx, g); done {
 		return reconcile.Result{}, err
 	}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: g.workload}, wl)
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: g.workload}
+	err := r.client.Get(ctx, key, wl)
 	if apierrors.IsNotFound(err) {
+		if r.created.unseen(key, r.opts.Clock.Now()) {
+			// Created a moment ago: its own event reconciles the gang.
+			return reconcile.Result{RequeueAfter: createdTTL}, nil
+		}
 		if res, done, err := r.offer(ctx, g); done {
 			return res, err
 		}
@@ -203,6 +210,7 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading workload %s: %w", g.workload, err)
 	}
+	r.created.seen(key)
 	if finished, succeeded, msg := job.Finished(); finished {
 		if !lifecycle.IsFinished(wl) {
 			if err := r.dropPodGroup(ctx, job, wl, true); err != nil {
@@ -214,7 +222,6 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	if restored, err := r.restoreFinalizer(ctx, job, wl); err != nil || restored {
 		return reconcile.Result{}, err
 	}
-	key := client.ObjectKeyFromObject(wl)
 	r.assumed.give(key, job)
 	defer r.assumed.keep(key, job)
 	var res reconcile.Result
@@ -462,6 +469,7 @@ func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string
 		}
 		r.memo.forget(namespace, wls.Items[i].Name)
 		r.assumed.forget(client.ObjectKeyFromObject(&wls.Items[i]))
+		r.created.seen(client.ObjectKeyFromObject(&wls.Items[i]))
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}

@@ -48,10 +48,12 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(rep.Berth.WebhookCalls[framework.MutatePodPath]).To(BeNumerically("==", pods))
 		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
 
-		By("berth released each pod with one patch and made one Workload per gang")
+		By("berth released each pod with one patch and created one Workload per gang, once")
 		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
 			Expect(ph.BerthWrites).To(HaveKeyWithValue("PATCH pods", pods), "%s: one release per pod", ph.Namespace)
 			Expect(ph.BerthWrites).To(HaveKeyWithValue("POST workloads", gangs), "%s: one Workload per gang", ph.Namespace)
+			Expect(ph.BerthWrites).NotTo(HaveKey("POST workloads 409"),
+				"%s: no Workload created again while berth's cache did not show it yet", ph.Namespace)
 		}
 
 		By("writing the report as JSON and as a table")
