@@ -1,11 +1,20 @@
 package jobs
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
 
 func TestCreatedWorkloads(t *testing.T) {
@@ -88,5 +97,52 @@ func TestCreatedWorkloadsPrune(t *testing.T) {
 	}
 	if !c.unseen(fresh, t0.Add(createdTTL+time.Second)) {
 		t.Fatal("the fresh record was pruned")
+	}
+}
+
+// podKind is a resolved kind for the test below: its gangs are keyed, and
+// their Workloads named by key (KeyWorkloadName).
+type podKind struct{}
+
+func (podKind) GVK() schema.GroupVersionKind  { return corev1.SchemeGroupVersion.WithKind("Pod") }
+func (podKind) NewObject() client.Object      { return &corev1.Pod{} }
+func (podKind) Wrap(client.Object) GenericJob { return nil }
+
+// TestGoneGangForgetsItsCreatedWorkload: a gang whose objects are all gone
+// drops the record of its Workload, whether or not the cache has shown the
+// Workload yet, so a gang of the same key that comes back at once gets its
+// Workload created again rather than waiting out createdTTL.
+func TestGoneGangForgetsItsCreatedWorkload(t *testing.T) {
+	name := KeyWorkloadName("Pod", "team", "r00001")
+	key := types.NamespacedName{Namespace: "team", Name: name}
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		inCache bool
+	}{
+		{"the cache shows the Workload", true},
+		{"the cache does not show it yet", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(handOffScheme(t))
+			if tt.inCache {
+				b = b.WithObjects(&berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name,
+					Labels: map[string]string{berthv1.JobKeyLabel: "r00001"}}})
+			}
+			c := b.Build()
+			r := &Reconciler{client: c, reader: c, kind: podKind{}}
+			r.created.add(key, now)
+			if err := r.deleteKeyWorkloads(context.Background(), "team", "r00001"); err != nil {
+				t.Fatal(err)
+			}
+			if r.created.unseen(key, now.Add(time.Second)) {
+				t.Fatal("the gone gang's Workload is still taken as created")
+			}
+			err := c.Get(context.Background(), key, &berthv1.Workload{})
+			if !apierrors.IsNotFound(err) {
+				t.Fatalf("the gone gang's Workload was not deleted: %v", err)
+			}
+		})
 	}
 }

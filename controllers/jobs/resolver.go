@@ -115,6 +115,9 @@ func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req re
 func (r *Reconciler) deleteKeyWorkloads(ctx context.Context, namespace, key string) error {
 	wl := &berthv1.Workload{}
 	name := KeyWorkloadName(r.kind.GVK().Kind, namespace, key)
+	// The gang is gone: a gang of the same key that comes back gets its
+	// Workload created again, even one created a moment ago (created.go).
+	r.created.seen(client.ObjectKey{Namespace: namespace, Name: name})
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, wl)
 	if apierrors.IsNotFound(err) {
 		return nil
