@@ -202,6 +202,10 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 		rep.P95Ratio = rep.Berth.P95 / rep.Floor.P95
 		rep.PolicyP95Ratio = policy.P95 / rep.Floor.P95
 	}
+	if floor := rep.Floor.CPUSeconds[APIServer]; floor > 0 {
+		rep.APIServerCPURatio = rep.Berth.CPUSeconds[APIServer] / floor
+		rep.PolicyAPIServerCPURatio = policy.CPUSeconds[APIServer] / floor
+	}
 	return nil
 }
 

@@ -207,7 +207,10 @@ func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string,
 // components are the processes whose CPU time a phase reports: the plane's
 // (/proc truncates kube-controller-manager's name to 15 characters) and
 // this process, which runs berth and creates the load.
-var components = []string{"kube-apiserver", "etcd", "kube-scheduler", "kwok", "kube-controller"}
+var components = []string{APIServer, "etcd", "kube-scheduler", "kwok", "kube-controller"}
+
+// APIServer names kube-apiserver's CPU in Phase.CPUSeconds.
+const APIServer = "kube-apiserver"
 
 // thisProcess names this process's CPU in Phase.CPUSeconds.
 const thisProcess = "berth-perf (berth and the load)"

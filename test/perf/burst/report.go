@@ -68,6 +68,11 @@ type Report struct {
 	// P95Ratio and PolicyP95Ratio are the berth runs' p95 over the floor's.
 	P95Ratio       float64 `json:"p95Ratio"`
 	PolicyP95Ratio float64 `json:"policyP95Ratio,omitempty"`
+	// APIServerCPURatio and PolicyAPIServerCPURatio are kube-apiserver's
+	// CPU seconds in the berth runs over the floor's: per pod, as every run
+	// creates the same pods.
+	APIServerCPURatio       float64 `json:"apiServerCPURatio,omitempty"`
+	PolicyAPIServerCPURatio float64 `json:"policyAPIServerCPURatio,omitempty"`
 }
 
 // WriteJSON writes the report to path.
@@ -116,6 +121,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: webhook path %.2fx, policy path %.2fx; Workloads admitted: %d\n",
 		r.P95Ratio, r.PolicyP95Ratio, r.Berth.Workloads); err != nil {
+		return err
+	}
+	if _, err = fmt.Fprintf(w, "kube-apiserver CPU / floor's (per pod): webhook path %.2fx, policy path %.2fx\n",
+		r.APIServerCPURatio, r.PolicyAPIServerCPURatio); err != nil {
 		return err
 	}
 	for _, ph := range r.runs() {

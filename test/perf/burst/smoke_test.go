@@ -43,6 +43,9 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(rep.Floor.Workloads).To(BeZero())
 		Expect(rep.P95Ratio).To(BeNumerically("~", rep.Berth.P95/rep.Floor.P95, 1e-9))
 		Expect(rep.PolicyP95Ratio).To(BeNumerically("~", rep.Policy.P95/rep.Floor.P95, 1e-9))
+		Expect(rep.Floor.CPUSeconds).To(HaveKey(burst.APIServer))
+		Expect(rep.APIServerCPURatio).To(BeNumerically("~", rep.Berth.CPUSeconds[burst.APIServer]/rep.Floor.CPUSeconds[burst.APIServer], 1e-9))
+		Expect(rep.PolicyAPIServerCPURatio).To(BeNumerically("~", rep.Policy.CPUSeconds[burst.APIServer]/rep.Floor.CPUSeconds[burst.APIServer], 1e-9))
 
 		By("the webhook path gated every pod by berth's webhook; the policy path called berth for none of them")
 		Expect(rep.Berth.WebhookCalls[framework.MutatePodPath]).To(BeNumerically("==", pods))
@@ -67,6 +70,7 @@ var _ = Describe("a small burst on the full plane", func() {
 		var table bytes.Buffer
 		Expect(rep.WriteTable(&table)).To(Succeed())
 		Expect(table.String()).To(ContainSubstring("berth, policy path"))
+		Expect(table.String()).To(ContainSubstring("kube-apiserver CPU / floor's (per pod)"))
 		GinkgoWriter.Println(table.String())
 	}, NodeTimeout(10*time.Minute))
 })
