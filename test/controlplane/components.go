@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,14 +50,39 @@ type nodeComponent struct {
 	name Component
 	args *argList
 	env  []string
-	// health is the URL whose 200 means the component is ready.
+	// health is the URL whose 200 means the component is ready, served on
+	// port.
 	health string
+	port   int
 }
+
+// portTries is how often the node components are started on new ports
+// when one of theirs was taken before the component bound it.
+const portTries = 3
 
 // startNodeComponents starts kube-controller-manager, kube-scheduler and kwok
 // together, waits until all report healthy, then proves the node path end to
 // end with a probe node.
 func (p *Plane) startNodeComponents(ctx context.Context, opts Options) error {
+	for try := 1; ; try++ {
+		started := len(p.procs)
+		err := p.startNodeComponentsOnce(ctx, opts)
+		if err == nil || try == portTries || !errors.Is(err, errPortTaken) {
+			return err
+		}
+		// Another process (another plane's component) took a port between
+		// freePort and the bind: start them again, on new ports.
+		for _, proc := range p.procs[started:] {
+			if serr := proc.stop(0); serr != nil {
+				return errors.Join(err, serr)
+			}
+		}
+		p.procs = p.procs[:started]
+	}
+}
+
+// startNodeComponentsOnce starts the node components once, on new ports.
+func (p *Plane) startNodeComponentsOnce(ctx context.Context, opts Options) error {
 	comps, err := p.nodeComponents(opts)
 	if err != nil {
 		return err
@@ -79,7 +105,7 @@ func (p *Plane) startNodeComponents(ctx context.Context, opts Options) error {
 			ctx, cancel := context.WithTimeoutCause(ctx, opts.StartTimeout,
 				fmt.Errorf("timed out after %s", opts.StartTimeout))
 			defer cancel()
-			return proc.waitFor(ctx, "healthy", healthProbe(c.health))
+			return proc.waitFor(ctx, "healthy", proc.ownProbe(c.port, healthProbe(c.health)))
 		})
 	}
 	if err := firstError(ctx, waits); err != nil {
@@ -156,12 +182,12 @@ func (p *Plane) nodeComponents(opts Options) ([]nodeComponent, error) {
 		kwok.add("config", s)
 	}
 	return []nodeComponent{
-		{name: KubeControllerManager, args: kcm, health: fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])},
-		{name: KubeScheduler, args: sched, health: fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[1])},
+		{name: KubeControllerManager, args: kcm, health: fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), port: ports[0]},
+		{name: KubeScheduler, args: sched, health: fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[1]), port: ports[1]},
 		// kwok also reads $KWOK_WORKDIR/kwok.yaml if it exists; point it at
 		// the plane so a developer's ~/.kwok cannot change the stages.
 		{name: Kwok, args: kwok, env: []string{"KWOK_WORKDIR=" + filepath.Join(p.Dir, "kwok")},
-			health: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[2])},
+			health: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[2]), port: ports[2]},
 	}, nil
 }
 

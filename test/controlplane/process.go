@@ -137,6 +137,9 @@ func (p *process) waitFor(ctx context.Context, what string, check func(context.C
 			if err == nil {
 				err = errors.New("exit status 0")
 			}
+			if log, rerr := os.ReadFile(p.logPath); rerr == nil && bytes.Contains(log, []byte("address already in use")) {
+				err = fmt.Errorf("%w (%w)", err, errPortTaken)
+			}
 			return p.failure(fmt.Errorf("exited before becoming %s: %w", what, err))
 		}
 		if last = check(ctx); last == nil {
@@ -147,6 +150,29 @@ func (p *process) waitFor(ctx context.Context, what string, check func(context.C
 			return p.failure(fmt.Errorf("not %s: %w (last probe: %w)", what, context.Cause(ctx), last))
 		case <-ticker.C:
 		}
+	}
+}
+
+// errPortTaken says that a port chosen for a component was taken by
+// another process before the component bound it (see freePort).
+var errPortTaken = errors.New("its port was taken by another process")
+
+// ownProbe is check, passing only once p itself listens on port: a health
+// probe answered by another process on that port (another plane's
+// component that took the port first) is not p being healthy.
+func (p *process) ownProbe(port int, check func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return err
+		}
+		mine, err := listensOn(p.cmd.Process.Pid, port)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			return fmt.Errorf("127.0.0.1:%d answers, but not %s: %w", port, p.name, errPortTaken)
+		}
+		return nil
 	}
 }
 
