@@ -15,12 +15,7 @@ import (
 // TestListensOn: the holder of a loopback listener is told from any other
 // process, and a port nobody listens on has no holder.
 func TestListensOn(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := listenHere(t)
 	other := startSleeper(t)
 	free, err := freePort()
 	if err != nil {
@@ -53,19 +48,14 @@ func TestListensOn(t *testing.T) {
 // the component holds the port; another holder is errPortTaken, which
 // startNodeComponents answers with new ports.
 func TestOwnProbe(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := listenHere(t)
 	healthy := func(context.Context) error { return nil }
 	ours := &process{name: "this test", cmd: &exec.Cmd{Process: &os.Process{Pid: os.Getpid()}}}
 	if err := ours.ownProbe(port, healthy)(context.Background()); err != nil {
 		t.Fatalf("the holder's healthy answer: %v", err)
 	}
 	other := startSleeper(t)
-	err = other.ownProbe(port, healthy)(context.Background())
+	err := other.ownProbe(port, healthy)(context.Background())
 	if !errors.Is(err, errPortTaken) {
 		t.Fatalf("another holder's answer: %v, want errPortTaken", err)
 	}
@@ -73,6 +63,18 @@ func TestOwnProbe(t *testing.T) {
 	if err := ours.ownProbe(port, func(context.Context) error { return notYet })(context.Background()); !errors.Is(err, notYet) {
 		t.Fatalf("an unhealthy answer: %v, want the probe's own error", err)
 	}
+}
+
+// listenHere listens on a free loopback port in this process until the
+// test ends, and returns the port.
+func listenHere(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // startSleeper starts a process that listens on nothing, stopped with the
