@@ -169,6 +169,6 @@ tool (
 
 // Trainer v2.3.0's API package does not build against k8s.io/api v0.37: its
 // generated OpenAPI definitions name corev1.PodStatusResult, which v0.37
-// removed. third_party/kubeflow-trainer is that package without them
+// removed. apis/kubeflow-trainer is that package without them
 // (README.md there); drop this once a Trainer release builds here.
-replace github.com/kubeflow/trainer/v2 v2.3.0 => ./third_party/kubeflow-trainer
+replace github.com/kubeflow/trainer/v2 v2.3.0 => ./apis/kubeflow-trainer

@@ -177,7 +177,7 @@ func TrainingOperatorCRDs() ([]string, error) {
 
 // TrainerCRDs are the TrainJob, TrainingRuntime and ClusterTrainingRuntime
 // CRDs of the Kubeflow Trainer version berth is built with. go.mod replaces
-// that version with third_party/kubeflow-trainer, which holds its API
+// that version with apis/kubeflow-trainer, which holds its API
 // package only: the CRDs are read from the release's own module, which go
 // downloads into the module cache (from the cache when it is there).
 func TrainerCRDs() ([]string, error) {
