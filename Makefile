@@ -31,7 +31,7 @@ build:
 ## and the Helm chart's copies of them (config/chart/berth/templates/generated,
 ## written from the kustomize build of config/default by berth-release).
 generate:
-	$(CONTROLLER_GEN) object paths=./apis/...
+	$(CONTROLLER_GEN) object paths="./apis/v1alpha1/...;./apis/capacitybuffer/...;./apis/visibility/..."
 	$(GO) tool openapi-gen --output-dir apis/visibility/openapi --output-pkg $(MODULE)/apis/visibility/openapi \
 		--output-file zz_generated.openapi.go --go-header-file /dev/null --report-filename apis/visibility/openapi/api-violations.list \
 		$(MODULE)/apis/visibility/v1alpha1 k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
