@@ -29,7 +29,7 @@ import (
 // that names a controller, carries berth's gang labels or has a malformed
 // queue name, or an update that removes berth's gate or changes a queued
 // pod's labels or controller.
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"(has(object.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.labels)) || (request.operation == 'UPDATE' && (has(oldObject.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in oldObject.metadata.labels))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({}) || (request.operation == 'UPDATE' && 'berth.dev/admission-record' in oldObject.metadata.?annotations.orValue({}))"},{"name":"not-berth","expression":"request.operation != 'UPDATE' || !authorizer.group('berth.dev').resource('workloads').subresource('status').namespace(request.namespace).check('update').allowed()"},{"name":"needs-lookup","expression":"request.operation == 'CREATE' ? (size(object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid)) > 0 || ['berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.?labels.orValue({})) || (object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].hasValue() && (size(object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value()) > 253 || !object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value().matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({})) : (oldObject.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] != object.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] || (oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission') && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission')) || ['berth.dev/queue-name', 'berth.dev/pod-group', 'berth.dev/gang', 'berth.dev/workload', 'berth.dev/placement'].exists(k, oldObject.metadata.?labels.orValue({})[?k] != object.metadata.?labels.orValue({})[?k]) || oldObject.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid) != object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid))"}]}`
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"berth-pods","expression":"(has(object.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.labels)) || (request.operation == 'UPDATE' && (has(oldObject.metadata.labels) && ['berth.dev/queue-name', 'berth.dev/workload', 'berth.dev/placement'].exists(k, k in oldObject.metadata.labels))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({}) || (request.operation == 'UPDATE' && 'berth.dev/admission-record' in oldObject.metadata.?annotations.orValue({}))"},{"name":"not-berth","expression":"request.operation != 'UPDATE' || !authorizer.group('berth.dev').resource('workloads').subresource('status').namespace(request.namespace).check('update').allowed()"},{"name":"needs-lookup","expression":"request.operation == 'CREATE' ? (size(object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid)) > 0 || ['berth.dev/workload', 'berth.dev/placement'].exists(k, k in object.metadata.?labels.orValue({})) || (object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].hasValue() && (size(object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value()) > 253 || !object.metadata.?labels.orValue({})[?'berth.dev/queue-name'].value().matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))) || 'berth.dev/admission-record' in object.metadata.?annotations.orValue({})) : (oldObject.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] != object.metadata.?annotations.orValue({})[?'berth.dev/admission-record'] || (oldObject.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission') && !object.spec.?schedulingGates.orValue([]).exists(g, g.name == 'berth.dev/admission')) || ['berth.dev/queue-name', 'berth.dev/pod-group', 'berth.dev/gang', 'berth.dev/workload', 'berth.dev/placement', 'berth.dev/pod-set'].exists(k, oldObject.metadata.?labels.orValue({})[?k] != object.metadata.?labels.orValue({})[?k]) || oldObject.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid) != object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).map(r, r.uid))"}]}`
 
 // Validator refuses the pods and pod edits that would run a pod outside
 // quota: removing berth's scheduling gate before the pod's gang is
@@ -85,6 +85,14 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 			if err != nil {
 				return nil, err
 			}
+			if len(labelErrs) == 0 {
+				// Created ungated (by a Job's, a JobSet's, an operator's
+				// controller): bounded at creation, as a gated pod is at
+				// its release.
+				if labelErrs, err = v.validateBound(ctx, p, true); err != nil {
+					return nil, err
+				}
+			}
 			errs = append(errs, labelErrs...)
 		}
 	}
@@ -105,7 +113,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 			return nil, err
 		}
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = v.validateBound(ctx, p); err != nil {
+			if labelErrs, err = v.validateBound(ctx, p, false); err != nil {
 				return nil, err
 			}
 		}
@@ -124,14 +132,31 @@ func (Validator) ValidateDelete(context.Context, *corev1.Pod) (admission.Warning
 	return nil, nil
 }
 
-// ValidateUpdateStatic checks the changes of a pod that need no lookup: a
+// countedLabels are the labels by which berth counts the pods a gang runs
+// (validateBound, the release's own bound) and trusts a replica's record
+// (lifecycle.RecordOf). berth sets them with the release; a tenant who
+// could remove or change one on a running pod would take that pod out of
+// the count — and release one more pod of the gang in its place — or make
+// a restarted berth not count the quota a replica's record holds.
+var countedLabels = []string{berthv1.WorkloadLabel, berthv1.PlacementLabel, berthv1.PodSetLabel}
+
+// ValidateUpdateStatic checks the changes of a pod that need no lookup: the
+// labels berth counts a gang's pods by cannot change once set, on any pod
+// (countedLabels: a Job's pods carry them without the queue label); a
 // queued pod's queue and group cannot change, nor can its controller be
 // set or replaced (removing it, as the garbage collector does when the
 // controller is deleted with orphan propagation, is allowed).
 func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
+	for _, key := range countedLabels {
+		ov, had := old.Labels[key]
+		if nv, has := p.Labels[key]; had && (!has || nv != ov) {
+			errs = append(errs, field.Forbidden(labelsPath.Key(key),
+				"berth sets it when it releases the pod and counts the pods a gang runs by it: it cannot be changed or removed: leave it to berth (deleting the pod takes it out of its gang)"))
+		}
+	}
 	if _, queued := old.Labels[berthv1.QueueNameLabel]; !queued {
-		return nil
+		return errs
 	}
 	for _, key := range []string{berthv1.QueueNameLabel, berthv1.PodGroupLabel, berthv1.GangAnnotation} {
 		ov, oldOK := old.Labels[key]
@@ -392,7 +417,15 @@ func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, 
 // gang's members does not run beside them on their quota. Pods are counted
 // from the cache, which can only lag behind releases (never count more
 // than run), so berth's own releases, bounded the same way, pass.
-func (v Validator) validateBound(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) {
+//
+// creating bounds a pod created ungated with berth's labels instead — the
+// pods a Job's, a JobSet's or an operator's controller creates once berth
+// resumed the job — so that growing a running child Job's parallelism, or
+// orphaning a running pod so that its Job replaces it, runs no pod beyond
+// the admission. A pod being deleted is not counted then: a Job replaces a
+// terminating pod at once (podReplacementPolicy TerminatingOrFailed), and
+// refusing that replacement would stall every restart.
+func (v Validator) validateBound(ctx context.Context, p *corev1.Pod, creating bool) (field.ErrorList, error) {
 	uid, set := p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel]
 	name, _, err := v.gangWorkload(ctx, p)
 	if err != nil || name == "" {
@@ -412,21 +445,40 @@ func (v Validator) validateBound(ctx context.Context, p *corev1.Pod) (field.Erro
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
 			"workload %s admitted no pod set %q", wl.Name, set))}, nil
 	}
-	list := &corev1.PodList{}
-	if err := v.Workloads.Cache.List(ctx, list, client.InNamespace(p.Namespace),
-		client.MatchingLabels{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: set}); err != nil {
-		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
+	reader := v.Workloads.Cache
+	if creating {
+		// A job's pods carry berth's labels but not the queue label, and
+		// berth caches only queued pods (setup.CacheOptions): they are
+		// counted by the API server, which also shows at once the pod
+		// whose end made a Job create the next one.
+		reader = v.Workloads.API
 	}
-	var running int32
-	for i := range list.Items {
-		q := &list.Items[i]
-		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) {
-			running++
-		}
+	running, err := countRunning(ctx, reader, p, creating)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
 	}
 	if running >= admitted {
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.WorkloadLabel), fmt.Sprintf(
 			"pod set %s of workload %s already runs the %d pods it was admitted for", set, wl.Name, admitted))}, nil
 	}
 	return nil, nil
+}
+
+// countRunning counts the pods of p's workload and pod set (by berth's
+// labels) that run or may run, other than p: released and not ended, and
+// when creating, not being deleted either.
+func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod, creating bool) (int32, error) {
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(p.Namespace),
+		client.MatchingLabels{berthv1.WorkloadLabel: p.Labels[berthv1.WorkloadLabel], berthv1.PodSetLabel: p.Labels[berthv1.PodSetLabel]}); err != nil {
+		return 0, err
+	}
+	var running int32
+	for i := range list.Items {
+		q := &list.Items[i]
+		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) && (!creating || q.DeletionTimestamp.IsZero()) {
+			running++
+		}
+	}
+	return running, nil
 }

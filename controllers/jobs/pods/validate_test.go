@@ -33,6 +33,20 @@ func TestValidateUpdateStatic(t *testing.T) {
 			want: "metadata.labels[berth.dev/queue-name]: Forbidden"},
 		{name: "moved to another group", change: func(p *corev1.Pod) { p.Labels[berthv1.PodGroupLabel] = "h" },
 			want: "metadata.labels[berth.dev/pod-group]: Forbidden"},
+		{name: "workload label removed from a released pod", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
+			change: func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) },
+			want:   "metadata.labels[berth.dev/workload]: Forbidden: berth sets it when it releases the pod and counts the pods a gang runs by it"},
+		{name: "workload label changed", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
+			change: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "other" }, want: "metadata.labels[berth.dev/workload]: Forbidden"},
+		{name: "pod set renamed", old: func(p *corev1.Pod) { p.Labels[berthv1.PodSetLabel] = "main" },
+			change: func(p *corev1.Pod) { p.Labels[berthv1.PodSetLabel] = "other" }, want: "metadata.labels[berth.dev/pod-set]: Forbidden"},
+		{name: "placement label removed", old: func(p *corev1.Pod) { p.Labels[berthv1.PlacementLabel] = "uid" },
+			change: func(p *corev1.Pod) { delete(p.Labels, berthv1.PlacementLabel) }, want: "metadata.labels[berth.dev/placement]: Forbidden"},
+		{name: "empty workload label removed", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "" },
+			change: func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) }, want: "metadata.labels[berth.dev/workload]: Forbidden"},
+		{name: "workload label added: judged with a lookup, not here", change: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" }},
+		{name: "workload label kept", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
+			change: func(p *corev1.Pod) { p.Labels["app"] = "x" }},
 		{name: "controller set", change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{owner("1")} },
 			want: "the controller of a queued pod cannot be set or replaced"},
 		{name: "controller replaced", old: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{owner("1")} },
@@ -63,6 +77,17 @@ func TestValidateUpdateStatic(t *testing.T) {
 	unqueued := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	if errs := ValidateUpdateStatic(unqueued, base()); len(errs) > 0 {
 		t.Errorf("a pod that was not queued may get the label (the mutating webhook does not gate it): %v", errs)
+	}
+	// A Job's pods carry berth's labels but not the queue label: the labels
+	// stay as berth set them there too.
+	jobPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{
+		berthv1.WorkloadLabel: "uid", berthv1.PodSetLabel: "main"}}}
+	for _, key := range []string{berthv1.WorkloadLabel, berthv1.PodSetLabel} {
+		stripped := jobPod.DeepCopy()
+		delete(stripped.Labels, key)
+		if errs := ValidateUpdateStatic(jobPod, stripped); len(errs) == 0 {
+			t.Errorf("removing %s from a Job's running pod was allowed", key)
+		}
 	}
 }
 

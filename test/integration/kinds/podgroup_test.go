@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -116,9 +117,25 @@ var _ = Describe("pod group specifics", func() {
 			}
 		}, "2s", interval).Should(Succeed())
 
-		By("copying a member's berth labels onto an extra and removing its gate as the tenant")
+		By("taking a running member out of the count, by removing or changing the labels berth counts it by, as the tenant")
 		member := &corev1.Pod{}
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(ps[0]), member)).To(Succeed())
+		for _, key := range []string{berthv1.WorkloadLabel, berthv1.PodSetLabel} {
+			for _, value := range []*string{nil, ptr.To("other")} {
+				p := &corev1.Pod{}
+				Expect(tenant.Get(ctx, client.ObjectKeyFromObject(ps[0]), p)).To(Succeed())
+				if value == nil {
+					delete(p.Labels, key)
+				} else {
+					p.Labels[key] = *value
+				}
+				err := tenant.Update(ctx, p)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "label %s set to %v: got %v", key, value, err)
+				Expect(err.Error()).To(ContainSubstring("metadata.labels[" + key + "]: Forbidden: berth sets it when it releases the pod"))
+			}
+		}
+
+		By("copying a member's berth labels onto an extra and removing its gate as the tenant")
 		extra := &corev1.Pod{}
 		Expect(tenant.Get(ctx, client.ObjectKeyFromObject(extras[0]), extra)).To(Succeed())
 		extra.Labels[berthv1.WorkloadLabel] = member.Labels[berthv1.WorkloadLabel]

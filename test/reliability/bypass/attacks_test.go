@@ -104,6 +104,17 @@ var _ = Describe("a tenant with the edit role", func() {
 			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(extras[0].Name))))
 		neverBound(ctx, ns, map[string]string{"extra": "true"})
 
+		By("taking a running member out of the count, by removing or changing the labels berth counts it by")
+		uncounted := ContainSubstring("Forbidden: berth sets it when it releases the pod and counts the pods a gang runs by it")
+		for _, change := range []func(*corev1.Pod){
+			func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) },
+			func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "other" },
+			func(p *corev1.Pod) { delete(p.Labels, berthv1.PodSetLabel) },
+			func(p *corev1.Pod) { p.Labels[berthv1.PodSetLabel] = "other" },
+		} {
+			Expect(update(ctx, mallory, &corev1.Pod{ObjectMeta: group[0].ObjectMeta}, change)).To(MatchError(uncounted))
+		}
+
 		By("copying a member's berth labels onto an extra pod and removing its gate")
 		member := &corev1.Pod{}
 		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[0]), member)).To(Succeed())

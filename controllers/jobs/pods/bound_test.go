@@ -1,0 +1,97 @@
+package pods
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/jobs"
+)
+
+// TestCreateIsBoundedByTheAdmission: a pod created ungated with berth's
+// labels — what a Job's or an operator's controller creates once berth
+// resumed the job — is refused once its pod set runs the count its
+// Workload was admitted for, so that growing a running child Job or
+// orphaning a running pod for its Job to replace runs nothing beyond the
+// admission. Ended pods and pods being deleted leave room, as a Job
+// replaces them at once. The pods are counted by the API server: berth's
+// cache holds only queued pods, and a Job's carry no queue label.
+func TestCreateIsBoundedByTheAdmission(t *testing.T) {
+	const uid = "wl-uid"
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := berthv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	name := jobs.KeyWorkloadName("Pod", "ns", "g")
+	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
+		Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
+			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2}}}}}
+	member := func(podName string, change func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID("u-" + podName),
+			Labels: map[string]string{berthv1.PodGroupLabel: "g", berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: "main"}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+	deleting := func(p *corev1.Pod) {
+		p.DeletionTimestamp, p.Finalizers = &metav1.Time{Time: time.Unix(1, 0)}, []string{"hold"}
+	}
+	succeeded := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	otherSet := func(p *corev1.Pod) { p.Labels[berthv1.PodSetLabel] = "other" }
+	tests := []struct {
+		name string
+		// cached are the pods in berth's cache, which holds only queued
+		// pods; api are the pods the API server holds.
+		cached, api []*corev1.Pod
+		created     *corev1.Pod
+		want        string
+	}{
+		{name: "the first pods of the set", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", nil)},
+		{name: "the replacement of a pod being deleted", api: []*corev1.Pod{member("a1", nil), member("a2", deleting)}, created: member("n1", nil)},
+		{name: "the replacement of a pod that ended", api: []*corev1.Pod{member("a1", nil), member("a2", succeeded)}, created: member("n1", nil)},
+		{name: "the next pod of a Job whose ended pod the cache still shows running",
+			cached: []*corev1.Pod{member("a1", nil), member("a2", nil)},
+			api:    []*corev1.Pod{member("a1", nil), member("a2", succeeded)}, created: member("n1", nil)},
+		{name: "one more than admitted of pods berth does not cache (a Job's: no queue label)",
+			api: []*corev1.Pod{member("a1", nil), member("a2", nil)}, created: member("n1", nil),
+			want: "pod set main of workload " + name + " already runs the 2 pods it was admitted for"},
+		{name: "a pod set the admission does not name", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", otherSet),
+			want: `workload ` + name + ` admitted no pod set "other"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build := func(pods []*corev1.Pod) client.Client {
+				objs := []client.Object{wl.DeepCopy()}
+				for _, p := range pods {
+					objs = append(objs, p.DeepCopy())
+				}
+				return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+			}
+			v := Validator{Workloads: jobs.Workloads{Cache: build(tt.cached), API: build(tt.api)}}
+			p := tt.created.DeepCopy()
+			p.UID = ""
+			_, err := v.ValidateCreate(context.Background(), p)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v, want a refusal containing %q", err, tt.want)
+			}
+		})
+	}
+}

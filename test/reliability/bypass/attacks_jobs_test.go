@@ -1,0 +1,118 @@
+package bypass_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/controlplane"
+)
+
+// running counts the bound, unfinished pods of ns that carry the UID of
+// Workload uid: what runs on its admission.
+func running(ctx context.Context, g Gomega, ns, uid string) []string {
+	pods := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{berthv1.WorkloadLabel: uid})).To(Succeed())
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// admittedPods is how many pods the specs' jobs are admitted for.
+const admittedPods = 2
+
+// runsAdmitted waits until admittedPods pods run on Workload uid's
+// admission and checks for a while that no more do.
+func runsAdmitted(ctx context.Context, ns, uid string) {
+	Eventually(func(g Gomega) []string { return running(ctx, g, ns, uid) }, timeout, interval).Should(HaveLen(admittedPods))
+	Consistently(func(g Gomega) []string { return running(ctx, g, ns, uid) }, quiet, interval).Should(HaveLen(admittedPods))
+}
+
+// jobEvents are the reasons and messages of the events of Job name in ns.
+func jobEvents(ctx context.Context, ns, name string) func(Gomega) []string {
+	return func(g Gomega) []string { return events(ctx, g, ns, name) }
+}
+
+// The kinds berth holds through a suspend field have their pods created by
+// their controllers, ungated: these attacks try to make such a controller
+// run more pods than the admission counts, as the edit user.
+var _ = Describe("a tenant with the edit role, against jobs whose controllers create their pods", func() {
+	It("runs no more pods of a JobSet than admitted by growing a running child Job", func(ctx SpecContext) {
+		ns := newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		// edit does not grant JobSets: the platform made this one.
+		template := builders.Job(ns, "t", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+		template.Spec.Suspend = nil
+		template.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		js := &jobsetv1.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train", Labels: map[string]string{berthv1.QueueNameLabel: queue}},
+			Spec: jobsetv1.JobSetSpec{ReplicatedJobs: []jobsetv1.ReplicatedJob{{Name: "workers", Replicas: 1,
+				Template: batchv1.JobTemplateSpec{Spec: template.Spec}}}}}
+		Expect(env.Client.Create(ctx, js)).To(Succeed())
+		wl := &berthv1.Workload{}
+		Eventually(func(g Gomega) {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+			g.Expect(wls.Items).To(HaveLen(1))
+			*wl = wls.Items[0]
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		runsAdmitted(ctx, ns, string(wl.UID))
+
+		By("growing the running child Job, an Indexed Job, from 2 pods to 4 (an elastic Indexed Job's update)")
+		child := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train-workers-0"}}
+		Expect(update(ctx, mallory, child, func(j *batchv1.Job) {
+			j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](4), ptr.To[int32](4)
+		})).To(Succeed())
+		Eventually(jobEvents(ctx, ns, child.Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("FailedCreate:"), ContainSubstring("already runs the 2 pods it was admitted for"))))
+		runsAdmitted(ctx, ns, string(wl.UID))
+	})
+
+	It("runs no more pods of a Job than admitted by orphaning a running pod, nor frees its quota by unlabelling one", func(ctx SpecContext) {
+		ns := newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+		Expect(mallory.Create(ctx, job)).To(Succeed())
+		var uid string
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, string(job.UID))
+			g.Expect(wl.Status.Admission).NotTo(BeNil())
+			uid = string(wl.UID)
+		}, timeout, interval).Should(Succeed())
+		runsAdmitted(ctx, ns, uid)
+		var names []string
+		Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())
+
+		By("removing or changing the labels berth counts a running pod by")
+		for _, change := range []func(*corev1.Pod){
+			func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) },
+			func(p *corev1.Pod) { delete(p.Labels, berthv1.PodSetLabel) },
+			func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "other" },
+		} {
+			Expect(update(ctx, mallory, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[0]}}, change)).To(
+				MatchError(ContainSubstring("Forbidden: berth sets it when it releases the pod and counts the pods a gang runs by it")))
+		}
+
+		By("changing a running pod's Job selector label, so that the Job lets it go and creates another")
+		Expect(update(ctx, mallory, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[0]}}, func(p *corev1.Pod) {
+			p.Labels[batchv1.ControllerUidLabel] = "not-the-job"
+		})).To(Succeed())
+		Eventually(jobEvents(ctx, ns, job.Name), timeout, interval).Should(ContainElement(And(
+			HavePrefix("FailedCreate:"), ContainSubstring("already runs the 2 pods it was admitted for"))))
+		runsAdmitted(ctx, ns, uid)
+	})
+})
