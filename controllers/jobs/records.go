@@ -25,8 +25,10 @@ type Records interface {
 	// Started says that the replica's pod holds its record; wl is the
 	// admitted Workload the record stands for.
 	Started(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) error
-	// Forget says that the replica's pod has ended or is gone.
-	Forget(key admission.WorkloadKey)
+	// Forget says that the replica's pod has ended or is gone, or that its
+	// gang no longer resolves; a record whose pod still runs is kept until
+	// the pod ends or goes.
+	Forget(ctx context.Context, key admission.WorkloadKey)
 }
 
 // Recordable is a gang of one pod that may run on a record on its pod
@@ -74,7 +76,7 @@ func (r *Reconciler) recorded(ctx context.Context, g gang) (bool, error) {
 	}
 	wl := lifecycle.RecordedWorkload(p, rec)
 	if !lifecycle.Holds(p) {
-		r.opts.Records.Forget(lifecycle.KeyOf(wl))
+		r.opts.Records.Forget(ctx, lifecycle.KeyOf(wl))
 		return true, nil
 	}
 	if err := r.opts.Records.Started(ctx, wl, r.ref(p)); err != nil {

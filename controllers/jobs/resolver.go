@@ -99,7 +99,7 @@ func (r *Reconciler) reconcileResolved(ctx context.Context, res Resolver, req re
 	name := KeyWorkloadName(r.kind.GVK().Kind, req.Namespace, req.Name)
 	if g == nil {
 		if r.opts.Records != nil {
-			r.opts.Records.Forget(admission.WorkloadKey{Namespace: req.Namespace, Name: name})
+			r.opts.Records.Forget(ctx, admission.WorkloadKey{Namespace: req.Namespace, Name: name})
 		}
 		return reconcile.Result{}, r.deleteKeyWorkloads(ctx, req.Namespace, req.Name)
 	}

@@ -132,18 +132,68 @@ func (s *Scheduler) ResyncRecords(ctx context.Context, namespace, queue string) 
 	return nil
 }
 
-// Forget tells the scheduler that a replica's pod has ended or is gone:
-// a quota its record held is given back.
-func (s *Scheduler) Forget(key admission.WorkloadKey) {
+// Forget tells the scheduler that a replica's pod has ended or is gone, or
+// that its gang no longer resolves: a quota its record held is given back.
+// A record whose pod still runs is kept, whatever its gang: a tenant who
+// changes a running replica's ReplicaSet selector label makes the
+// ReplicaSet let the pod go (and create another), and the pod runs on,
+// through a grace period the tenant chose, on the quota of its record.
+// sweepRecords forgets it once its pod is gone or has ended.
+func (s *Scheduler) Forget(ctx context.Context, key admission.WorkloadKey) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	r := s.records[key]
-	if r == nil {
+	s.mu.Unlock()
+	if r == nil || (r.state == lifecycle.RecordStarted && s.podHolds(ctx, r.ref)) {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.records[key] == r {
+		s.forgetLocked(key, r)
+	}
+}
+
+func (s *Scheduler) forgetLocked(key admission.WorkloadKey, r *record) {
 	delete(s.records, key)
 	if r.state != lifecycle.RecordNeedsWorkload {
 		s.deleteLocked(key)
+	}
+}
+
+// podHolds reports whether the pod of ref, by UID, still holds its
+// record's quota as the cache shows it: it exists and has not ended. A
+// read that fails keeps the quota: the next sweep reads again.
+func (s *Scheduler) podHolds(ctx context.Context, ref lifecycle.RecordRef) bool {
+	p := &corev1.Pod{}
+	if err := s.client.Get(ctx, ref.Pod, p); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	return p.UID == ref.UID && lifecycle.Holds(p)
+}
+
+// sweepRecords forgets the records whose pod is gone or has ended. A
+// replica's reconciler forgets its record when it sees its pod end or go;
+// a pod that left its gang while it ran (see Forget), or whose gang a
+// restarted berth no longer resolves, is seen by no reconciler of the
+// record's key, and only this sweep, on every resync, gives its quota back.
+func (s *Scheduler) sweepRecords(ctx context.Context) {
+	s.mu.Lock()
+	started := map[admission.WorkloadKey]*record{}
+	for key, r := range s.records {
+		if r.state == lifecycle.RecordStarted {
+			started[key] = r
+		}
+	}
+	s.mu.Unlock()
+	for key, r := range started {
+		if s.podHolds(ctx, r.ref) {
+			continue
+		}
+		s.mu.Lock()
+		if s.records[key] == r {
+			s.forgetLocked(key, r)
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -220,7 +270,12 @@ func (s *Scheduler) evictRecord(ctx context.Context, key admission.WorkloadKey, 
 	err := s.client.Delete(ctx, pod, client.Preconditions{UID: &r.ref.UID})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		s.Forget(key) // that pod is gone already
+		// That pod is gone already, whatever the cache still shows.
+		s.mu.Lock()
+		if s.records[key] == r {
+			s.forgetLocked(key, r)
+		}
+		s.mu.Unlock()
 	case err != nil:
 		logWriteError(ctx, err, "deleting the pod of an evicted replica", key)
 		s.undo(key)

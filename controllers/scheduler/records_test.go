@@ -123,7 +123,7 @@ func TestOfferedReplicas(t *testing.T) {
 	if n, used := usedCPU(t, s); n != 4 || used != 4000 {
 		t.Fatalf("after a Workload deletion of a record's name: admitted %d using %dm, want 4 using 4000m", n, used)
 	}
-	s.Forget(key0)
+	s.Forget(ctx, key0)
 	if n, used := usedCPU(t, s); n != 3 || used != 3000 {
 		t.Fatalf("after its pod went: admitted %d using %dm, want 3 using 3000m", n, used)
 	}
@@ -191,7 +191,7 @@ func TestRecordEvictedByDeletingItsPod(t *testing.T) {
 	if n, _ := usedCPU(t, s); n != 1 {
 		t.Fatalf("admitted %d, want the victim held until its pod is gone", n)
 	}
-	s.Forget(key)
+	s.Forget(ctx, key)
 	if n, _ := usedCPU(t, s); n != 0 {
 		t.Fatalf("admitted %d after its pod went, want 0", n)
 	}
@@ -230,5 +230,74 @@ func TestRecordsResyncedWithTheirQueue(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the running replica of a drained queue: %v, want its pod deleted", err)
+	}
+}
+
+// TestRecordHeldWhileItsPodRuns: a replica whose gang no longer resolves
+// (its pod let go by its ReplicaSet after a tenant changed a selector
+// label) keeps its record's quota while the pod runs, through whatever
+// grace period the tenant set; the resync's sweep gives it back once the
+// pod has ended, is gone, or is another pod of the same name.
+func TestRecordHeldWhileItsPodRuns(t *testing.T) {
+	key := admission.WorkloadKey{Namespace: ns, Name: "deployment-a"}
+	for _, tt := range []struct {
+		name   string
+		change func(t *testing.T, c client.Client, p *corev1.Pod)
+		held   bool
+	}{
+		{name: "still running", change: func(*testing.T, client.Client, *corev1.Pod) {}, held: true},
+		{name: "being deleted", held: true, change: func(t *testing.T, c client.Client, p *corev1.Pod) {
+			p.Finalizers = []string{"tenant.example/hold"}
+			if err := c.Update(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "ended", change: func(t *testing.T, c client.Client, p *corev1.Pod) {
+			p.Status.Phase = corev1.PodSucceeded
+			if err := c.Status().Update(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "gone", change: func(t *testing.T, c client.Client, p *corev1.Pod) {
+			if err := c.Delete(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "replaced by a pod of its name", change: func(t *testing.T, c client.Client, p *corev1.Pod) {
+			if err := c.Delete(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(t.Context(), recordedPod("a", "uid-other", nil)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := recordedPod("a", "uid-a", nil)
+			s, c := recordWorld(t, p)
+			ctx := t.Context()
+			if err := s.load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.Forget(ctx, key) // its gang no longer resolves
+			if n, _ := usedCPU(t, s); n != 1 {
+				t.Fatalf("admitted %d after its gang went, want its quota held while its pod runs", n)
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				t.Fatal(err)
+			}
+			tt.change(t, c, p)
+			s.sweepRecords(ctx)
+			want := 0
+			if tt.held {
+				want = 1
+			}
+			if n, _ := usedCPU(t, s); n != want {
+				t.Fatalf("admitted %d after the sweep, want %d", n, want)
+			}
+		})
 	}
 }

@@ -349,6 +349,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		case <-s.wake:
 			s.cycle(ctx)
 		case <-ticker.C:
+			s.sweepRecords(ctx)
 			s.cycle(ctx)
 		case <-flush.C:
 			s.flushPending(ctx)

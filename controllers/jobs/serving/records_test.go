@@ -42,7 +42,9 @@ func (f *fakeRecords) Started(_ context.Context, wl *berthv1.Workload, _ lifecyc
 	return nil
 }
 
-func (f *fakeRecords) Forget(key admission.WorkloadKey) { f.forgotten = append(f.forgotten, key) }
+func (f *fakeRecords) Forget(_ context.Context, key admission.WorkloadKey) {
+	f.forgotten = append(f.forgotten, key)
+}
 
 // TestRecordedReplica drives the jobs reconciler through a replica that
 // is admitted without a Workload: offered while the engine decides,

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,7 +136,7 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
-	It("cannot copy, change or remove the record a replica runs on", func(ctx SpecContext) {
+	It("cannot copy, change or remove the record a replica runs on, nor the label that makes it trusted", func(ctx SpecContext) {
 		ns := newTeam(ctx, "1")
 		mallory := editor(ctx, ns)
 		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 2, "1"))).To(Succeed())
@@ -169,6 +170,12 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 			p.Annotations[berthv1.AdmissionRecordAnnotation] = free
 		})).To(MatchError(refused))
 
+		By("removing or changing the label that makes berth trust the record, so that a restarted berth would not count it")
+		Expect(update(ctx, mallory, running.DeepCopy(), func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) })).To(
+			MatchError(ContainSubstring("metadata.labels[berth.dev/workload]: Forbidden: berth sets it when it releases the pod")))
+		Expect(update(ctx, mallory, running.DeepCopy(), func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "other" })).To(
+			MatchError(ContainSubstring("metadata.labels[berth.dev/workload]: Forbidden")))
+
 		By("copying it onto the waiting replica, or onto a pod of its own")
 		Expect(update(ctx, mallory, gated.DeepCopy(), func(p *corev1.Pod) {
 			p.Annotations = map[string]string{berthv1.AdmissionRecordAnnotation: record}
@@ -182,6 +189,60 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 		fresh := &corev1.Pod{}
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(running), fresh)).To(Succeed())
 		Expect(fresh.Annotations).To(HaveKeyWithValue(berthv1.AdmissionRecordAnnotation, record))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+})
+
+var _ = Describe("a tenant with the edit role and a running replica", func() {
+	It("runs no second replica on one replica's quota by making its ReplicaSet let the running pod go", func(ctx SpecContext) {
+		ns := newTeam(ctx, "1")
+		mallory := editor(ctx, ns)
+		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 1, "1"))).To(Succeed())
+		expectAPIRunning(ctx, ns, 1)
+		var first *corev1.Pod
+		Eventually(func(g Gomega) {
+			ps := apiPods(ctx, g, ns)
+			g.Expect(ps).To(HaveLen(1))
+			first = ps[0].DeepCopy()
+			_, has, err := lifecycle.RecordOf(first)
+			g.Expect(has && err == nil).To(BeTrue(), "the replica runs on its record (%v)", err)
+		}, timeout, interval).Should(Succeed())
+
+		By("holding the pod through its deletion, as a long grace period would, and changing its pod-template-hash label")
+		const hold = "example.com/hold"
+		Expect(update(ctx, mallory, first, func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, hold) })).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) error {
+			return client.IgnoreNotFound(update(ctx, env.Client, first.DeepCopy(), func(p *corev1.Pod) { p.Finalizers = nil }))
+		})
+		Expect(update(ctx, mallory, first, func(p *corev1.Pod) { p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "let-go" })).To(Succeed())
+		Eventually(func(g Gomega) {
+			var replacement bool
+			for _, p := range apiPods(ctx, g, ns) {
+				replacement = replacement || p.UID != first.UID
+			}
+			g.Expect(replacement).To(BeTrue(), "the ReplicaSet let the pod go and created a replacement")
+		}, timeout, interval).Should(Succeed())
+
+		By("the replacement waits while the pod let go still runs on its record, also once it is being deleted")
+		stillHeld := func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(first), first)).To(Succeed())
+			g.Expect(first.Spec.NodeName).NotTo(BeEmpty())
+			for _, p := range apiPods(ctx, g, ns) {
+				if p.UID != first.UID {
+					g.Expect(p.Spec.NodeName).To(BeEmpty(), "replacement %s is not bound beside the pod let go", p.Name)
+				}
+			}
+		}
+		Consistently(stillHeld, quiet, interval).Should(Succeed())
+		Expect(client.IgnoreNotFound(env.Client.Delete(ctx, first.DeepCopy()))).To(Succeed())
+		Consistently(stillHeld, quiet, interval).Should(Succeed())
+
+		By("once that pod is gone, its quota comes back and the replacement runs")
+		Expect(update(ctx, env.Client, first.DeepCopy(), func(p *corev1.Pod) { p.Finalizers = nil })).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(first), &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue())
+		expectAPIRunning(ctx, ns, 1)
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 })
