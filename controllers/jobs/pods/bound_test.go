@@ -70,6 +70,8 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 		{name: "one more than admitted of pods berth does not cache (a Job's: no queue label)",
 			api: []*corev1.Pod{member("a1", nil), member("a2", nil)}, created: member("n1", nil),
 			want: "pod set main of workload " + name + " already runs the 2 pods it was admitted for"},
+		{name: "no pod set", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", func(p *corev1.Pod) { delete(p.Labels, berthv1.PodSetLabel) }),
+			want: "berth labels the pods of an admitted gang with berth.dev/pod-set beside berth.dev/workload, and counts them by it; this pod has none"},
 		{name: "a pod set the admission does not name", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", otherSet),
 			want: `workload ` + name + ` admitted no pod set "other"`},
 	}

@@ -441,6 +441,11 @@ func (v Validator) validateBound(ctx context.Context, p *corev1.Pod, creating bo
 			admitted = psa.Count
 		}
 	}
+	if set == "" {
+		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
+			"berth labels the pods of an admitted gang with %s beside %s, and counts them by it; this pod has none: it cannot run on workload %s",
+			berthv1.PodSetLabel, berthv1.WorkloadLabel, wl.Name))}, nil
+	}
 	if admitted < 0 {
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
 			"workload %s admitted no pod set %q", wl.Name, set))}, nil

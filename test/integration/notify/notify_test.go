@@ -118,7 +118,9 @@ var _ = Describe("failure notifications", func() {
 		slackPolicy(ctx, ns, "/"+ns, 300, "Unschedulable")
 		pods := runningGang(ctx, ns, "stuck", 2)
 		// One pod was never bound: as kube-scheduler leaves it, asking
-		// since ten minutes ago.
+		// since ten minutes ago. It stands in for the second running pod
+		// (berth refuses a third pod of a gang admitted for two).
+		Expect(env.Client.Delete(ctx, pods[1].DeepCopy(), client.GracePeriodSeconds(0))).To(Succeed())
 		stuck := pods[1].DeepCopy()
 		stuck.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "stuck-waiting", Labels: pods[1].Labels, OwnerReferences: pods[1].OwnerReferences}
 		stuck.Spec.NodeName = ""

@@ -208,8 +208,8 @@ func expectJob(ctx context.Context, job *batchv1.Job, check func(g Gomega, j *ba
 }
 
 // gangPod creates a pod of the workload's gang that consumes request, as
-// berth starts it (labelled with the Workload's UID), bound to node ("":
-// not bound) and Ready or not.
+// berth starts it (labelled with the Workload's UID and its pod set), bound
+// to node ("": not bound) and Ready or not.
 func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, ready bool) {
 	// Controlled by the Workload's Job, as the Job controller would
 	// create it: berth's pod webhook lets only a pod of the gang carry its
@@ -219,7 +219,8 @@ func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, re
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, GenerateName: "train-",
 			OwnerReferences: []metav1.OwnerReference{*job},
-			Labels:          map[string]string{berthv1.WorkloadLabel: string(wl.UID)},
+			Labels: map[string]string{berthv1.WorkloadLabel: string(wl.UID),
+				berthv1.PodSetLabel: wl.Status.Admission.PodSetAssignments[0].Name},
 			Annotations: map[string]string{
 				autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
 				autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,

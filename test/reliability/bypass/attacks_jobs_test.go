@@ -87,12 +87,7 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		mallory := editor(ctx, ns)
 		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
 		Expect(mallory.Create(ctx, job)).To(Succeed())
-		var uid string
-		Eventually(func(g Gomega) {
-			wl := workloadOf(ctx, g, ns, string(job.UID))
-			g.Expect(wl.Status.Admission).NotTo(BeNil())
-			uid = string(wl.UID)
-		}, timeout, interval).Should(Succeed())
+		uid := admittedUID(ctx, ns, string(job.UID))
 		runsAdmitted(ctx, ns, uid)
 		var names []string
 		Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())

@@ -190,12 +190,7 @@ var _ = Describe("refused at the API server", func() {
 		ns := newTeam(ctx, "8")
 		job := gpuJob(ns, "admitted")
 		Expect(env.Client.Create(ctx, job)).To(Succeed())
-		var uid string
-		Eventually(func(g Gomega) {
-			wl := workloadOf(ctx, g, ns, string(job.UID))
-			g.Expect(wl.Status.Admission).NotTo(BeNil())
-			uid = string(wl.UID)
-		}, timeout, interval).Should(Succeed())
+		uid := admittedUID(ctx, ns, string(job.UID))
 		p := builders.Job(ns, "x", "").Obj().Spec.Template.DeepCopy()
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impostor",
 			Labels: map[string]string{berthv1.WorkloadLabel: uid}}, Spec: p.Spec}

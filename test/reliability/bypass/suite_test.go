@@ -198,6 +198,19 @@ func workloadOf(ctx context.Context, g Gomega, ns string, uid string) *berthv1.W
 	return &wls[0]
 }
 
+// admittedUID waits until the Workload of the job whose UID is owner is
+// admitted, and returns the Workload's UID: the value of its pods'
+// berth.dev/workload label.
+func admittedUID(ctx context.Context, ns, owner string) string {
+	var uid string
+	Eventually(func(g Gomega) {
+		wl := workloadOf(ctx, g, ns, owner)
+		g.Expect(wl.Status.Admission).NotTo(BeNil())
+		uid = string(wl.UID)
+	}, timeout, interval).Should(Succeed())
+	return uid
+}
+
 // events lists "Reason: note" of the events about the named object.
 func events(ctx context.Context, g Gomega, ns, name string) []string {
 	return jobsuite.EventReasons(ctx, env.Client, ns, name)(g)
