@@ -81,7 +81,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 		if IsGated(p) {
 			errs = append(errs, gangLabelsForbidden(p, "a pod berth still holds"))
 		} else {
-			labelErrs, err := v.validateGangLabels(ctx, p)
+			wl, labelErrs, err := v.validateGangLabels(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -89,7 +89,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 				// Created ungated (by a Job's, a JobSet's, an operator's
 				// controller): bounded at creation, as a gated pod is at
 				// its release.
-				if labelErrs, err = v.validateBound(ctx, p, true); err != nil {
+				if labelErrs, err = validateBound(ctx, v.Workloads.API, p, wl, true); err != nil {
 					return nil, err
 				}
 			}
@@ -108,12 +108,12 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 	relabelled := old.Labels[berthv1.WorkloadLabel] != p.Labels[berthv1.WorkloadLabel] ||
 		old.Labels[berthv1.PlacementLabel] != p.Labels[berthv1.PlacementLabel]
 	if len(errs) == 0 && (released || (relabelled && hasGangLabels(p))) {
-		labelErrs, err := v.validateGangLabels(ctx, p)
+		wl, labelErrs, err := v.validateGangLabels(ctx, p)
 		if err != nil {
 			return nil, err
 		}
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = v.validateBound(ctx, p, false); err != nil {
+			if labelErrs, err = validateBound(ctx, v.Workloads.Cache, p, wl, false); err != nil {
 				return nil, err
 			}
 		}
@@ -326,27 +326,27 @@ func gangLabelsForbidden(p *corev1.Pod, why string) *field.Error {
 
 // validateGangLabels checks that the pod's berth labels, when set, hold the
 // UID of the admitted Workload of the pod's own gang, and that a released
-// pod has them.
-func (v Validator) validateGangLabels(ctx context.Context, p *corev1.Pod) (field.ErrorList, error) {
+// pod has them. Without refusals it returns that Workload.
+func (v Validator) validateGangLabels(ctx context.Context, p *corev1.Pod) (*berthv1.Workload, field.ErrorList, error) {
 	name, why, err := v.gangWorkload(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if name == "" {
-		return field.ErrorList{gangLabelsForbidden(p, why)}, nil
+		return nil, field.ErrorList{gangLabelsForbidden(p, why)}, nil
 	}
 	wl, err := v.Workloads.Get(ctx, p.Namespace, name, jobs.Admitted)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !jobs.Admitted(wl) {
-		return field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("a pod whose workload %s is not admitted", name))}, nil
+		return nil, field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("a pod whose workload %s is not admitted", name))}, nil
 	}
 	uid := string(wl.UID)
 	if p.Labels[berthv1.WorkloadLabel] != uid || (p.Labels[berthv1.PlacementLabel] != "" && p.Labels[berthv1.PlacementLabel] != uid) {
-		return field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("not the UID of workload %s, the pod's own", name))}, nil
+		return nil, field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("not the UID of workload %s, the pod's own", name))}, nil
 	}
-	return nil, nil
+	return wl, nil, nil
 }
 
 // gangWorkload names the Workload of the gang a pod belongs to, or says
@@ -414,27 +414,24 @@ func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, 
 
 // validateBound refuses releasing a pod whose pod set already runs every
 // pod its admission counts: a pod that copies the labels of an admitted
-// gang's members does not run beside them on their quota. Pods are counted
-// from the cache, which can only lag behind releases (never count more
-// than run), so berth's own releases, bounded the same way, pass.
+// gang's members does not run beside them on their quota. wl is the pod's
+// admitted Workload (validateGangLabels). Pods are counted by r: the
+// cache, which can only lag behind releases (never count more than run),
+// so berth's own releases, bounded the same way, pass.
 //
 // creating bounds a pod created ungated with berth's labels instead — the
 // pods a Job's, a JobSet's or an operator's controller creates once berth
 // resumed the job — so that growing a running child Job's parallelism, or
 // orphaning a running pod so that its Job replaces it, runs no pod beyond
-// the admission. A pod being deleted is not counted then: a Job replaces a
-// terminating pod at once (podReplacementPolicy TerminatingOrFailed), and
-// refusing that replacement would stall every restart.
-func (v Validator) validateBound(ctx context.Context, p *corev1.Pod, creating bool) (field.ErrorList, error) {
-	uid, set := p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel]
-	name, _, err := v.gangWorkload(ctx, p)
-	if err != nil || name == "" {
-		return nil, err
-	}
-	wl, err := v.Workloads.Get(ctx, p.Namespace, name, jobs.Admitted)
-	if err != nil || !jobs.Admitted(wl) || string(wl.UID) != uid {
-		return nil, err // validateGangLabels refused these already
-	}
+// the admission. Such pods carry berth's labels but not the queue label,
+// and berth caches only queued pods (setup.CacheOptions): r is then the
+// API server, which also shows at once the pod whose end made a Job
+// create the next one. A pod being deleted is not counted then: a Job
+// replaces a terminating pod at once (podReplacementPolicy
+// TerminatingOrFailed), and refusing that replacement would stall every
+// restart.
+func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *berthv1.Workload, creating bool) (field.ErrorList, error) {
+	set := p.Labels[berthv1.PodSetLabel]
 	var admitted int32 = -1
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Name == set {
@@ -450,15 +447,7 @@ func (v Validator) validateBound(ctx context.Context, p *corev1.Pod, creating bo
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
 			"workload %s admitted no pod set %q", wl.Name, set))}, nil
 	}
-	reader := v.Workloads.Cache
-	if creating {
-		// A job's pods carry berth's labels but not the queue label, and
-		// berth caches only queued pods (setup.CacheOptions): they are
-		// counted by the API server, which also shows at once the pod
-		// whose end made a Job create the next one.
-		reader = v.Workloads.API
-	}
-	running, err := countRunning(ctx, reader, p, creating)
+	running, err := countRunning(ctx, r, p, creating)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
 	}
