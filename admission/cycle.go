@@ -359,7 +359,7 @@ func (e *Engine) admit(c *cqState, w, head *wl, out outcome, res *Result) {
 	c.admitted.insert(w)
 	e.fair.rekey(c)
 	e.fair.markNeed(c)
-	res.Admitted = append(res.Admitted, Admitted{Key: w.key, Admission: *cloneAdmission(w.adm)})
+	res.Admitted = append(res.Admitted, Admitted{Key: w.key, Admission: handOver(w)})
 }
 
 // noteSkip counts a cycle in which work behind a BestEffortFIFO head was admitted

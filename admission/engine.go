@@ -185,7 +185,7 @@ type wl struct {
 	// gen is the spec's generation.
 	gen int64
 
-	adm      *Admission // phaseAssumed / phaseAdmitted
+	adm      *Admission // phaseAssumed / phaseAdmitted; without pod sets (engineAdmission)
 	admCQ    string     // queue charged with usage
 	usage    []frAmt    // charged usage, sorted by frKey
 	admitSeq uint64

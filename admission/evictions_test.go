@@ -22,12 +22,16 @@ func admittedEngine(t *testing.T) (*Engine, map[string]Workload) {
 	return e, specs
 }
 
-// admittedAs is the API's copy of an admitted workload: the spec with its
-// admission.
+// admittedAs is the API's copy of an admitted workload: the spec with the
+// admission confirm wrote into it, which the engine must still hold.
 func admittedAs(t *testing.T, e *Engine, w Workload) Workload {
 	t.Helper()
-	adm := *e.workloads[w.Key].adm
-	w.Admission = &adm
+	if w.Admission == nil {
+		t.Fatalf("%s has no admission", w.Key.Name)
+	}
+	if in := e.workloads[w.Key]; in == nil || in.phase != phaseAdmitted || in.admCQ != w.Admission.ClusterQueue {
+		t.Fatalf("%s: the engine does not hold its admission in %s", w.Key.Name, w.Admission.ClusterQueue)
+	}
 	return w
 }
 

@@ -330,11 +330,10 @@ func (e *Engine) IdleWhileWaiting() []IdleCapacity {
 			add(t.Flavor, w)
 			continue
 		}
-		for _, ps := range w.adm.PodSets {
-			for _, f := range ps.Flavors {
-				if tf, ok := e.topo.flavorTopo[f]; ok && tf.policy.books() {
-					add(f, w)
-				}
+		for _, u := range w.usage { // the flavors it is charged in
+			f := e.names.flavors[u.fr.flavor()]
+			if tf, ok := e.topo.flavorTopo[f]; ok && tf.policy.books() {
+				add(f, w)
 			}
 		}
 	}

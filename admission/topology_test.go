@@ -175,9 +175,7 @@ func TestTopologyReservations(t *testing.T) {
 	}
 	confirm(t, e, specs, res)
 	for _, name := range []string{"g2"} {
-		w := specs[name]
-		w.Admission = e.workloads[key(name)].adm
-		mustWL(t, r, w)
+		mustWL(t, r, specs[name]) // as confirm wrote it
 	}
 	mustWL(t, r, gang("g4", 2, 8, TopologyRequired, rackKey))
 	res = cycle(t, r)

@@ -484,7 +484,7 @@ func (nm *names) compileAdmission(n *wl, a *Admission) error {
 		n.usage = append(n.usage, frAmt{fr: k, amt: v})
 	}
 	slices.SortFunc(n.usage, func(a, b frAmt) int { return cmpFR(a.fr, b.fr) })
-	n.adm = cloneAdmission(a)
+	n.adm = engineAdmission(a)
 	n.admCQ = a.ClusterQueue
 	return nil
 }
@@ -507,8 +507,12 @@ func equalTopology(a, b *TopologyRequest) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-func cloneAdmission(a *Admission) *Admission {
-	out := &Admission{ClusterQueue: a.ClusterQueue, PodSets: make([]PodSetAssignment, len(a.PodSets)), Generation: a.Generation}
+// engineAdmission is the engine's copy of an admission: its queue,
+// generation, placement and booking plan, copied. It leaves out the pod
+// sets' flavor maps, which the engine never reads (the flavors it charges
+// are in the workload's usage), so an admission costs no copy of them.
+func engineAdmission(a *Admission) *Admission {
+	out := &Admission{ClusterQueue: a.ClusterQueue, Generation: a.Generation}
 	if a.Topology != nil {
 		t := *a.Topology
 		t.Domain, t.Levels = slices.Clone(t.Domain), slices.Clone(t.Levels)
@@ -519,12 +523,15 @@ func cloneAdmission(a *Admission) *Admission {
 		plan.NewNodes = maps.Clone(plan.NewNodes)
 		out.Provisioning = &plan
 	}
-	for i, p := range a.PodSets {
-		f := make(map[ResourceName]string, len(p.Flavors))
-		for r, v := range p.Flavors {
-			f[r] = v
-		}
-		out.PodSets[i] = PodSetAssignment{Name: p.Name, Count: p.Count, Flavors: f}
-	}
+	return out
+}
+
+// handOver gives the caller the admission the engine has just built for w:
+// its own copy of the placement and booking plan, which the engine keeps
+// and reads, and the pod sets with their flavor maps, built for this
+// result alone, which pass to the caller uncopied and leave the engine.
+func handOver(w *wl) Admission {
+	out := *engineAdmission(w.adm)
+	out.PodSets, w.adm.PodSets = w.adm.PodSets, nil
 	return out
 }
