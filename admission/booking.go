@@ -154,7 +154,7 @@ type BookingDecision struct {
 	Topology *TopologyAssignment `json:",omitempty"`
 }
 
-// bookingOf is w's booking record, or an empty one.
+// booking is w's booking record, or an empty one.
 func (w *wl) booking() Booking {
 	if w.bk == nil {
 		return Booking{}
@@ -500,7 +500,9 @@ func cloneBooking(b Booking) Booking {
 		d := cloneAssignment(*b.Domain)
 		b.Domain = &d
 	}
-	b.FailedDomains = addFailedDomain(b.FailedDomains, nil)
+	if b.FailedDomains != nil {
+		b.FailedDomains = addFailedDomain(b.FailedDomains, nil)
+	}
 	return b
 }
 

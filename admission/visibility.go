@@ -94,7 +94,9 @@ func (e *Engine) PendingOrder(q PendingQuery) (PendingPage, bool) {
 		item := PendingWorkload{Key: w.key, LocalQueue: w.lq, Priority: w.prio,
 			PositionInClusterQueue: cqPos, PositionInLocalQueue: lqPos}
 		if w.bk != nil {
-			bk := *w.bk
+			// A copy of the record's containers too: the engine avoids the
+			// failed domains it holds (w.avoid).
+			bk := cloneBooking(*w.bk)
 			item.Booking = &bk
 		}
 		page.Items = append(page.Items, item)

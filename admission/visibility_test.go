@@ -142,3 +142,26 @@ func TestPendingInParts(t *testing.T) {
 		t.Fatalf("an admitted workload explained as pending: %+v", got)
 	}
 }
+
+// TestPendingPageSharesNothing: a caller that edits the booking record of a
+// listed workload changes neither the record the engine keeps nor the
+// failed domains it avoids when it places the gang again.
+func TestPendingPageSharesNothing(t *testing.T) {
+	e := provEngine(t, ProvisionNever, []Node{rackNode("n1", "a", "r1", 0)})
+	d := rackDomain("a", "r1")
+	w := gang("g", 2, 8, TopologyRequired, rackKey)
+	w.Booking = &Booking{Attempt: 1, Failures: 1, State: BookingCapacityNotFound, Flavor: "h200",
+		Domain: &d, FailedDomains: []TopologyAssignment{rackDomain("a", "r1")}}
+	mustWL(t, e, w)
+	page, ok := e.PendingOrder(PendingQuery{ClusterQueue: "a"})
+	if !ok || len(page.Items) != 1 || page.Items[0].Booking == nil {
+		t.Fatalf("listed %+v, want g with its booking record", page.Items)
+	}
+	bk := page.Items[0].Booking
+	bk.FailedDomains[0].Domain[1] = "r2"
+	bk.Domain.Domain[1] = "r2"
+	in := e.workloads[key("g")]
+	if in.avoid[0].Domain[1] != "r1" || in.bk.Domain.Domain[1] != "r1" || in.bk.FailedDomains[0].Domain[1] != "r1" {
+		t.Fatalf("the caller's edit reached the engine: avoids %v, record's domain %v", in.avoid[0].Domain, in.bk.Domain.Domain)
+	}
+}
