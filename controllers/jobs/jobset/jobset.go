@@ -217,7 +217,10 @@ type Defaulter struct {
 	Parents []jobs.Kind
 }
 
-// Default suspends a queued JobSet that is not a queued parent's.
+// Default suspends a queued JobSet that is not a queued parent's, and gives
+// its Jobs podReplacementPolicy Failed: their pods are counted against the
+// admission until they end, being deleted or not (batchjob.Defaulter says
+// why).
 func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
 	if _, ok := js.Labels[berthv1.QueueNameLabel]; !ok {
 		return nil
@@ -227,6 +230,9 @@ func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
 		return err
 	}
 	js.Spec.Suspend = ptr.To(true)
+	for i := range js.Spec.ReplicatedJobs {
+		js.Spec.ReplicatedJobs[i].Template.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	}
 	return nil
 }
 

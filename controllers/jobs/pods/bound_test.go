@@ -23,8 +23,8 @@ import (
 // resumed the job — is refused once its pod set runs the count its
 // Workload was admitted for, so that growing a running child Job or
 // orphaning a running pod for its Job to replace runs nothing beyond the
-// admission. Ended pods and pods being deleted leave room, as a Job
-// replaces them at once. The pods are counted by the API server: berth's
+// admission. Ended pods leave room; pods being deleted do not until they
+// end, since they run through a grace period their owner chooses. The pods are counted by the API server: berth's
 // cache holds only queued pods, and a Job's carry no queue label.
 func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	const uid = "wl-uid"
@@ -62,7 +62,9 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 		want        string
 	}{
 		{name: "the first pods of the set", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", nil)},
-		{name: "the replacement of a pod being deleted", api: []*corev1.Pod{member("a1", nil), member("a2", deleting)}, created: member("n1", nil)},
+		{name: "a replacement beside a pod being deleted, which runs until it ends",
+			api: []*corev1.Pod{member("a1", nil), member("a2", deleting)}, created: member("n1", nil),
+			want: "pod set main of workload " + name + " already runs the 2 pods it was admitted for"},
 		{name: "the replacement of a pod that ended", api: []*corev1.Pod{member("a1", nil), member("a2", succeeded)}, created: member("n1", nil)},
 		{name: "the next pod of a Job whose ended pod the cache still shows running",
 			cached: []*corev1.Pod{member("a1", nil), member("a2", nil)},

@@ -89,7 +89,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 				// Created ungated (by a Job's, a JobSet's, an operator's
 				// controller): bounded at creation, as a gated pod is at
 				// its release.
-				if labelErrs, err = validateBound(ctx, v.Workloads.API, p, wl, true); err != nil {
+				if labelErrs, err = validateBound(ctx, v.Workloads.API, p, wl); err != nil {
 					return nil, err
 				}
 			}
@@ -113,7 +113,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 			return nil, err
 		}
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = validateBound(ctx, v.Workloads.Cache, p, wl, false); err != nil {
+			if labelErrs, err = validateBound(ctx, v.Workloads.Cache, p, wl); err != nil {
 				return nil, err
 			}
 		}
@@ -419,18 +419,25 @@ func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, 
 // cache, which can only lag behind releases (never count more than run),
 // so berth's own releases, bounded the same way, pass.
 //
-// creating bounds a pod created ungated with berth's labels instead — the
+// It bounds a pod created ungated with berth's labels too — the
 // pods a Job's, a JobSet's or an operator's controller creates once berth
 // resumed the job — so that growing a running child Job's parallelism, or
 // orphaning a running pod so that its Job replaces it, runs no pod beyond
 // the admission. Such pods carry berth's labels but not the queue label,
 // and berth caches only queued pods (setup.CacheOptions): r is then the
 // API server, which also shows at once the pod whose end made a Job
-// create the next one. A pod being deleted is not counted then: a Job
-// replaces a terminating pod at once (podReplacementPolicy
-// TerminatingOrFailed), and refusing that replacement would stall every
-// restart.
-func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *berthv1.Workload, creating bool) (field.ErrorList, error) {
+// create the next one.
+//
+// A pod being deleted is counted until it ends: it runs through its grace
+// period, which its owner chooses (a year, with a process that ignores
+// SIGTERM), so a replacement created beside it would run beyond the
+// admission, and a tenant deleting pods over and over would run as many
+// as it liked. berth gives queued Jobs podReplacementPolicy Failed
+// (batchjob.Defaulter, jobset.Defaulter), so that the Job controller
+// itself waits for a terminating pod to end before it replaces it; a
+// controller that does not wait has its create refused until then, and
+// retries.
+func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
 	set := p.Labels[berthv1.PodSetLabel]
 	var admitted int32 = -1
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
@@ -447,7 +454,7 @@ func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *bert
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
 			"workload %s admitted no pod set %q", wl.Name, set))}, nil
 	}
-	running, err := countRunning(ctx, r, p, creating)
+	running, err := countRunning(ctx, r, p)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
 	}
@@ -459,9 +466,9 @@ func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *bert
 }
 
 // countRunning counts the pods of p's workload and pod set (by berth's
-// labels) that run or may run, other than p: released and not ended, and
-// when creating, not being deleted either.
-func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod, creating bool) (int32, error) {
+// labels) that run or may run, other than p: released and not ended,
+// being deleted or not.
+func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod) (int32, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(p.Namespace),
 		client.MatchingLabels{berthv1.WorkloadLabel: p.Labels[berthv1.WorkloadLabel], berthv1.PodSetLabel: p.Labels[berthv1.PodSetLabel]}); err != nil {
@@ -470,7 +477,7 @@ func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod, creating 
 	var running int32
 	for i := range list.Items {
 		q := &list.Items[i]
-		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) && (!creating || q.DeletionTimestamp.IsZero()) {
+		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) {
 			running++
 		}
 	}

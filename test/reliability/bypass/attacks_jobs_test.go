@@ -2,6 +2,7 @@ package bypass_test
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -87,6 +88,8 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		mallory := editor(ctx, ns)
 		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
 		Expect(mallory.Create(ctx, job)).To(Succeed())
+		Expect(job.Spec.PodReplacementPolicy).To(HaveValue(Equal(batchv1.Failed)),
+			"berth's webhook makes a queued Job replace a pod only once it ended")
 		uid := admittedUID(ctx, ns, string(job.UID))
 		runsAdmitted(ctx, ns, uid)
 		var names []string
@@ -108,6 +111,50 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		})).To(Succeed())
 		Eventually(jobEvents(ctx, ns, job.Name), timeout, interval).Should(ContainElement(And(
 			HavePrefix("FailedCreate:"), ContainSubstring("already runs the 2 pods it was admitted for"))))
+		runsAdmitted(ctx, ns, uid)
+	})
+
+	It("runs no more pods of a Job than admitted beside its pods being deleted, which run until they end", func(ctx SpecContext) {
+		ns := newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		// The API server defaults a Job to replacing terminating pods at once;
+		// the tenant asks for that too.
+		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+		job.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+		Expect(mallory.Create(ctx, job)).To(Succeed())
+		Expect(job.Spec.PodReplacementPolicy).To(HaveValue(Equal(batchv1.Failed)),
+			"berth's webhook makes a queued Job replace a pod only once it ended")
+		uid := admittedUID(ctx, ns, string(job.UID))
+		runsAdmitted(ctx, ns, uid)
+		var names []string
+		Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())
+
+		By("deleting a running pod that its own finalizer keeps running: a kubelet runs it through the grace period its owner chose")
+		const hold = "example.com/hold"
+		victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[0]}}
+		Expect(update(ctx, mallory, victim, func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, hold) })).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(update(ctx, env.Client, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[0]}},
+				func(p *corev1.Pod) {
+					p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == hold })
+				}))).To(Succeed())
+		})
+		Expect(mallory.Delete(ctx, victim)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim)).To(Succeed())
+			g.Expect(victim.DeletionTimestamp).NotTo(BeNil())
+		}, timeout, interval).Should(Succeed())
+		runsAdmitted(ctx, ns, uid) // the Job controller waits for it to end
+
+		By("creating, beside it, a pod that claims the Job and the free place in its gang")
+		sibling := &corev1.Pod{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names[1]}, sibling)).To(Succeed())
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: sibling.Labels,
+			Annotations: sibling.Annotations, OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job",
+				Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+			Spec: *sibling.Spec.DeepCopy()}
+		forged.Spec.NodeName = ""
+		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
 		runsAdmitted(ctx, ns, uid)
 	})
 })
