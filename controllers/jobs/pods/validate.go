@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/jobs"
@@ -387,29 +386,6 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 		return jobs.KeyWorkloadName(kind, p.Namespace, key), "", nil
 	}
 	return "", fmt.Sprintf("a pod of %s %q, which berth does not queue", ref.Kind, ref.Name), nil
-}
-
-// isReplicaPod reports whether a pod belongs to a LeaderWorkerSet replica:
-// it carries the set's name label and is controlled by one of the set's
-// StatefulSets (or, as some LeaderWorkerSet versions and tests create them,
-// by the set itself).
-func isReplicaPod(p *corev1.Pod, ref *metav1.OwnerReference) bool {
-	name := p.Labels[lwsv1.SetNameLabelKey]
-	return name != "" && (ref.Kind == "StatefulSet" || (ref.Kind == "LeaderWorkerSet" && ref.Name == name))
-}
-
-// replicaWorkload names the Workload of the LeaderWorkerSet replica a pod
-// belongs to.
-func (v Validator) replicaWorkload(ctx context.Context, p *corev1.Pod) (string, string, error) {
-	name := p.Labels[lwsv1.SetNameLabelKey]
-	lws := &lwsv1.LeaderWorkerSet{}
-	if err := v.Workloads.Cache.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, lws); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Sprintf("a pod of LeaderWorkerSet %q, which does not exist", name), nil
-		}
-		return "", "", fmt.Errorf("reading LeaderWorkerSet %s/%s: %w", p.Namespace, name, err)
-	}
-	return jobs.GangWorkloadName("LeaderWorkerSet", lws, p.Labels[lwsv1.GroupIndexLabelKey]), "", nil
 }
 
 // validateBound refuses releasing a pod whose pod set already runs every

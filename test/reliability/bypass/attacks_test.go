@@ -185,6 +185,15 @@ var _ = Describe("a tenant with the edit role", func() {
 			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring("look-alike-0"),
 				ContainSubstring("its controller is not one of the set's StatefulSets"))))
 
+		By("releasing a look-alike pod itself, labelled as a member of the admitted replica")
+		wls, err := jobsuite.WorkloadsOf(ctx, env.Client, set)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wls).To(HaveLen(1))
+		Expect(update(ctx, mallory, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "look-alike-0"}}, func(p *corev1.Pod) {
+			p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel] = string(wls[0].UID), wls[0].Spec.PodSets[len(wls[0].Spec.PodSets)-1].Name
+			p.Spec.SchedulingGates = nil
+		})).To(MatchError(ContainSubstring("whose controller is not one of the set's StatefulSets")))
+
 		By("keeping a look-alike pod in deletion with a finalizer: berth stops naming it, and it still never runs")
 		// berth leaves pods being deleted out of what it reports held; a
 		// tenant who keeps one there must gain nothing but silence.
