@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,8 +25,10 @@ import (
 // Workload was admitted for, so that growing a running child Job or
 // orphaning a running pod for its Job to replace runs nothing beyond the
 // admission. Ended pods leave room; pods being deleted do not until they
-// end, since they run through a grace period their owner chooses. The pods are counted by the API server: berth's
-// cache holds only queued pods, and a Job's carry no queue label.
+// end, since they run through a grace period their owner chooses. The pods
+// are counted by the API server: berth's cache holds only queued pods, and
+// a Job's carry no queue label. A pod created with the labels and no
+// controller is refused outright: only a controller creates pods with them.
 func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	const uid = "wl-uid"
 	scheme := runtime.NewScheme()
@@ -35,13 +38,16 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	if err := berthv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	name := jobs.KeyWorkloadName("Pod", "ns", "g")
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", UID: "job-uid",
+		Labels: map[string]string{berthv1.QueueNameLabel: "team"}}}
+	name := jobs.WorkloadName("Job", job)
 	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
 		Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
 			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2}}}}}
 	member := func(podName string, change func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID("u-" + podName),
-			Labels: map[string]string{berthv1.PodGroupLabel: "g", berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: "main"}},
+			Labels:          map[string]string{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: "main"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		if change != nil {
 			change(p)
@@ -74,13 +80,18 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 			want: "pod set main of workload " + name + " already runs the 2 pods it was admitted for"},
 		{name: "no pod set", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", func(p *corev1.Pod) { delete(p.Labels, berthv1.PodSetLabel) }),
 			want: "berth labels the pods of an admitted gang with berth.dev/pod-set beside berth.dev/workload, and counts them by it; this pod has none"},
+		{name: "a pod made by hand with the gang's labels, as a member of a pod group would carry them once released",
+			api: []*corev1.Pod{member("a1", nil)}, created: member("n1", func(p *corev1.Pod) {
+				p.OwnerReferences, p.Labels[berthv1.PodGroupLabel] = nil, "g"
+			}),
+			want: "a pod created with them and without a controller"},
 		{name: "a pod set the admission does not name", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", otherSet),
 			want: `workload ` + name + ` admitted no pod set "other"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			build := func(pods []*corev1.Pod) client.Client {
-				objs := []client.Object{wl.DeepCopy()}
+				objs := []client.Object{wl.DeepCopy(), job.DeepCopy()}
 				for _, p := range pods {
 					objs = append(objs, p.DeepCopy())
 				}

@@ -77,9 +77,18 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 		errs = append(errs, ctrlErrs...)
 	}
 	if len(errs) == 0 && hasGangLabels(p) {
-		if IsGated(p) {
+		switch {
+		case IsGated(p):
 			errs = append(errs, gangLabelsForbidden(p, "a pod berth still holds"))
-		} else {
+		case metav1.GetControllerOf(p) == nil:
+			// Only a job's controller creates pods with them, copied from
+			// the template berth resumed the job with; berth gives them to
+			// a pod group's members when it releases them. A pod made with
+			// them by hand carries no queue label, so berth's own count of
+			// the group, which reads only queued pods, would not see it.
+			errs = append(errs, gangLabelsForbidden(p, "a pod created with them and without a controller: "+
+				"a pod group's members are created gated, with the queue label, and berth labels them when it releases them"))
+		default:
 			wl, labelErrs, err := v.validateGangLabels(ctx, p)
 			if err != nil {
 				return nil, err

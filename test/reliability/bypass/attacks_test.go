@@ -123,6 +123,15 @@ var _ = Describe("a tenant with the edit role", func() {
 			extra.Labels[berthv1.PodSetLabel] = member.Labels[berthv1.PodSetLabel]
 			extra.Spec.SchedulingGates = nil
 		})).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
+
+		By("creating a pod of its own, ungated and without the queue label, that carries a member's berth labels")
+		// Without the queue label no gate is added and berth's cache, which
+		// holds only queued pods, would not count it among the group's.
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: map[string]string{
+			berthv1.PodGroupLabel: member.Labels[berthv1.PodGroupLabel], berthv1.WorkloadLabel: member.Labels[berthv1.WorkloadLabel],
+			berthv1.PodSetLabel: member.Labels[berthv1.PodSetLabel], "extra": "true"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:latest", Resources: gpuRequests("4")}}}}
+		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring("a pod created with them and without a controller")))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
