@@ -10,8 +10,20 @@ import (
 // sidecars') requests and each init container's, plus pod overhead and
 // pod-level resources. Quota is charged with exactly what the scheduler will
 // look for on a node.
+//
+// A container (or the pod) that states a limit and no request of a
+// resource requests its limit: the API server defaults a pod's requests so
+// when it creates the pod, but not a template's (SetDefaults_Pod), and
+// `limits: {nvidia.com/gpu: 1}` alone is how GPUs are commonly asked for.
+// Read as the template says, such a job would be charged no GPU and run
+// its pods' GPUs outside quota.
 func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	pod := &corev1.Pod{Spec: *spec}
+	pod.Spec.Containers = requestsFromLimits(spec.Containers)
+	pod.Spec.InitContainers = requestsFromLimits(spec.InitContainers)
+	if r := spec.Resources; r != nil {
+		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: withLimits(r.Requests, r.Limits), Limits: r.Limits}
+	}
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	for name, q := range reqs {
 		if q.IsZero() {
@@ -19,6 +31,39 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 		}
 	}
 	return reqs
+}
+
+// requestsFromLimits returns copies of cs whose requests hold their limits
+// where they state none, as the API server defaults a pod's containers.
+func requestsFromLimits(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = c
+		out[i].Resources.Requests = withLimits(c.Resources.Requests, c.Resources.Limits)
+	}
+	return out
+}
+
+// withLimits is requests with every limit it lacks added: a new list when
+// one is added, requests itself otherwise.
+func withLimits(requests, limits corev1.ResourceList) corev1.ResourceList {
+	out, copied := requests, false
+	for name, q := range limits {
+		if _, ok := requests[name]; ok {
+			continue
+		}
+		if !copied {
+			out, copied = make(corev1.ResourceList, len(requests)+len(limits)), true
+			for k, v := range requests {
+				out[k] = v.DeepCopy()
+			}
+		}
+		out[name] = q.DeepCopy()
+	}
+	return out
 }
 
 // TemplateScheduling is the scheduling a pod template holds, as pod set

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,5 +157,35 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		forged.Spec.NodeName = ""
 		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
 		runsAdmitted(ctx, ns, uid)
+	})
+
+	It("runs no GPU outside quota by stating GPUs as limits without requests", func(ctx SpecContext) {
+		ns := newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		// limits alone are how GPUs are commonly asked for: the API server
+		// gives the pods requests equal to them, but not the Job's template.
+		limitsOnly := func(name string) *batchv1.Job {
+			job := builders.Job(ns, name, queue).Pods(admittedPods).Request(builders.GPU, "2").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+			job.Spec.Template.Spec.Containers[0].Resources.Requests = nil
+			return job
+		}
+		first, second := limitsOnly("first"), limitsOnly("second")
+		Expect(mallory.Create(ctx, first)).To(Succeed())
+		uid := admittedUID(ctx, ns, string(first.UID))
+		runsAdmitted(ctx, ns, uid)
+		wls := &berthv1.WorkloadList{}
+		Expect(env.Client.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+		Expect(wls.Items).To(HaveLen(1))
+		Expect(wls.Items[0].Spec.PodSets[0].Requests).To(HaveKeyWithValue(builders.GPU, resource.MustParse("2")),
+			"each pod is charged the GPUs its limit gives it")
+
+		By("a second such Job, beyond the namespace's 4 GPUs")
+		Expect(mallory.Create(ctx, second)).To(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(second), second)).To(Succeed())
+			g.Expect(second.Spec.Suspend).To(HaveValue(BeTrue()), "the second Job waits for quota")
+		}, quiet, interval).Should(Succeed())
+		runsAdmitted(ctx, ns, uid)
+		expectNoPodOutsideQuota(ctx, ns)
 	})
 })
