@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,9 @@ import (
 // are counted by the API server: berth's cache holds only queued pods, and
 // a Job's carry no queue label. A pod created with the labels and no
 // controller is refused outright: only a controller creates pods with them.
+// Each pod must also be shaped like the pods its pod set was admitted for:
+// no more of a resource than each of them (cpu and memory aside, which a
+// LimitRange adds), and on the flavor's nodes.
 func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	const uid = "wl-uid"
 	scheme := runtime.NewScheme()
@@ -41,13 +45,20 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", UID: "job-uid",
 		Labels: map[string]string{berthv1.QueueNameLabel: "team"}}}
 	name := jobs.WorkloadName("Job", job)
+	const gpu, product = corev1.ResourceName("nvidia.com/gpu"), "gpu.example.com/product"
+	perPod := corev1.ResourceList{gpu: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}
+	flavor := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"},
+		Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{product: "h200"}}}
 	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
+		Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "main", Count: 2, Requests: perPod}}},
 		Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
-			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2}}}}}
+			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2, Flavors: map[corev1.ResourceName]string{gpu: "h200"}}}}}}
 	member := func(podName string, change func(*corev1.Pod)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID("u-" + podName),
 			Labels:          map[string]string{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: "main"},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{product: "h200", "zone": "a"},
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: perPod.DeepCopy()}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		if change != nil {
 			change(p)
@@ -85,13 +96,29 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 				p.OwnerReferences, p.Labels[berthv1.PodGroupLabel] = nil, "g"
 			}),
 			want: "a pod created with them and without a controller"},
+		{name: "more GPUs than each pod of its pod set was admitted with", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("8") }),
+			want:    "the pod requests 8 of nvidia.com/gpu, and each pod of pod set main of workload " + name + " was admitted with 1"},
+		{name: "a resource its pod set does not request", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests["example.com/fpga"] = resource.MustParse("1")
+			}),
+			want: "the pod requests 1 of example.com/fpga, and each pod of pod set main of workload " + name + " was admitted with none"},
+		{name: "more cpu, as a LimitRange gives a container that states none", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}})
+			})},
+		{name: "outside the flavor it was admitted on", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) { delete(p.Spec.NodeSelector, product) }),
+			want:    "the pods of workload " + name + " run where it was admitted, with " + product + "=h200 in their node selector"},
 		{name: "a pod set the admission does not name", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", otherSet),
 			want: `workload ` + name + ` admitted no pod set "other"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			build := func(pods []*corev1.Pod) client.Client {
-				objs := []client.Object{wl.DeepCopy(), job.DeepCopy()}
+				objs := []client.Object{wl.DeepCopy(), job.DeepCopy(), flavor.DeepCopy()}
 				for _, p := range pods {
 					objs = append(objs, p.DeepCopy())
 				}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	flavorstore "github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/jobs"
 )
 
@@ -49,6 +50,7 @@ var _ admission.Validator[*corev1.Pod] = Validator{}
 
 var (
 	labelsPath = field.NewPath("metadata", "labels")
+	specPath   = field.NewPath("spec")
 	ownersPath = field.NewPath("metadata", "ownerReferences")
 	gatesPath  = field.NewPath("spec", "schedulingGates")
 	// controllerUsers may create pods that name a controller: the
@@ -93,10 +95,15 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 			if err != nil {
 				return nil, err
 			}
+			// Created ungated (by a Job's, a JobSet's, an operator's
+			// controller): shaped like the gang's pods, and bounded at
+			// creation as a gated pod is at its release.
 			if len(labelErrs) == 0 {
-				// Created ungated (by a Job's, a JobSet's, an operator's
-				// controller): bounded at creation, as a gated pod is at
-				// its release.
+				if labelErrs, err = validateShape(ctx, flavorstore.New(v.Workloads.Cache), p, wl); err != nil {
+					return nil, err
+				}
+			}
+			if len(labelErrs) == 0 {
 				if labelErrs, err = validateBound(ctx, v.Workloads.API, p, wl); err != nil {
 					return nil, err
 				}

@@ -156,6 +156,12 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 			Spec: *sibling.Spec.DeepCopy()}
 		forged.Spec.NodeName = ""
 		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
+		By("and one that asks for more GPUs than each pod of the gang was admitted with")
+		larger := forged.DeepCopy()
+		larger.Name = "forged-larger"
+		larger.Spec.Containers[0].Resources.Requests[builders.GPU] = resource.MustParse("4")
+		larger.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("4")
+		Expect(mallory.Create(ctx, larger)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
 		runsAdmitted(ctx, ns, uid)
 	})
 

@@ -2,7 +2,6 @@ package bypass_test
 
 import (
 	"context"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -183,7 +182,7 @@ var _ = Describe("refused at the API server", func() {
 				return p
 			},
 			want: `metadata.labels[berth.dev/placement]: Forbidden: berth sets berth.dev/workload and berth.dev/placement on the pods of admitted gangs only, ` +
-				`to the Workload's UID; this is a pod whose workload pod-placed-`}),
+				`to the Workload's UID; this is a pod created with them and without a controller`}),
 	)
 
 	It("refuses a pod labelled with the UID of another gang's admitted Workload", func(ctx SpecContext) {
@@ -194,10 +193,16 @@ var _ = Describe("refused at the API server", func() {
 		p := builders.Job(ns, "x", "").Obj().Spec.Template.DeepCopy()
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impostor",
 			Labels: map[string]string{berthv1.WorkloadLabel: uid}}, Spec: p.Spec}
-		err := tenant(ctx, ns).Create(ctx, pod)
-		Expect(err).To(MatchError(ContainSubstring(`metadata.labels[berth.dev/workload]: Forbidden: berth sets berth.dev/workload and berth.dev/placement ` +
-			`on the pods of admitted gangs only, to the Workload's UID; this is a pod whose workload pod-impostor-`)))
-		Expect(strings.Contains(err.Error(), "is not admitted")).To(BeTrue())
+		// Made by hand, without a controller: only a job's controller
+		// creates pods with berth's labels.
+		mallory := tenant(ctx, ns)
+		Expect(mallory.Create(ctx, pod)).To(MatchError(ContainSubstring(`metadata.labels[berth.dev/workload]: Forbidden: berth sets berth.dev/workload and berth.dev/placement ` +
+			`on the pods of admitted gangs only, to the Workload's UID; this is a pod created with them and without a controller`)))
+
+		By("naming the admitted Job as its controller, with a pod set the Job's Workload does not have")
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}
+		pod.Labels[berthv1.PodSetLabel] = "other"
+		Expect(mallory.Create(ctx, pod)).To(MatchError(ContainSubstring(`admitted no pod set "other"`)))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 })

@@ -1,0 +1,128 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	flavorstore "github.com/berth-dev/berth/controllers/flavors"
+)
+
+// defaultable are the resources a namespace's LimitRange may add to a pod's
+// containers at creation, which the job's template, and so its Workload,
+// does not show; a pod may request them beyond its pod set's figure.
+var defaultable = map[corev1.ResourceName]bool{
+	corev1.ResourceCPU: true, corev1.ResourceMemory: true, corev1.ResourceEphemeralStorage: true,
+}
+
+// validateShape refuses a pod created ungated into an admitted gang that
+// is not shaped like the pods the gang was admitted for: one that requests
+// more of a resource than each pod of its pod set (or a resource the pod
+// set does not request at all), or that could run outside the admission's
+// flavors and domain. The count (validateBound) keeps the number of pods
+// within the admission; this keeps each pod within its share, so that a
+// tenant who creates a pod claiming its own Job in a place a pod left runs
+// neither eight GPUs on a one-GPU place nor a flavor's pod on another
+// flavor's nodes.
+//
+// cpu, memory and ephemeral storage are not bounded: a LimitRange adds
+// them to containers that declare none, at the pod's creation, and berth
+// charges what the job declares. Pod overhead (a RuntimeClass's) is left out
+// for the same reason.
+func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
+	set := p.Labels[berthv1.PodSetLabel]
+	var errs field.ErrorList
+	for _, ps := range wl.Spec.PodSets {
+		if ps.Name == set {
+			errs = append(errs, exceeds(p, ps, wl.Name)...)
+		}
+	}
+	want := map[string]string{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.Name != set {
+			continue
+		}
+		for _, name := range flavorNames(psa.Flavors) {
+			rf, ok, err := flavors.Get(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return append(errs, field.Forbidden(specPath.Child("nodeSelector"), fmt.Sprintf(
+					"workload %s was admitted on flavor %s, which no longer exists: its pods cannot be placed", wl.Name, name))), nil
+			}
+			for k, v := range rf.Spec.NodeLabels {
+				want[k] = v
+			}
+		}
+	}
+	if t := wl.Status.Admission.Topology; t != nil {
+		for k, v := range t.NodeSelector() {
+			want[k] = v
+		}
+	}
+	for _, k := range sortedKeys(want) {
+		if got, ok := p.Spec.NodeSelector[k]; !ok || got != want[k] {
+			errs = append(errs, field.Forbidden(specPath.Child("nodeSelector").Key(k), fmt.Sprintf(
+				"the pods of workload %s run where it was admitted, with %s=%s in their node selector, as berth sets it in their job's template",
+				wl.Name, k, want[k])))
+		}
+	}
+	return errs, nil
+}
+
+// exceeds lists what p requests beyond each pod of pod set ps.
+func exceeds(p *corev1.Pod, ps berthv1.PodSet, workload string) field.ErrorList {
+	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+	var errs field.ErrorList
+	for _, name := range sortedKeys(reqs) {
+		q := reqs[name]
+		if q.IsZero() || defaultable[name] {
+			continue
+		}
+		if most, ok := ps.Requests[name]; !ok || q.Cmp(most) > 0 {
+			errs = append(errs, field.Forbidden(specPath.Child("containers"), fmt.Sprintf(
+				"the pod requests %s of %s, and each pod of pod set %s of workload %s was admitted with %s",
+				q.String(), name, ps.Name, workload, quantityOr(ps.Requests, name))))
+		}
+	}
+	return errs
+}
+
+// quantityOr prints list's quantity of name, or none.
+func quantityOr(list corev1.ResourceList, name corev1.ResourceName) string {
+	if q, ok := list[name]; ok {
+		return q.String()
+	}
+	return "none"
+}
+
+// flavorNames are the flavors of an assignment, sorted, once each.
+func flavorNames(m map[corev1.ResourceName]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range m {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sortedKeys are a map's keys in order, for messages that do not change
+// from one call to the next.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
