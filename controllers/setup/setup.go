@@ -365,7 +365,7 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p, mgr.GetClient())).Complete()
 		case webhookPodValidator:
-			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}}).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}, Places: &pods.Places{}}).Complete()
 		}
 		if err != nil {
 			return fmt.Errorf("registering %s webhook: %w", name, err)

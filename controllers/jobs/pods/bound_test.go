@@ -20,6 +20,66 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 )
 
+// gang is an admitted Job's Workload (pod set main: two pods of one GPU and
+// one cpu each, on flavor h200) and what the bound tests build around it.
+type gang struct {
+	scheme *runtime.Scheme
+	job    *batchv1.Job
+	wl     *berthv1.Workload
+	flavor *berthv1.ResourceFlavor
+}
+
+// product is the node label of flavor h200 in gang.
+const product = "gpu.example.com/product"
+
+func newGang(t *testing.T) gang {
+	t.Helper()
+	const uid = "wl-uid"
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := berthv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", UID: "job-uid",
+		Labels: map[string]string{berthv1.QueueNameLabel: "team"}}}
+	perPod := corev1.ResourceList{gpu: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}
+	return gang{scheme: scheme, job: job,
+		flavor: &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"},
+			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{product: "h200"}}},
+		wl: &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: jobs.WorkloadName("Job", job), UID: uid},
+			Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "main", Count: 2, Requests: perPod}}},
+			Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
+				PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2, Flavors: map[corev1.ResourceName]string{gpu: "h200"}}}}}}}
+}
+
+// gpu is the GPU resource of gang's pods.
+const gpu = corev1.ResourceName("nvidia.com/gpu")
+
+// member is a running pod of g's Job, changed by change.
+func (g gang) member(podName string, change func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID("u-" + podName),
+		Labels:          map[string]string{berthv1.WorkloadLabel: string(g.wl.UID), berthv1.PodSetLabel: "main"},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(g.job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{product: "h200", "zone": "a"},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: g.wl.Spec.PodSets[0].Requests.DeepCopy()}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if change != nil {
+		change(p)
+	}
+	return p
+}
+
+// client is a fake API server holding g's objects and pods.
+func (g gang) client(pods []*corev1.Pod) client.Client {
+	objs := []client.Object{g.wl.DeepCopy(), g.job.DeepCopy(), g.flavor.DeepCopy()}
+	for _, p := range pods {
+		objs = append(objs, p.DeepCopy())
+	}
+	return fake.NewClientBuilder().WithScheme(g.scheme).WithObjects(objs...).Build()
+}
+
 // TestCreateIsBoundedByTheAdmission: a pod created ungated with berth's
 // labels — what a Job's or an operator's controller creates once berth
 // resumed the job — is refused once its pod set runs the count its
@@ -34,37 +94,8 @@ import (
 // no more of a resource than each of them (cpu and memory aside, which a
 // LimitRange adds), and on the flavor's nodes.
 func TestCreateIsBoundedByTheAdmission(t *testing.T) {
-	const uid = "wl-uid"
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := berthv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", UID: "job-uid",
-		Labels: map[string]string{berthv1.QueueNameLabel: "team"}}}
-	name := jobs.WorkloadName("Job", job)
-	const gpu, product = corev1.ResourceName("nvidia.com/gpu"), "gpu.example.com/product"
-	perPod := corev1.ResourceList{gpu: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}
-	flavor := &berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"},
-		Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{product: "h200"}}}
-	wl := &berthv1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid},
-		Spec: berthv1.WorkloadSpec{QueueName: "team", PodSets: []berthv1.PodSet{{Name: "main", Count: 2, Requests: perPod}}},
-		Status: berthv1.WorkloadStatus{Admission: &berthv1.Admission{ClusterQueue: "cq",
-			PodSetAssignments: []berthv1.PodSetAssignment{{Name: "main", Count: 2, Flavors: map[corev1.ResourceName]string{gpu: "h200"}}}}}}
-	member := func(podName string, change func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName, UID: types.UID("u-" + podName),
-			Labels:          map[string]string{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: "main"},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{product: "h200", "zone": "a"},
-				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: perPod.DeepCopy()}}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-		if change != nil {
-			change(p)
-		}
-		return p
-	}
+	g := newGang(t)
+	member, name := g.member, g.wl.Name
 	deleting := func(p *corev1.Pod) {
 		p.DeletionTimestamp, p.Finalizers = &metav1.Time{Time: time.Unix(1, 0)}, []string{"hold"}
 	}
@@ -117,14 +148,7 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			build := func(pods []*corev1.Pod) client.Client {
-				objs := []client.Object{wl.DeepCopy(), job.DeepCopy(), flavor.DeepCopy()}
-				for _, p := range pods {
-					objs = append(objs, p.DeepCopy())
-				}
-				return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-			}
-			v := Validator{Workloads: jobs.Workloads{Cache: build(tt.cached), API: build(tt.api)}}
+			v := Validator{Workloads: jobs.Workloads{Cache: g.client(tt.cached), API: g.client(tt.api)}}
 			p := tt.created.DeepCopy()
 			p.UID = ""
 			_, err := v.ValidateCreate(context.Background(), p)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -44,6 +45,18 @@ type Validator struct {
 	// Owners are the queued kinds whose operator creates their pods
 	// directly (a RayCluster's): a pod they control belongs to their gang.
 	Owners []jobs.Kind
+	// Places answers the count of a pod set's requests one at a time; one
+	// per process, shared by the webhook's copies of the Validator. Nil
+	// counts each request alone (unit tests that make one at a time).
+	Places *Places
+}
+
+// places is v.Places, or a fresh one when unset.
+func (v Validator) places() *Places {
+	if v.Places != nil {
+		return v.Places
+	}
+	return &Places{}
 }
 
 var _ admission.Validator[*corev1.Pod] = Validator{}
@@ -104,7 +117,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 				}
 			}
 			if len(labelErrs) == 0 {
-				if labelErrs, err = validateBound(ctx, v.Workloads.API, p, wl); err != nil {
+				if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.API, p, wl); err != nil {
 					return nil, err
 				}
 			}
@@ -128,7 +141,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 			return nil, err
 		}
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = validateBound(ctx, v.Workloads.Cache, p, wl); err != nil {
+			if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.Cache, p, wl); err != nil {
 				return nil, err
 			}
 		}
@@ -429,7 +442,7 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 // itself waits for a terminating pod to end before it replaces it; a
 // controller that does not wait has its create refused until then, and
 // retries.
-func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
+func validateBound(ctx context.Context, places *Places, r client.Reader, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
 	set := p.Labels[berthv1.PodSetLabel]
 	var admitted int32 = -1
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
@@ -446,32 +459,38 @@ func validateBound(ctx context.Context, r client.Reader, p *corev1.Pod, wl *bert
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PodSetLabel), fmt.Sprintf(
 			"workload %s admitted no pod set %q", wl.Name, set))}, nil
 	}
-	running, err := countRunning(ctx, r, p)
+	k := placeKey{namespace: p.Namespace, workload: string(wl.UID), podSet: set}
+	held := places.hold(k)
+	defer places.release(k, held)
+	running, seen, err := countRunning(ctx, r, p)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
 	}
-	if running >= admitted {
+	if running+places.pending(held, seen, p.UID) >= admitted {
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.WorkloadLabel), fmt.Sprintf(
 			"pod set %s of workload %s already runs the %d pods it was admitted for", set, wl.Name, admitted))}, nil
 	}
+	places.let(held, p.UID)
 	return nil, nil
 }
 
 // countRunning counts the pods of p's workload and pod set (by berth's
 // labels) that run or may run, other than p: released and not ended,
-// being deleted or not.
-func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod) (int32, error) {
+// being deleted or not. seen are the UIDs of those it counted.
+func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod) (int32, map[types.UID]bool, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(p.Namespace),
 		client.MatchingLabels{berthv1.WorkloadLabel: p.Labels[berthv1.WorkloadLabel], berthv1.PodSetLabel: p.Labels[berthv1.PodSetLabel]}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var running int32
+	seen := map[types.UID]bool{}
 	for i := range list.Items {
 		q := &list.Items[i]
 		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) {
 			running++
+			seen[q.UID] = true
 		}
 	}
-	return running, nil
+	return running, seen, nil
 }
