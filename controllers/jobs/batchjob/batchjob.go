@@ -150,17 +150,8 @@ type Defaulter struct {
 	Gang bool
 }
 
-// Default suspends a Job that carries the queue-name label, gives it
-// podReplacementPolicy Failed and, with Gang, asks for its gang.
-//
-// A pod being deleted runs through its grace period, and berth counts it
-// against the admission until it ends (pods.validateBound). With
-// TerminatingOrFailed — what the API server defaults a Job without a pod
-// failure policy to, before any webhook sees it, so a Job's own choice
-// cannot be told from the default — the Job controller would create the
-// replacement at once, have it refused and retry with backoff (and count
-// the deleted pod as failed against backoffLimit); Failed makes it wait for
-// the pod to end, and replace it then.
+// Default suspends a Job that carries the queue-name label and, with Gang,
+// asks for its gang.
 //
 // With the WorkloadWithJob gate on, the Job controller makes a PodGroup
 // for every Job without a controller owner (at its first sync, whether
@@ -176,7 +167,6 @@ func (d Defaulter) Default(_ context.Context, job *batchv1.Job) error {
 		return nil
 	}
 	job.Spec.Suspend = ptr.To(true)
-	job.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
 	pods := gangSize(job)
 	if d.Gang && pods > 1 && job.Spec.Scheduling == nil && job.Spec.Template.Spec.SchedulingGroup == nil &&
 		metav1.GetControllerOf(job) == nil {

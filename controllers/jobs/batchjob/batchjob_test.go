@@ -116,37 +116,6 @@ func TestDefaulterSuspendsOnlyQueuedJobs(t *testing.T) {
 	}
 }
 
-// TestDefaulterWaitsForTerminatingPods: a queued Job's pods are replaced
-// only once they ended (berth counts a pod being deleted until then),
-// whatever policy it arrives with (the API server's default, which the
-// webhook cannot tell from a choice); a Job berth does not queue is left
-// as it is.
-func TestDefaulterWaitsForTerminatingPods(t *testing.T) {
-	queued := map[string]string{berthv1.QueueNameLabel: "team"}
-	cases := []struct {
-		name   string
-		labels map[string]string
-		own    *batchv1.PodReplacementPolicy
-		want   *batchv1.PodReplacementPolicy
-	}{
-		{name: "queued, no policy", labels: queued, want: ptr.To(batchv1.Failed)},
-		{name: "queued, with the API server's default", labels: queued, own: ptr.To(batchv1.TerminatingOrFailed), want: ptr.To(batchv1.Failed)},
-		{name: "not queued", labels: map[string]string{"app": "x"}, own: ptr.To(batchv1.TerminatingOrFailed), want: ptr.To(batchv1.TerminatingOrFailed)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			job := &batchv1.Job{}
-			job.Labels, job.Spec.PodReplacementPolicy = tc.labels, tc.own
-			if err := (Defaulter{}).Default(context.Background(), job); err != nil {
-				t.Fatal(err)
-			}
-			if got := job.Spec.PodReplacementPolicy; (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
-				t.Errorf("podReplacementPolicy = %v, want %v", ptr.Deref(got, ""), ptr.Deref(tc.want, ""))
-			}
-		})
-	}
-}
-
 func TestDefaulterAsksForTheGang(t *testing.T) {
 	queued := map[string]string{berthv1.QueueNameLabel: "team"}
 	own := &batchv1.JobSchedulingConfiguration{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{

@@ -102,13 +102,6 @@ func TestDefaulterLeavesChildrenAlone(t *testing.T) {
 			if got := ptr.Deref(tt.js.Spec.Suspend, false); got != tt.want {
 				t.Errorf("suspend %v, want %v", got, tt.want)
 			}
-			// A JobSet berth holds has its Jobs wait for terminating
-			// pods to end; a parent's is the parent's to shape.
-			for _, rj := range tt.js.Spec.ReplicatedJobs {
-				if got := rj.Template.Spec.PodReplacementPolicy; (got != nil && *got == batchv1.Failed) != tt.want {
-					t.Errorf("replicated job %s: podReplacementPolicy %v, want Failed: %v", rj.Name, ptr.Deref(got, ""), tt.want)
-				}
-			}
 		})
 	}
 }

@@ -217,10 +217,7 @@ type Defaulter struct {
 	Parents []jobs.Kind
 }
 
-// Default suspends a queued JobSet that is not a queued parent's, and gives
-// its Jobs podReplacementPolicy Failed: their pods are counted against the
-// admission until they end, being deleted or not (batchjob.Defaulter says
-// why).
+// Default suspends a queued JobSet that is not a queued parent's.
 func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
 	if _, ok := js.Labels[berthv1.QueueNameLabel]; !ok {
 		return nil
@@ -230,9 +227,6 @@ func (d Defaulter) Default(ctx context.Context, js *jobsetv1.JobSet) error {
 		return err
 	}
 	js.Spec.Suspend = ptr.To(true)
-	for i := range js.Spec.ReplicatedJobs {
-		js.Spec.ReplicatedJobs[i].Template.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
-	}
 	return nil
 }
 

@@ -7,12 +7,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// placeTTL is how long a pod let into a gang's place counts while the
-// pods the count reads do not show it: longer than berth's cache takes to
-// show a release, short enough that a pod the API server refused after the
-// webhook let it in (another admission plugin, a conflict) does not hold
-// its place for long.
-const placeTTL = 30 * time.Second
+// releaseTTL is how long a pod released into a gang's place counts while
+// berth's cache still shows it gated: longer than the cache takes to show
+// a release. createTTL is how long a pod let in at its creation counts
+// while the API server does not list it: the create is stored right after
+// admission, so a pod still missing after that was refused by a later
+// step (another admission plugin, a conflict) or deleted already, and must
+// not hold its place.
+const (
+	releaseTTL = 30 * time.Second
+	createTTL  = 2 * time.Second
+)
 
 // Places serialises the count of a gang's pod set across the requests the
 // pod webhook answers at once. The count reads the pods the API server
@@ -21,7 +26,8 @@ const placeTTL = 30 * time.Second
 // concurrent creates (or gate removals) into one free place would see the
 // place free, and all would run. So each pod set's requests are answered
 // one at a time, and the pods let in count as running, by UID, until the
-// pods read show them or placeTTL has passed. The UID is known: validating
+// pods read show them (stored, for a create; released, for a release) or
+// gone, or createTTL or releaseTTL has passed. The UID is known: validating
 // admission runs after the API server named the new pod.
 //
 // It holds for the requests one berth process answers; with several
@@ -42,7 +48,14 @@ type placeKey struct{ namespace, workload, podSet string }
 type placeSet struct {
 	mu    sync.Mutex
 	users int
-	let   map[types.UID]time.Time
+	let   map[types.UID]letIn
+}
+
+// letIn is a pod let into a place: when, and whether by a release (an
+// update of a pod that exists) rather than a create.
+type letIn struct {
+	at      time.Time
+	release bool
 }
 
 // hold locks k's pod set for one count and returns it; release unlocks it.
@@ -53,7 +66,7 @@ func (p *Places) hold(k placeKey) *placeSet {
 	}
 	s := p.sets[k]
 	if s == nil {
-		s = &placeSet{let: map[types.UID]time.Time{}}
+		s = &placeSet{let: map[types.UID]letIn{}}
 		p.sets[k] = s
 	}
 	s.users++
@@ -75,15 +88,22 @@ func (p *Places) release(k placeKey, s *placeSet) {
 	p.mu.Unlock()
 }
 
-// pending counts the pods let in that seen does not show, other than self,
-// and forgets those it shows and those older than placeTTL. The caller
+// pending counts the pods let in that the count did not count, other than
+// self, and forgets those it no longer needs: counted among the running
+// pods; a create the pods read list (stored: counted if it runs); a release
+// of a pod they no longer list (gone); and any older than its TTL. listed
+// are all the pods read, counted those counted as running. The caller
 // holds s.
-func (p *Places) pending(s *placeSet, seen map[types.UID]bool, self types.UID) int32 {
+func (p *Places) pending(s *placeSet, counted, listed map[types.UID]bool, self types.UID) int32 {
 	now := p.clock()
 	var n int32
-	for uid, at := range s.let {
+	for uid, l := range s.let {
+		ttl := createTTL
+		if l.release {
+			ttl = releaseTTL
+		}
 		switch {
-		case seen[uid] || now.Sub(at) > placeTTL:
+		case counted[uid] || now.Sub(l.at) > ttl, !l.release && listed[uid], l.release && !listed[uid]:
 			delete(s.let, uid)
 		case uid != self:
 			n++
@@ -92,8 +112,11 @@ func (p *Places) pending(s *placeSet, seen map[types.UID]bool, self types.UID) i
 	return n
 }
 
-// let records that pod uid was let into s's pod set. The caller holds s.
-func (p *Places) let(s *placeSet, uid types.UID) { s.let[uid] = p.clock() }
+// let records that pod uid was let into s's pod set, by a release or a
+// create. The caller holds s.
+func (p *Places) let(s *placeSet, uid types.UID, release bool) {
+	s.let[uid] = letIn{at: p.clock(), release: release}
+}
 
 func (p *Places) clock() time.Time {
 	if p.now != nil {

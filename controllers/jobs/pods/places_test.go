@@ -42,36 +42,46 @@ func TestConcurrentCreatesTakeOnePlace(t *testing.T) {
 	}
 }
 
-// TestPlacesForgetWhatTheCountShows: a pod let in counts until the pods
-// read show it (then it is counted there, once) or placeTTL passed; the pod
-// itself, checked again, is not counted against itself.
+// TestPlacesForgetWhatTheCountShows: a pod let in counts until the count
+// no longer needs it — a create once the API server lists it (counted
+// there if it runs), a release once the cache shows it released or no
+// longer has it — or its TTL passed; the pod itself, checked again, is not
+// counted against itself.
 func TestPlacesForgetWhatTheCountShows(t *testing.T) {
-	now := time.Unix(1000, 0)
-	p := &Places{now: func() time.Time { return now }}
-	k := placeKey{namespace: "ns", workload: "w", podSet: "main"}
-	s := p.hold(k)
-	p.let(s, "a")
-	p.let(s, "b")
+	type uids = map[types.UID]bool
 	for _, tc := range []struct {
-		name string
-		seen map[types.UID]bool
-		self types.UID
-		want int32
+		name            string
+		release         bool
+		counted, listed uids
+		self            types.UID
+		after           time.Duration
+		want            int32
 	}{
-		{name: "neither shown yet", want: 2},
-		{name: "b itself, checked again", self: "b", want: 1},
-		{name: "a shown by the count", seen: map[types.UID]bool{"a": true}, want: 1},
+		{name: "a create not stored yet", want: 1},
+		{name: "a create checked again", self: "p", want: 0},
+		{name: "a create stored, running", counted: uids{"p": true}, listed: uids{"p": true}, want: 0},
+		{name: "a create stored, ended", listed: uids{"p": true}, want: 0},
+		{name: "a create never listed, past its TTL", after: createTTL + time.Second, want: 0},
+		{name: "a release the cache still shows gated", release: true, listed: uids{"p": true}, want: 1},
+		{name: "a release the cache shows released", release: true, counted: uids{"p": true}, listed: uids{"p": true}, want: 0},
+		{name: "a release of a pod gone", release: true, want: 0},
+		{name: "a release still gated in the cache within its TTL", release: true, listed: uids{"p": true}, after: createTTL + time.Second, want: 1},
+		{name: "a release past its TTL", release: true, listed: uids{"p": true}, after: releaseTTL + time.Second, want: 0},
 	} {
-		if got := p.pending(s, tc.seen, tc.self); got != tc.want {
-			t.Fatalf("%s: %d pending, want %d", tc.name, got, tc.want)
-		}
-	}
-	now = now.Add(placeTTL + time.Second)
-	if got := p.pending(s, nil, ""); got != 0 {
-		t.Fatalf("%d pending after placeTTL, want 0", got)
-	}
-	p.release(k, s)
-	if len(p.sets) != 0 {
-		t.Fatalf("an empty pod set is kept: %v", p.sets)
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			p := &Places{now: func() time.Time { return now }}
+			k := placeKey{namespace: "ns", workload: "w", podSet: "main"}
+			s := p.hold(k)
+			p.let(s, "p", tc.release)
+			now = now.Add(tc.after)
+			if got := p.pending(s, tc.counted, tc.listed, tc.self); got != tc.want {
+				t.Fatalf("%d pending, want %d", got, tc.want)
+			}
+			p.release(k, s)
+			if tc.want == 0 && tc.self == "" && len(p.sets) != 0 {
+				t.Fatalf("a pod set with nothing let in is kept: %v", p.sets)
+			}
+		})
 	}
 }

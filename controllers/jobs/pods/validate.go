@@ -117,7 +117,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 				}
 			}
 			if len(labelErrs) == 0 {
-				if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.API, p, wl); err != nil {
+				if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.API, p, wl, false); err != nil {
 					return nil, err
 				}
 			}
@@ -141,7 +141,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 			return nil, err
 		}
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.Cache, p, wl); err != nil {
+			if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.Cache, p, wl, true); err != nil {
 				return nil, err
 			}
 		}
@@ -437,12 +437,10 @@ func (v Validator) gangWorkload(ctx context.Context, p *corev1.Pod) (string, str
 // period, which its owner chooses (a year, with a process that ignores
 // SIGTERM), so a replacement created beside it would run beyond the
 // admission, and a tenant deleting pods over and over would run as many
-// as it liked. berth gives queued Jobs podReplacementPolicy Failed
-// (batchjob.Defaulter, jobset.Defaulter), so that the Job controller
-// itself waits for a terminating pod to end before it replaces it; a
-// controller that does not wait has its create refused until then, and
-// retries.
-func validateBound(ctx context.Context, places *Places, r client.Reader, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
+// as it liked. A controller that replaces a terminating pod at once (a
+// Job's default podReplacementPolicy, TerminatingOrFailed) has its create
+// refused until the pod ended, and retries.
+func validateBound(ctx context.Context, places *Places, r client.Reader, p *corev1.Pod, wl *berthv1.Workload, release bool) (field.ErrorList, error) {
 	set := p.Labels[berthv1.PodSetLabel]
 	var admitted int32 = -1
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
@@ -462,35 +460,37 @@ func validateBound(ctx context.Context, places *Places, r client.Reader, p *core
 	k := placeKey{namespace: p.Namespace, workload: string(wl.UID), podSet: set}
 	held := places.hold(k)
 	defer places.release(k, held)
-	running, seen, err := countRunning(ctx, r, p)
+	running, counted, listed, err := countRunning(ctx, r, p)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of workload %s: %w", wl.Name, err)
 	}
-	if running+places.pending(held, seen, p.UID) >= admitted {
+	if running+places.pending(held, counted, listed, p.UID) >= admitted {
 		return field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.WorkloadLabel), fmt.Sprintf(
 			"pod set %s of workload %s already runs the %d pods it was admitted for", set, wl.Name, admitted))}, nil
 	}
-	places.let(held, p.UID)
+	places.let(held, p.UID, release)
 	return nil, nil
 }
 
 // countRunning counts the pods of p's workload and pod set (by berth's
 // labels) that run or may run, other than p: released and not ended,
-// being deleted or not. seen are the UIDs of those it counted.
-func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod) (int32, map[types.UID]bool, error) {
+// being deleted or not. counted are the UIDs of those it counted, listed
+// those of every pod it read.
+func countRunning(ctx context.Context, r client.Reader, p *corev1.Pod) (int32, map[types.UID]bool, map[types.UID]bool, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(p.Namespace),
 		client.MatchingLabels{berthv1.WorkloadLabel: p.Labels[berthv1.WorkloadLabel], berthv1.PodSetLabel: p.Labels[berthv1.PodSetLabel]}); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	var running int32
-	seen := map[types.UID]bool{}
+	counted, listed := map[types.UID]bool{}, map[types.UID]bool{}
 	for i := range list.Items {
 		q := &list.Items[i]
+		listed[q.UID] = true
 		if q.UID != p.UID && !IsGated(q) && !isTerminal(q) {
 			running++
-			seen[q.UID] = true
+			counted[q.UID] = true
 		}
 	}
-	return running, seen, nil
+	return running, counted, listed, nil
 }

@@ -125,7 +125,11 @@ var _ = Describe("failure notifications", func() {
 		stuck.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "stuck-waiting", Labels: pods[1].Labels, OwnerReferences: pods[1].OwnerReferences}
 		stuck.Spec.NodeName = ""
 		stuck.Status = corev1.PodStatus{}
-		Expect(env.Client.Create(ctx, stuck)).To(Succeed())
+		// berth counts a pod it let in for a moment after its create unless
+		// the API server lists it (the deleted one never was, since): the
+		// Job controller retries a refused create, and so does this.
+		Eventually(func() error { return env.Client.Create(ctx, stuck.DeepCopy()) }, timeout, interval).Should(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stuck), stuck)).To(Succeed())
 		stuck.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 			Message:            "0/8 nodes are available: 8 Insufficient nvidia.com/gpu.",

@@ -216,6 +216,10 @@ func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, re
 	// Workload's UID.
 	job := metav1.GetControllerOf(wl)
 	Expect(job).NotTo(BeNil(), "the workload has a job")
+	// Where the Job's template, which berth resumed it with, says: berth
+	// refuses a pod of the gang outside its admission's flavor and domain.
+	started := &batchv1.Job{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: job.Name}, started)).To(Succeed())
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, GenerateName: "train-",
 			OwnerReferences: []metav1.OwnerReference{*job},
@@ -225,7 +229,8 @@ func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, re
 				autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
 				autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
 			}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}}},
+		Spec: corev1.PodSpec{NodeName: node, NodeSelector: started.Spec.Template.Spec.NodeSelector,
+			Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}}},
 	}
 	Expect(env.Client.Create(ctx, p)).To(Succeed())
 	status := corev1.ConditionFalse
