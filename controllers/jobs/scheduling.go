@@ -31,7 +31,7 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 		s.Name, s.Count = psa.Name, psa.Count
 		s.NodeSelector = maps.Clone(s.NodeSelector)
 		s.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
-		for _, name := range sortedFlavors(psa.Flavors) {
+		for _, name := range AssignedFlavors(psa.Flavors) {
 			rf, ok, err := flavors.Get(ctx, name)
 			if err != nil {
 				return nil, "", err
@@ -74,7 +74,9 @@ func bookingAnnotations(wl *berthv1.Workload) map[string]string {
 	}
 }
 
-func sortedFlavors(m map[corev1.ResourceName]string) []string {
+// AssignedFlavors are the flavors a pod set's assignment names, sorted,
+// once each.
+func AssignedFlavors(m map[corev1.ResourceName]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range m {

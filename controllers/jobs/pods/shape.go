@@ -3,7 +3,8 @@ package pods
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,6 +12,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	flavorstore "github.com/berth-dev/berth/controllers/flavors"
+	"github.com/berth-dev/berth/controllers/jobs"
 )
 
 // defaultable are the resources a namespace's LimitRange may add to a pod's
@@ -47,7 +49,7 @@ func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod
 		if psa.Name != set {
 			continue
 		}
-		for _, name := range flavorNames(psa.Flavors) {
+		for _, name := range jobs.AssignedFlavors(psa.Flavors) {
 			rf, ok, err := flavors.Get(ctx, name)
 			if err != nil {
 				return nil, err
@@ -66,7 +68,7 @@ func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod
 			want[k] = v
 		}
 	}
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got, ok := p.Spec.NodeSelector[k]; !ok || got != want[k] {
 			errs = append(errs, field.Forbidden(specPath.Child("nodeSelector").Key(k), fmt.Sprintf(
 				"the pods of workload %s run where it was admitted, with %s=%s in their node selector, as berth sets it in their job's template",
@@ -80,7 +82,7 @@ func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod
 func exceeds(p *corev1.Pod, ps berthv1.PodSet, workload string) field.ErrorList {
 	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
 	var errs field.ErrorList
-	for _, name := range sortedKeys(reqs) {
+	for _, name := range slices.Sorted(maps.Keys(reqs)) {
 		q := reqs[name]
 		if q.IsZero() || defaultable[name] {
 			continue
@@ -100,29 +102,4 @@ func quantityOr(list corev1.ResourceList, name corev1.ResourceName) string {
 		return q.String()
 	}
 	return "none"
-}
-
-// flavorNames are the flavors of an assignment, sorted, once each.
-func flavorNames(m map[corev1.ResourceName]string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, f := range m {
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// sortedKeys are a map's keys in order, for messages that do not change
-// from one call to the next.
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }

@@ -44,6 +44,22 @@ func runsAdmitted(ctx context.Context, ns, uid string) {
 	Consistently(func(g Gomega) []string { return running(ctx, g, ns, uid) }, quiet, interval).Should(HaveLen(admittedPods))
 }
 
+// runningJob creates, as c, Job "train" of admittedPods one-GPU pods that
+// run for an hour, changed by change, and waits until its pods run on its
+// admission: it returns the Job, its Workload's UID and the running pods.
+func runningJob(ctx context.Context, c client.Client, ns string, change func(*batchv1.Job)) (*batchv1.Job, string, []string) {
+	job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
+	if change != nil {
+		change(job)
+	}
+	Expect(c.Create(ctx, job)).To(Succeed())
+	uid := admittedUID(ctx, ns, string(job.UID))
+	runsAdmitted(ctx, ns, uid)
+	var names []string
+	Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())
+	return job, uid, names
+}
+
 // jobEvents are the reasons and messages of the events of Job name in ns.
 func jobEvents(ctx context.Context, ns, name string) func(Gomega) []string {
 	return func(g Gomega) []string { return events(ctx, g, ns, name) }
@@ -87,12 +103,7 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 	It("runs no more pods of a Job than admitted by orphaning a running pod, nor frees its quota by unlabelling one", func(ctx SpecContext) {
 		ns := newTeam(ctx, "4")
 		mallory := editor(ctx, ns)
-		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
-		Expect(mallory.Create(ctx, job)).To(Succeed())
-		uid := admittedUID(ctx, ns, string(job.UID))
-		runsAdmitted(ctx, ns, uid)
-		var names []string
-		Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())
+		job, uid, names := runningJob(ctx, mallory, ns, nil)
 
 		By("removing or changing the labels berth counts a running pod by")
 		for _, change := range []func(*corev1.Pod){
@@ -119,14 +130,10 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		// Replacing terminating pods at once is the API server's default for
 		// a Job; the tenant asks for it too, and for retries, so that the
 		// deleted pod does not fail the Job.
-		job := builders.Job(ns, "train", queue).Pods(admittedPods).Request(builders.GPU, "1").PodAnnotations(controlplane.RunFor(time.Hour)).Obj()
-		job.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
-		job.Spec.BackoffLimit = ptr.To[int32](6)
-		Expect(mallory.Create(ctx, job)).To(Succeed())
-		uid := admittedUID(ctx, ns, string(job.UID))
-		runsAdmitted(ctx, ns, uid)
-		var names []string
-		Eventually(func(g Gomega) { names = running(ctx, g, ns, uid) }, timeout, interval).Should(Succeed())
+		job, uid, names := runningJob(ctx, mallory, ns, func(j *batchv1.Job) {
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+			j.Spec.BackoffLimit = ptr.To[int32](6)
+		})
 
 		By("deleting a running pod that its own finalizer keeps running: a kubelet runs it through the grace period its owner chose")
 		const hold = "example.com/hold"
