@@ -29,28 +29,51 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		s := byName[psa.Name]
 		s.Name, s.Count = psa.Name, psa.Count
-		s.NodeSelector = maps.Clone(s.NodeSelector)
-		s.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
-		for _, name := range AssignedFlavors(psa.Flavors) {
-			rf, ok, err := flavors.Get(ctx, name)
-			if err != nil {
-				return nil, "", err
-			}
-			if !ok {
-				return nil, name, nil
-			}
-			s.NodeSelector = mergeLabels(s.NodeSelector, rf.Spec.NodeLabels)
-			s.Tolerations = AddTolerations(s.Tolerations, rf.Spec.Tolerations)
+		selector, tolerations, missing, err := AdmittedPlacement(ctx, flavors, wl, psa)
+		if err != nil || missing != "" {
+			return nil, missing, err
 		}
+		s.NodeSelector = mergeLabels(maps.Clone(s.NodeSelector), selector)
+		s.Tolerations = AddTolerations(append([]corev1.Toleration(nil), s.Tolerations...), tolerations)
 		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID), berthv1.PodSetLabel: psa.Name}
-		if t := wl.Status.Admission.Topology; t != nil {
-			s.NodeSelector = mergeLabels(s.NodeSelector, t.NodeSelector())
+		if wl.Status.Admission.Topology != nil {
 			s.Labels[berthv1.PlacementLabel] = string(wl.UID)
 		}
 		s.Annotations = SetAnnotations(maps.Clone(s.Annotations), bookingAnnotations(wl))
 		out = append(out, s)
 	}
 	return out, "", nil
+}
+
+// FlavorReader reads ResourceFlavors by name (flavors.Store, flavors.Memo).
+type FlavorReader interface {
+	Get(ctx context.Context, name string) (*berthv1.ResourceFlavor, bool, error)
+}
+
+// AdmittedPlacement is what berth adds to the pods of pod set psa of an
+// admitted workload so that they run where it was admitted: the node
+// labels of every flavor assigned to it and the admission's topology
+// domain as node selector, and the flavors' tolerations. The job
+// reconciler writes it into the job's template; the pod webhook requires
+// it of a pod created into the gang. missing names a flavor that does not
+// exist.
+func AdmittedPlacement(ctx context.Context, flavors FlavorReader, wl *berthv1.Workload, psa berthv1.PodSetAssignment) (
+	selector map[string]string, tolerations []corev1.Toleration, missing string, err error) {
+	for _, name := range AssignedFlavors(psa.Flavors) {
+		rf, ok, err := flavors.Get(ctx, name)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if !ok {
+			return nil, nil, name, nil
+		}
+		selector = mergeLabels(selector, rf.Spec.NodeLabels)
+		tolerations = AddTolerations(tolerations, rf.Spec.Tolerations)
+	}
+	if t := wl.Status.Admission.Topology; t != nil {
+		selector = mergeLabels(selector, t.NodeSelector())
+	}
+	return selector, tolerations, "", nil
 }
 
 // releasable reports whether the admission names every label value its

@@ -44,29 +44,20 @@ func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod
 			errs = append(errs, exceeds(p, ps, wl.Name)...)
 		}
 	}
-	want := map[string]string{}
+	var want map[string]string
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Name != set {
 			continue
 		}
-		for _, name := range jobs.AssignedFlavors(psa.Flavors) {
-			rf, ok, err := flavors.Get(ctx, name)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return append(errs, field.Forbidden(specPath.Child("nodeSelector"), fmt.Sprintf(
-					"workload %s was admitted on flavor %s, which no longer exists: its pods cannot be placed", wl.Name, name))), nil
-			}
-			for k, v := range rf.Spec.NodeLabels {
-				want[k] = v
-			}
+		selector, _, missing, err := jobs.AdmittedPlacement(ctx, flavors, wl, psa)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if t := wl.Status.Admission.Topology; t != nil {
-		for k, v := range t.NodeSelector() {
-			want[k] = v
+		if missing != "" {
+			return append(errs, field.Forbidden(specPath.Child("nodeSelector"), fmt.Sprintf(
+				"workload %s was admitted on flavor %s, which no longer exists: its pods cannot be placed", wl.Name, missing))), nil
 		}
+		want = selector
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got, ok := p.Spec.NodeSelector[k]; !ok || got != want[k] {
