@@ -140,6 +140,13 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 		if err != nil {
 			return nil, err
 		}
+		// A gate removed by the tenant rather than by berth: the pod must be
+		// shaped like its pod set's pods, as one created into the gang must.
+		if released && len(labelErrs) == 0 {
+			if labelErrs, err = validateShape(ctx, flavorstore.New(v.Workloads.Cache), p, wl); err != nil {
+				return nil, err
+			}
+		}
 		if released && len(labelErrs) == 0 {
 			if labelErrs, err = validateBound(ctx, v.places(), v.Workloads.Cache, p, wl, true); err != nil {
 				return nil, err
@@ -176,11 +183,20 @@ var countedLabels = []string{berthv1.WorkloadLabel, berthv1.PlacementLabel, bert
 // controller is deleted with orphan propagation, is allowed).
 func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
+	released := IsGated(old) && !IsGated(p)
 	for _, key := range countedLabels {
 		ov, had := old.Labels[key]
-		if nv, has := p.Labels[key]; had && (!has || nv != ov) {
+		nv, has := p.Labels[key]
+		switch {
+		case had && (!has || nv != ov):
 			errs = append(errs, field.Forbidden(labelsPath.Key(key),
 				"berth sets it when it releases the pod and counts the pods a gang runs by it: it cannot be changed or removed: leave it to berth (deleting the pod takes it out of its gang)"))
+		case !had && has && !released:
+			// Added to a pod that is not being released: a running pod
+			// pulled into a gang, or one whose usage berth's capacity
+			// model would leave to the engine, past the release's count.
+			errs = append(errs, field.Forbidden(labelsPath.Key(key),
+				"berth sets it when it releases the pod, in the same write that removes its gate: it cannot be added to a pod otherwise: leave it to berth"))
 		}
 	}
 	if _, queued := old.Labels[berthv1.QueueNameLabel]; !queued {
@@ -373,6 +389,12 @@ func (v Validator) validateGangLabels(ctx context.Context, p *corev1.Pod) (*bert
 	uid := string(wl.UID)
 	if p.Labels[berthv1.WorkloadLabel] != uid || (p.Labels[berthv1.PlacementLabel] != "" && p.Labels[berthv1.PlacementLabel] != uid) {
 		return nil, field.ErrorList{gangLabelsForbidden(p, fmt.Sprintf("not the UID of workload %s, the pod's own", name))}, nil
+	}
+	// berth's capacity model leaves a placed pod's usage to the engine,
+	// which reserves it only for an admission placed in a topology domain.
+	if _, placed := p.Labels[berthv1.PlacementLabel]; placed && (wl.Status.Admission == nil || wl.Status.Admission.Topology == nil) {
+		return nil, field.ErrorList{field.Forbidden(labelsPath.Key(berthv1.PlacementLabel), fmt.Sprintf(
+			"berth sets it only on the pods of a gang it placed in a topology domain, and workload %s was admitted without one: remove the label", name))}, nil
 	}
 	return wl, nil, nil
 }

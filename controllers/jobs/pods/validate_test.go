@@ -20,6 +20,7 @@ func TestValidateUpdateStatic(t *testing.T) {
 	owner := func(uid string) metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "other", UID: types.UID("u" + uid), Controller: ptr.To(true)}
 	}
+	gate := func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}} }
 	tests := []struct {
 		name   string
 		old    func(*corev1.Pod)
@@ -44,7 +45,14 @@ func TestValidateUpdateStatic(t *testing.T) {
 			change: func(p *corev1.Pod) { delete(p.Labels, berthv1.PlacementLabel) }, want: "metadata.labels[berth.dev/placement]: Forbidden"},
 		{name: "empty workload label removed", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "" },
 			change: func(p *corev1.Pod) { delete(p.Labels, berthv1.WorkloadLabel) }, want: "metadata.labels[berth.dev/workload]: Forbidden"},
-		{name: "workload label added: judged with a lookup, not here", change: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" }},
+		{name: "workload label added to a running pod", change: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
+			want: "metadata.labels[berth.dev/workload]: Forbidden: berth sets it when it releases the pod, in the same write that removes its gate"},
+		{name: "placement label added to a gated pod that stays gated", old: gate,
+			change: func(p *corev1.Pod) { p.Labels[berthv1.PlacementLabel] = "uid" }, want: "metadata.labels[berth.dev/placement]: Forbidden"},
+		{name: "labels added with the gate's removal: judged with a lookup, not here", old: gate,
+			change: func(p *corev1.Pod) {
+				p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel], p.Spec.SchedulingGates = "uid", "main", nil
+			}},
 		{name: "workload label kept", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
 			change: func(p *corev1.Pod) { p.Labels["app"] = "x" }},
 		{name: "controller set", change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{owner("1")} },

@@ -2,6 +2,7 @@ package bypass_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -170,6 +171,12 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		larger.Spec.Containers[0].Resources.Requests[builders.GPU] = resource.MustParse("4")
 		larger.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("4")
 		Expect(mallory.Create(ctx, larger)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
+		By("and one labelled as placed in a topology domain, which berth's count of free capacity leaves to the engine")
+		placed := forged.DeepCopy()
+		placed.Name = "forged-placed"
+		placed.Labels = maps.Clone(forged.Labels)
+		placed.Labels[berthv1.PlacementLabel] = uid
+		Expect(mallory.Create(ctx, placed)).To(MatchError(ContainSubstring("berth sets it only on the pods of a gang it placed in a topology domain")))
 		runsAdmitted(ctx, ns, uid)
 	})
 

@@ -135,6 +135,58 @@ var _ = Describe("a tenant with the edit role", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
+	It("takes a free place of an admitted pod group only with a pod shaped like the group's, and labels no other pod into it", func(ctx SpecContext) {
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		group := members(ns, "free", "2", "1", 0, 2)
+		for _, p := range group {
+			Expect(mallory.Create(ctx, p)).To(Succeed())
+		}
+		bound(ctx, group...)
+		member := &corev1.Pod{}
+		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[0]), member)).To(Succeed())
+		uid, set := member.Labels[berthv1.WorkloadLabel], member.Labels[berthv1.PodSetLabel]
+
+		By("freeing a place: a member is deleted and not yet replaced")
+		Expect(mallory.Delete(ctx, group[1], client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(group[1]), &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue())
+
+		// The tenant's pods carry the group's label and berth's gate, put
+		// there by the tenant, but no queue label: berth neither releases
+		// them nor counts them a grown group, so the tenant's own release is
+		// all that is judged.
+		own := func(gpus string, index int) *corev1.Pod {
+			p := members(ns, "free", "2", gpus, index, 1)[0]
+			delete(p.Labels, berthv1.QueueNameLabel)
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
+			Expect(mallory.Create(ctx, p)).To(Succeed())
+			return p
+		}
+		release := func(p *corev1.Pod) {
+			p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel] = uid, set
+			p.Spec.SchedulingGates = nil
+		}
+		By("removing the gate of a larger member itself, with the group's labels, in the free place")
+		Expect(update(ctx, mallory, own("4", 5), release)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
+		By("and of a member of the group's size that would run on any node")
+		Expect(update(ctx, mallory, own("1", 6), release)).To(MatchError(ContainSubstring("run where it was admitted, with " + productLabel)))
+
+		By("labelling a running member as placed in a topology domain, which would hide it from berth's count of free capacity")
+		Expect(update(ctx, mallory, member, func(p *corev1.Pod) { p.Labels[berthv1.PlacementLabel] = uid })).
+			To(MatchError(ContainSubstring("metadata.labels[berth.dev/placement]: Forbidden: berth sets it when it releases the pod, in the same write that removes its gate")))
+		By("labelling a pod of its own into the group without releasing it")
+		held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"},
+			Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/hold"}},
+				Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:latest", Resources: gpuRequests("1")}}}}
+		Expect(mallory.Create(ctx, held)).To(Succeed())
+		Expect(update(ctx, mallory, held, func(p *corev1.Pod) {
+			p.Labels = map[string]string{berthv1.WorkloadLabel: uid, berthv1.PodSetLabel: set}
+		})).To(MatchError(ContainSubstring("metadata.labels[berth.dev/workload]: Forbidden: berth sets it when it releases the pod, in the same write")))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+
 	It("stops a running pod group whose members it makes disagree, rather than release more", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
