@@ -28,13 +28,17 @@ const (
 	// HeadroomNotAllowed means the workload's pods tolerate the headroom
 	// taint of another ClusterQueue (Workload.ForeignHeadroom).
 	HeadroomNotAllowed PendingReason = "HeadroomNotAllowed"
+	// PriorityClassNotAllowed means the workload takes its priority from a
+	// PriorityClass its LocalQueue does not let it use
+	// (Workload.PriorityClassRefused).
+	PriorityClassNotAllowed PendingReason = "PriorityClassNotAllowed"
 )
 
 // Unqueueable reports whether r is the reason of a workload that cannot be queued
 // at all, which the engine holds out of every queue.
 func (r PendingReason) Unqueueable() bool {
 	switch r {
-	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed:
+	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed, PriorityClassNotAllowed:
 		return true
 	}
 	return false
@@ -104,12 +108,23 @@ func (w *Workload) Unqueueable() (PendingReason, string) {
 	case w.LocalQueueState == LocalQueueHold || w.LocalQueueState == LocalQueueHoldAndDrain:
 		return LocalQueueStopped, fmt.Sprintf("LocalQueue %q is stopped (stopPolicy %s); its workloads wait until it is resumed: kubectl berth resume localqueue %s -n %s",
 			w.LocalQueue, w.LocalQueueState, w.LocalQueue, k.Namespace)
+	case w.PriorityClassRefused != "":
+		return PriorityClassNotAllowed, PriorityClassMessage(w.LocalQueue, k.Namespace, w.PriorityClassRefused, w.Priority)
 	case w.NamespaceRefusal != NamespaceSelected:
 		return NamespaceNotAllowed, NotAllowedMessage(w.NamespaceRefusal, w.ClusterQueue, k.Namespace)
 	case w.ForeignHeadroom != "":
 		return HeadroomNotAllowed, ForeignHeadroomMessage(w.ForeignHeadroom, w.ClusterQueue)
 	}
 	return "", ""
+}
+
+// PriorityClassMessage says why a workload of LocalQueue localQueue in
+// namespace cannot take its priority from PriorityClass class of value
+// value, and who can change that.
+func PriorityClassMessage(localQueue, namespace, class string, value int32) string {
+	return fmt.Sprintf("LocalQueue %q of namespace %q does not let its workloads take PriorityClass %q (value %d): "+
+		"name a class of value 0 or less, or none, or ask the platform team to list %q in the LocalQueue's spec.priorityClasses",
+		localQueue, namespace, class, value, class)
 }
 
 // HeadroomTaintKey is the taint that keeps a ClusterQueue's headroom nodes

@@ -28,6 +28,13 @@ func TestUnqueueable(t *testing.T) {
 			wantMsg: `ClusterQueue "cq" has no namespaceSelector, which selects no namespace: its administrator sets one that matches namespace "ns" ({} for every namespace), or use another LocalQueue`},
 		{name: "namespace not selected", change: func(w *Workload) { w.NamespaceRefusal = NamespaceNotSelected }, wantReason: NamespaceNotAllowed,
 			wantMsg: `ClusterQueue "cq" does not accept workloads from namespace "ns": its administrator changes its namespaceSelector, or use another LocalQueue`},
+		{name: "a PriorityClass its LocalQueue does not list", change: func(w *Workload) { w.PriorityClassRefused, w.Priority = "urgent", 1000 },
+			wantReason: PriorityClassNotAllowed,
+			wantMsg: `LocalQueue "lq" of namespace "ns" does not let its workloads take PriorityClass "urgent" (value 1000): ` +
+				`name a class of value 0 or less, or none, or ask the platform team to list "urgent" in the LocalQueue's spec.priorityClasses`},
+		{name: "a stopped LocalQueue before its classes", change: func(w *Workload) { w.PriorityClassRefused, w.LocalQueueState = "urgent", LocalQueueHold },
+			wantReason: LocalQueueStopped,
+			wantMsg:    `LocalQueue "lq" is stopped (stopPolicy Hold); its workloads wait until it is resumed: kubectl berth resume localqueue lq -n ns`},
 		{name: "another queue's headroom", change: func(w *Workload) { w.ForeignHeadroom = "serving" }, wantReason: HeadroomNotAllowed,
 			wantMsg: `the pods tolerate the taint berth.dev/headroom=serving, which keeps ClusterQueue "serving"'s headroom nodes for its own replicas; ` +
 				`pods queued in ClusterQueue "cq" may tolerate only berth.dev/headroom=cq: remove that toleration, or tolerate the taints the job needs by key and value`},

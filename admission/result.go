@@ -53,7 +53,7 @@ func (r PendingReason) NeedsChange() bool {
 	switch r {
 	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, UnknownTopologyLevel, ExceedsDomainCapacity:
 		return true
-	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed:
+	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed, PriorityClassNotAllowed:
 		return true
 	}
 	return false
@@ -63,7 +63,8 @@ func (r PendingReason) NeedsChange() bool {
 func PendingReasons() []PendingReason {
 	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
 		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
-		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed}
+		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed,
+		PriorityClassNotAllowed}
 }
 
 // PreemptionReason says which rule selected a victim.

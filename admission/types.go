@@ -201,6 +201,13 @@ type Workload struct {
 	// one's): a pending workload is held (HeadroomNotAllowed), so that
 	// borrowers cannot take the nodes another queue keeps warm.
 	ForeignHeadroom string
+	// PriorityClassRefused names the PriorityClass the workload takes its
+	// priority from when its LocalQueue does not let it (a class of value
+	// above 0 that the LocalQueue does not list): a pending workload is held
+	// (PriorityClassNotAllowed), so that no tenant orders itself ahead of,
+	// or preempts, the workloads of another with a class the platform did
+	// not grant it.
+	PriorityClassRefused string
 	// Evicting: an eviction of the admitted workload is written and under way;
 	// no other is decided for it.
 	Evicting bool

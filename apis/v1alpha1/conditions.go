@@ -99,6 +99,10 @@ const (
 	// the headroom taint (berth.dev/headroom) of another ClusterQueue than
 	// their own, or of every one.
 	ReasonHeadroomNotAllowed WorkloadReason = "HeadroomNotAllowed"
+	// ReasonPriorityClassNotAllowed (actionable): the workload takes its
+	// priority from a PriorityClass of value above 0 that its LocalQueue
+	// does not list in spec.priorityClasses.
+	ReasonPriorityClassNotAllowed WorkloadReason = "PriorityClassNotAllowed"
 	// ReasonInvalidSpec (actionable): the workload cannot be queued as it is.
 	ReasonInvalidSpec WorkloadReason = "InvalidSpec"
 	// ReasonUnsupportedResource (actionable): no resource group of the

@@ -29,6 +29,23 @@ type LocalQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+
+	// priorityClasses lists the PriorityClasses of value above 0 whose value
+	// this LocalQueue's workloads may take as their priority (from the
+	// job's berth.dev/priority-class label or its pod template's
+	// priorityClassName). A workload may always take a class of value 0 or
+	// less; one that names a higher class not listed here waits with reason
+	// PriorityClassNotAllowed. Priority orders a ClusterQueue's workloads and
+	// decides whom preemption may evict, across the namespaces that share
+	// it, so which namespace may use which class is the platform team's
+	// choice: tenants cannot change this list.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
 }
 
 // LocalQueueFairSharing is a LocalQueue's share of its ClusterQueue.

@@ -103,6 +103,10 @@ type QueueRef struct {
 	// NamespaceRefusal says that the ClusterQueue does not accept the
 	// workload's namespace; the engine holds a pending workload then.
 	NamespaceRefusal admission.NamespaceRefusal
+	// PriorityClassRefused names the PriorityClass the workload takes its
+	// priority from when its LocalQueue does not let it (RefusedPriorityClass);
+	// the engine holds a pending workload then.
+	PriorityClassRefused string
 }
 
 // localQueueStates is the engine's form of a LocalQueue's stopPolicy; a
@@ -120,6 +124,17 @@ func QueueOf(lq *berthv1.LocalQueue) QueueRef {
 		q.LocalQueueWeight = fs.Weight.MilliValue()
 	}
 	return q
+}
+
+// RefusedPriorityClass names the PriorityClass wl takes its priority from
+// when LocalQueue lq does not let it: a class of value above 0 that lq does
+// not list in spec.priorityClasses. "" when it may. A class of value 0 or
+// less orders a workload no higher than naming none, so it needs no grant.
+func RefusedPriorityClass(lq *berthv1.LocalQueue, wl *berthv1.Workload) string {
+	if wl.Spec.Priority <= 0 || slices.Contains(lq.Spec.PriorityClasses, wl.Spec.PriorityClassName) {
+		return ""
+	}
+	return wl.Spec.PriorityClassName
 }
 
 // WorkloadToEngine translates a Workload, queued in q, into the engine's
@@ -141,6 +156,8 @@ func WorkloadToEngine(wl *berthv1.Workload, q QueueRef) admission.Workload {
 		LocalQueueState:  q.LocalQueueState,
 		NamespaceRefusal: q.NamespaceRefusal,
 		Evicting:         PhaseOf(wl) == Evicting,
+
+		PriorityClassRefused: q.PriorityClassRefused,
 	}
 	if t := wl.Spec.Topology; t != nil {
 		out.Topology = &admission.TopologyRequest{Mode: topologyModes.engine(t.Mode), Level: t.Level}

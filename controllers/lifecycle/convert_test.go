@@ -133,3 +133,33 @@ func TestWorkloadFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedPriorityClass: a LocalQueue lets its workloads take a class of
+// value above 0 only when it lists it; lower classes need no grant, and the
+// refused class reaches the engine.
+func TestRefusedPriorityClass(t *testing.T) {
+	lq := &berthv1.LocalQueue{Spec: berthv1.LocalQueueSpec{ClusterQueue: "cq", PriorityClasses: []string{"granted"}}}
+	open := &berthv1.LocalQueue{Spec: berthv1.LocalQueueSpec{ClusterQueue: "cq"}}
+	for _, tc := range []struct {
+		name     string
+		lq       *berthv1.LocalQueue
+		class    string
+		priority int32
+		want     string
+	}{
+		{name: "no class", lq: open},
+		{name: "a listed class", lq: lq, class: "granted", priority: 1000},
+		{name: "a class not listed", lq: lq, class: "urgent", priority: 1000, want: "urgent"},
+		{name: "a class on a LocalQueue that lists none", lq: open, class: "urgent", priority: 1, want: "urgent"},
+		{name: "a class of value 0", lq: open, class: "zero"},
+		{name: "a class below 0", lq: open, class: "batch-low", priority: -10},
+	} {
+		wl := &berthv1.Workload{Spec: berthv1.WorkloadSpec{PriorityClassName: tc.class, Priority: tc.priority}}
+		if got := RefusedPriorityClass(tc.lq, wl); got != tc.want {
+			t.Errorf("%s: RefusedPriorityClass = %q, want %q", tc.name, got, tc.want)
+		}
+		if got := WorkloadToEngine(wl, QueueRef{ClusterQueue: "cq", PriorityClassRefused: tc.want}).PriorityClassRefused; got != tc.want {
+			t.Errorf("%s: the engine's PriorityClassRefused = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func ResolveQueue(ctx context.Context, r client.Reader, wl *berthv1.Workload) (l
 	if q.LocalQueueState != admission.LocalQueueOpen {
 		return q, nil
 	}
+	q.PriorityClassRefused = lifecycle.RefusedPriorityClass(lq, wl)
 	refusal, err := checkClusterQueue(ctx, r, q.ClusterQueue, wl.Namespace)
 	q.NamespaceRefusal = refusal
 	return q, err

@@ -67,10 +67,10 @@ func (b *ClusterQueueBuilder) Quota(flavor string, res corev1.ResourceName, nomi
 func (b *ClusterQueueBuilder) Obj() *berthv1.ClusterQueue { return b.cq.DeepCopy() }
 
 // LocalQueue returns a LocalQueue pointing at clusterQueue.
-func LocalQueue(namespace, name, clusterQueue string) *berthv1.LocalQueue {
+func LocalQueue(namespace, name, clusterQueue string, priorityClasses ...string) *berthv1.LocalQueue {
 	return &berthv1.LocalQueue{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       berthv1.LocalQueueSpec{ClusterQueue: clusterQueue},
+		Spec:       berthv1.LocalQueueSpec{ClusterQueue: clusterQueue, PriorityClasses: priorityClasses},
 	}
 }
 

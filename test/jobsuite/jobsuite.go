@@ -275,7 +275,8 @@ func setupQueue(ctx context.Context, c client.Client) (ns, flavor string) {
 	cqObj := builders.ClusterQueue(ns).Quota(f.Name, builders.GPU, "8", "").Obj()
 	cqObj.Spec.Preemption.WithinClusterQueue = berthv1.PreemptLowerPriority
 	gomega.Expect(c.Create(ctx, cqObj)).To(gomega.Succeed())
-	gomega.Expect(c.Create(ctx, builders.LocalQueue(ns, "team", ns))).To(gomega.Succeed())
+	// The LocalQueue lets its jobs take highPriorityJob's class.
+	gomega.Expect(c.Create(ctx, builders.LocalQueue(ns, "team", ns, ns+"-urgent"))).To(gomega.Succeed())
 	return ns, f.Name
 }
 

@@ -208,9 +208,14 @@ func (c *converter) priorityClass(wpc *kueue.WorkloadPriorityClass) {
 		// the scheduler (a WorkloadPriorityClass never did).
 		PreemptionPolicy: ptr.To(corev1.PreemptNever),
 	}
-	c.unmapped("WorkloadPriorityClass", wpc.Name, "",
-		fmt.Sprintf("made a PriorityClass %q (preemptionPolicy Never): label jobs berth.dev/priority-class=%s instead of kueue.x-k8s.io/priority-class",
-			wpc.Name, wpc.Name))
+	why := fmt.Sprintf("made a PriorityClass %q (preemptionPolicy Never): label jobs berth.dev/priority-class=%s instead of kueue.x-k8s.io/priority-class",
+		wpc.Name, wpc.Name)
+	if wpc.Value > 0 {
+		// Kueue lets every namespace take every class; berth only the
+		// namespaces whose LocalQueue the platform team lets.
+		why += fmt.Sprintf("; list %q in the spec.priorityClasses of each LocalQueue whose jobs may take it", wpc.Name)
+	}
+	c.unmapped("WorkloadPriorityClass", wpc.Name, "", why)
 	c.out.Objects = append(c.out.Objects, out)
 }
 

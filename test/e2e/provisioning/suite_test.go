@@ -162,7 +162,7 @@ func rackSetup(ctx context.Context, nodes []string, pools map[string]int32) stri
 	}
 	Expect(env.Client.Create(ctx, cq)).To(Succeed())
 	Expect(env.Client.Create(ctx, &berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "team"},
-		Spec: berthv1.LocalQueueSpec{ClusterQueue: name}})).To(Succeed())
+		Spec: berthv1.LocalQueueSpec{ClusterQueue: name, PriorityClasses: []string{name + "-low", name + "-high"}}})).To(Succeed())
 	for i, rack := range nodes {
 		addNode(ctx, fmt.Sprintf("%s-%s-n%d", name, rack, i), rackLabels(name, rack))
 	}

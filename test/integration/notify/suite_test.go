@@ -78,7 +78,8 @@ func team(ctx context.Context) string {
 	cq := builders.ClusterQueue(ns.Name).Quota(ns.Name, builders.GPU, "8", "").Obj()
 	cq.Spec.Preemption.WithinClusterQueue = berthv1.PreemptLowerPriority
 	Expect(env.Client.Create(ctx, cq)).To(Succeed())
-	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, "team", ns.Name))).To(Succeed())
+	// Its jobs may take the class the specs name after the namespace.
+	Expect(env.Client.Create(ctx, builders.LocalQueue(ns.Name, "team", ns.Name, ns.Name+"-high"))).To(Succeed())
 	return ns.Name
 }
 

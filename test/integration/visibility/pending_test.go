@@ -153,7 +153,7 @@ var _ = Describe("pending workloads", Ordered, func() {
 		Expect(env.Client.Create(ctx, builders.ClusterQueue(strict).Strategy(berthv1.StrictFIFO).
 			Quota(cq, builders.GPU, "1", "").Obj())).To(Succeed())
 		for _, ns := range []string{nsA, nsB} {
-			Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "strict", strict))).To(Succeed())
+			Expect(env.Client.Create(ctx, builders.LocalQueue(ns, "strict", strict, strict+"-high"))).To(Succeed())
 		}
 		high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: strict + "-high"}, Value: 1000}
 		Expect(env.Client.Create(ctx, high)).To(Succeed())

@@ -127,10 +127,12 @@ func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preempt
 	}
 	var objs []client.Object
 	seen := map[int32]bool{}
+	var granted []string // every LocalQueue lets its jobs take every class
 	for _, cl := range s.Classes {
 		if !seen[cl.Priority] {
 			seen[cl.Priority] = true
 			objs = append(objs, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: PriorityClassName(cl.Priority)}, Value: cl.Priority})
+			granted = append(granted, PriorityClassName(cl.Priority))
 		}
 	}
 	for _, cq := range s.ClusterQueues() {
@@ -138,7 +140,7 @@ func (c *cluster) setupQueues(ctx context.Context, s *scenario.Scenario, preempt
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cq.Name, Labels: map[string]string{"perf.berth.dev/scenario": s.Name}}},
 			clusterQueue(s, cq, preemption),
 			&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: cq.Name, Name: LocalQueueName},
-				Spec: berthv1.LocalQueueSpec{ClusterQueue: cq.Name}})
+				Spec: berthv1.LocalQueueSpec{ClusterQueue: cq.Name, PriorityClasses: granted}})
 	}
 	var nodes []*corev1.Node
 	if l := s.Layout; l != nil && l.CreateNodes {

@@ -99,7 +99,7 @@ func newSpace(ctx context.Context, preempt bool) *space {
 		cq.Spec.Preemption.WithinClusterQueue = berthv1.PreemptLowerPriority
 	}
 	for _, o := range []client.Object{
-		builders.Flavor(ns, map[string]string{productLabel: product}), cq, builders.LocalQueue(ns, "team", ns),
+		builders.Flavor(ns, map[string]string{productLabel: product}), cq, builders.LocalQueue(ns, "team", ns, ns+"-low", ns+"-high"),
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-low"}, Value: 10},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000},
 	} {
