@@ -46,6 +46,17 @@ type PodSetScheduling struct {
 	// Kinds that release pods one by one (see package pods) never run
 	// more than this many at once; it is not recorded in the job.
 	Count int32 `json:"-"`
+	// Placement is the part of NodeSelector the admission decides: its
+	// flavors' node labels and its topology domain (AdmittedPlacement).
+	// Kinds that release pods one by one release no pod whose own node
+	// selector gives one of these keys another value, as a gated pod's
+	// node selector can gain keys but not change them. Not recorded in
+	// the job.
+	Placement map[string]string `json:"-"`
+	// ClusterQueue is the ClusterQueue that admitted the pod set. Kinds
+	// that release pods one by one release no pod that tolerates another
+	// queue's headroom taint. Not recorded in the job.
+	ClusterQueue string `json:"-"`
 }
 
 // provisioningAnnotations are the pod annotations that make pods consume a

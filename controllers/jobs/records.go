@@ -146,6 +146,11 @@ func (r *Reconciler) startRecorded(ctx context.Context, job GenericJob, wl *bert
 		return reconcile.Result{}, fmt.Errorf("starting replica %s: %w", ref.Pod, err)
 	}
 	if rel, ok := job.(Releaser); ok && rel.Released() == 0 {
+		// Held (it would run outside its admission): no Workload carries
+		// a PodsHeld condition yet, so the events alone say why.
+		for _, h := range rel.Held() {
+			r.recorder.Eventf(job.Object(), nil, corev1.EventTypeWarning, EventPodHeld, "Release", "pod %s stays gated: %s", h.Name, h.Why)
+		}
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.opts.Records.Started(ctx, wl, ref)

@@ -20,8 +20,9 @@ import (
 // admittedScheduling computes each pod set's node selector and tolerations
 // for an admitted job: the job's own (as recorded before berth first changed
 // them) plus the labels and tolerations of every flavor assigned to the pod
-// set, and the booking's annotations when it was admitted on provisioned
-// capacity. It returns the name of a flavor that does not exist, if any.
+// set, the flavors' labels and the domain winning over the job's, and the
+// booking's annotations when it was admitted on provisioned capacity. It
+// returns the name of a flavor that does not exist, if any.
 func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl *berthv1.Workload) ([]PodSetScheduling, string, error) {
 	byName := ownScheduling(job)
 	flavors := flavorstore.New(r.client).Memo()
@@ -34,6 +35,7 @@ func (r *Reconciler) admittedScheduling(ctx context.Context, job GenericJob, wl 
 			return nil, missing, err
 		}
 		s.NodeSelector = mergeLabels(maps.Clone(s.NodeSelector), selector)
+		s.Placement, s.ClusterQueue = selector, wl.Status.Admission.ClusterQueue
 		s.Tolerations = AddTolerations(append([]corev1.Toleration(nil), s.Tolerations...), tolerations)
 		s.Labels = map[string]string{berthv1.WorkloadLabel: string(wl.UID), berthv1.PodSetLabel: psa.Name}
 		if wl.Status.Admission.Topology != nil {

@@ -19,9 +19,19 @@ const MaxTemplateBytes = 64 << 10
 // ownScheduling is each pod set's node selector and tolerations as the job
 // declares them: recorded before berth first changed them, or the job's
 // current ones.
+//
+// Only kinds berth holds by suspending them keep such a record
+// (saveOriginalScheduling): berth writes their template, and restores it
+// from the record when it stops them. The pods of a Writer are released
+// with their own scheduling plus the admission's and never restored, so
+// berth writes no record for them; one found there was written by someone
+// else and would show the engine a scheduling the pods do not have (no
+// toleration of another queue's headroom, no node selector). It is
+// ignored: the engine sees the pods' own.
 func ownScheduling(job GenericJob) map[string]PodSetScheduling {
 	base := job.Scheduling()
-	if raw, ok := job.Object().GetAnnotations()[berthv1.OriginalSchedulingAnnotation]; ok {
+	raw, ok := job.Object().GetAnnotations()[berthv1.OriginalSchedulingAnnotation]
+	if _, pods := job.(Writer); ok && !pods {
 		var orig []PodSetScheduling
 		if err := json.Unmarshal([]byte(raw), &orig); err == nil {
 			base = orig

@@ -54,22 +54,29 @@ func tolerationsOf(t *berthv1.PodSetTemplate) []admission.Toleration {
 }
 
 // foreignHeadroom is the ClusterQueue whose headroom taint the template's
-// pods tolerate, when that is not clusterQueue, the one they are queued in:
+// pods tolerate, when that is not clusterQueue (see ForeignHeadroom).
+func foreignHeadroom(t *berthv1.PodSetTemplate, clusterQueue string) string {
+	if t == nil {
+		return ""
+	}
+	return ForeignHeadroom(t.Spec.Tolerations, clusterQueue)
+}
+
+// ForeignHeadroom is the ClusterQueue whose headroom taint tols tolerate,
+// when that is not clusterQueue, the one their pods are queued in:
 // admission.AnyHeadroom when they tolerate it whatever its value (Exists
 // on its key, or on no key); "" when they tolerate no other queue's.
 //
 // The taint keeps a queue's warm nodes for its own replicas; a tenant
 // writes their pods' tolerations, so a toleration is the one thing berth
-// can check before a borrower's pods reach those nodes.
-func foreignHeadroom(t *berthv1.PodSetTemplate, clusterQueue string) string {
-	if t == nil {
-		return ""
-	}
+// can check before a borrower's pods reach those nodes: the engine checks
+// a workload's template, and the release of gated pods each pod's own.
+func ForeignHeadroom(tols []corev1.Toleration, clusterQueue string) string {
 	// No ClusterQueue is named "/": a toleration of this taint tolerates
 	// every queue's.
 	everyQueue := corev1.Taint{Key: admission.HeadroomTaintKey, Value: "/", Effect: corev1.TaintEffectNoSchedule}
-	for i := range t.Spec.Tolerations {
-		tol := &t.Spec.Tolerations[i]
+	for i := range tols {
+		tol := &tols[i]
 		if tol.ToleratesTaint(klog.Background(), &everyQueue, false) {
 			return admission.AnyHeadroom
 		}

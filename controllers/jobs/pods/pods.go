@@ -42,7 +42,7 @@ type Gang struct {
 	resume     bool
 	suspend    bool
 	released   int
-	held       []string
+	held       []jobs.ExcludedPod
 	// writes are the releases the cache may not show yet (assumed.go).
 	writes releases
 }
@@ -150,7 +150,9 @@ func (g *Gang) Write(ctx context.Context, c client.Writer) error {
 // once than the admission counts, whatever pods a tenant adds to the gang
 // while it runs. Pods already released and not ended count first; gated
 // pods are taken oldest first, so a replacement is released before a later
-// extra. A pod of a pod set the admission does not name is never released.
+// extra. A pod of a pod set the admission does not name is never released,
+// nor one that would run outside the admission (misplaced), which takes no
+// place from the pods behind it.
 func (g *Gang) releasable() []int {
 	running := map[string]int32{}
 	var gated []int
@@ -167,10 +169,18 @@ func (g *Gang) releasable() []int {
 	g.released, g.held = 0, nil
 	var out []int
 	for _, i := range gated {
-		set := g.PodSetOf(&g.Pods[i])
+		p := &g.Pods[i]
+		set := g.PodSetOf(p)
 		s, ok := g.scheduling[set]
-		if !ok || running[set] >= s.Count {
-			g.held = append(g.held, g.Pods[i].Name)
+		why := ""
+		if ok {
+			why = misplaced(p, s)
+		}
+		if why == "" && (!ok || running[set] >= s.Count) {
+			why = "its pod set already runs every pod its admission counts"
+		}
+		if why != "" {
+			g.held = append(g.held, jobs.ExcludedPod{Name: p.Name, Why: why})
 			continue
 		}
 		running[set]++
@@ -212,19 +222,19 @@ func (g *Gang) SchedulingGroup() string {
 // Released is the number of pods the last Write released.
 func (g *Gang) Released() int { return g.released }
 
-// Held names the gated pods the last Write kept gated because their pod
-// set already runs its admitted count, and the pods the gang excludes.
+// Held names the gated pods the last Write kept gated, because their pod
+// set already runs its admitted count or because they would run outside
+// the admission, and the pods the gang excludes.
 func (g *Gang) Held() []jobs.ExcludedPod {
-	out := slices.Clone(g.Excluded)
-	for _, name := range g.held {
-		out = append(out, jobs.ExcludedPod{Name: name, Why: "its pod set already runs every pod its admission counts"})
-	}
-	return out
+	return append(slices.Clone(g.Excluded), g.held...)
 }
 
 // release removes the gate and adds the pod set's node selector and
 // tolerations. A gated pod may gain node selector keys and tolerations but
-// not change existing ones, so only missing ones are added.
+// not change existing ones, so only missing ones are added; the keys of the
+// admission's placement are set whatever the pod had, so that a pod that
+// gives one another value (releasable holds such a pod) is refused by the
+// API server rather than released elsewhere.
 //
 // It patches rather than updates: kube-scheduler writes a gated pod's
 // PodScheduled condition, so the cached pod is often a version behind, and
@@ -234,13 +244,19 @@ func (g *Gang) Held() []jobs.ExcludedPod {
 func (g *Gang) release(ctx context.Context, c client.Writer, p *corev1.Pod) error {
 	orig := p.DeepCopy()
 	s := g.scheduling[g.PodSetOf(p)]
+	set := func(k, v string) {
+		if p.Spec.NodeSelector == nil {
+			p.Spec.NodeSelector = map[string]string{}
+		}
+		p.Spec.NodeSelector[k] = v
+	}
 	for k, v := range s.NodeSelector {
 		if _, ok := p.Spec.NodeSelector[k]; !ok {
-			if p.Spec.NodeSelector == nil {
-				p.Spec.NodeSelector = map[string]string{}
-			}
-			p.Spec.NodeSelector[k] = v
+			set(k, v)
 		}
+	}
+	for k, v := range s.Placement {
+		set(k, v)
 	}
 	for _, t := range s.Tolerations {
 		if !slices.ContainsFunc(p.Spec.Tolerations, func(x corev1.Toleration) bool { return x.MatchToleration(&t) }) {

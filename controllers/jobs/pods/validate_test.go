@@ -20,7 +20,9 @@ func TestValidateUpdateStatic(t *testing.T) {
 	owner := func(uid string) metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "other", UID: types.UID("u" + uid), Controller: ptr.To(true)}
 	}
-	gate := func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}} }
+	gate := func(p *corev1.Pod) {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
+	}
 	tests := []struct {
 		name   string
 		old    func(*corev1.Pod)
