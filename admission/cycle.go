@@ -290,22 +290,23 @@ func (order *queueOrder) blockBehind(c *cqState, head *wl, res *Result) {
 	msg := msgBlocked(c.name, head.key)
 	c.fresh.ascend(func(w *wl) bool {
 		if w != head {
-			report(w, BlockedByHead, msg, res)
+			report(w, BlockedByHead, msg, res, head.key)
 		}
 		return true
 	})
 	c.fresh.t.Clear(false)
 }
 
-// report records a pending status and emits it only if it changed.
-func report(w *wl, reason PendingReason, msg string, res *Result) {
+// report records a pending status and emits it only if it changed, with
+// the other workloads msg names (mentions, copied).
+func report(w *wl, reason PendingReason, msg string, res *Result, mentions ...WorkloadKey) {
 	h := hashMessage(msg)
 	if w.reason == reason && w.msgHash == h {
 		return
 	}
 	w.reason, w.msgHash = reason, h
 	if res != nil {
-		res.Pending = append(res.Pending, PendingUpdate{Key: w.key, Reason: reason, Message: msg})
+		res.Pending = append(res.Pending, PendingUpdate{Key: w.key, Reason: reason, Message: msg, Mentions: slices.Clone(mentions)})
 	}
 }
 

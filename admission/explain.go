@@ -84,7 +84,9 @@ func explainOutcome(e *Engine, c *cqState, w, head *wl, ex *Explanation) {
 	var p capPlan
 	e.pre.stacked(c, w, func() { p = e.pre.plan(c, w) })
 	if !p.ok && e.pre.busy(c, w) {
-		ex.Preemption.Message = fmt.Sprintf("%s of the same ClusterQueue is preempting: no preemption fits beside it; it may preempt once that one is served", e.pre.waitingIn(c, w)[0].key)
+		busy := e.pre.waitingIn(c, w)[0].key
+		ex.Preemption.Message = fmt.Sprintf("%s of the same ClusterQueue is preempting: no preemption fits beside it; it may preempt once that one is served", busy)
+		ex.Mentions = append(ex.Mentions, busy)
 		return
 	}
 	if !p.ok {

@@ -52,18 +52,25 @@ func (nm *names) msgFor(c *cqState, w *wl, out outcome) string {
 	case ExceedsMaxQuota:
 		return nm.msgExceeds(c, w, out.group)
 	case ReservedForHead:
-		head, _ := c.pending.min()
-		why := "it has waited too long"
-		if len(head.victims) > 0 {
-			why = "it waits for the workloads it preempted to release them"
-		}
-		return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; %s", c.name, head.key, why)
+		msg, _ := msgReserved(c)
+		return msg
 	case InsufficientQuota:
 		return nm.msgInsufficient(c, w, out.group)
 	case UnknownTopologyLevel, TopologyUnavailable, ExceedsDomainCapacity, ProvisioningBackoff:
 		return out.msg
 	}
 	return string(out.reason)
+}
+
+// msgReserved is the ReservedForHead message of c's workloads, and the head
+// it names.
+func msgReserved(c *cqState) (string, WorkloadKey) {
+	head, _ := c.pending.min()
+	why := "it has waited too long"
+	if len(head.victims) > 0 {
+		why = "it waits for the workloads it preempted to release them"
+	}
+	return fmt.Sprintf("ClusterQueue %q reserves the resources its head %s needs; %s", c.name, head.key, why), head.key
 }
 
 // msgInsufficient lists, per flavor tried in group gi, the first resource short:
@@ -129,14 +136,20 @@ func (nm *names) msgExceeds(c *cqState, w *wl, gi int) string {
 func (nm *names) msgPreempted(c *cqState, w *wl, v victim) string {
 	switch v.reason {
 	case InClusterQueue:
-		return fmt.Sprintf("preempted to admit %s (priority %d) in ClusterQueue %q: lower priority in the same ClusterQueue",
-			w.key, w.prio, c.name)
+		return fmt.Sprintf("preempted to admit %s in ClusterQueue %q: lower priority in the same ClusterQueue",
+			withPriority(w.key, w.prio), c.name)
 	case InCohortReclamation:
 		return fmt.Sprintf("preempted to admit %s in ClusterQueue %q, which reclaims quota that ClusterQueue %q borrows",
 			w.key, c.name, v.cq.name)
 	}
 	return fmt.Sprintf("preempted to admit %s in ClusterQueue %q: ClusterQueue %q is above its fair share",
 		w.key, c.name, v.cq.name)
+}
+
+// withPriority names a workload with its priority, "ns/name (priority 5)",
+// in the form Redact removes whole.
+func withPriority(k WorkloadKey, prio int32) string {
+	return k.String() + priorityNote + strconv.FormatInt(int64(prio), 10) + ")"
 }
 
 // fmtAmount prints a milli-unit amount in whole units when exact ("16"), otherwise

@@ -55,16 +55,16 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 	switch out.reason {
 	case InsufficientQuota:
 		if len(w.victims) > 0 {
-			report(w, WaitingForPreemption, msgWaitingOf(w), res)
+			report(w, WaitingForPreemption, msgWaitingOf(w), res, w.victims...)
 			return
 		}
 		if e.pre.ride(c, w) {
-			report(w, WaitingForPreemption, msgWaitingOf(w), res)
+			report(w, WaitingForPreemption, msgWaitingOf(w), res, w.victims...)
 			return
 		}
 		ok, note := e.pre.preempt(c, w, res)
 		if ok {
-			report(w, WaitingForPreemption, msgWaitingOf(w), res)
+			report(w, WaitingForPreemption, msgWaitingOf(w), res, w.victims...)
 			return
 		}
 		if e.pre.behind(c, w) {
@@ -79,7 +79,8 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			e.topo.waitForCapacity(w, "")
 		}
 	case ReservedForHead:
-		report(w, out.reason, e.names.msgFor(c, w, out), res)
+		msg, head := msgReserved(c)
+		report(w, out.reason, msg, res, head)
 		c.reserved.insert(w)
 		w.held = true
 	case TopologyUnavailable, ExceedsDomainCapacity, UnknownTopologyLevel:
@@ -87,11 +88,11 @@ func (e *Engine) settle(c *cqState, w *wl, out outcome, res *Result) {
 			// Its quota fits but no domain has room: victims that free one
 			// (preempt_topology.go) let it in.
 			if len(w.victims) > 0 {
-				report(w, WaitingForPreemption, msgWaitingOf(w), res)
+				report(w, WaitingForPreemption, msgWaitingOf(w), res, w.victims...)
 				return
 			}
 			if ok, _ := e.pre.preempt(c, w, res); ok {
-				report(w, WaitingForPreemption, msgWaitingOf(w), res)
+				report(w, WaitingForPreemption, msgWaitingOf(w), res, w.victims...)
 				return
 			}
 		}

@@ -119,8 +119,16 @@ type Preemption struct {
 	Preemptor WorkloadKey
 	// Reason is the rule that selected the victim.
 	Reason PreemptionReason
-	// Message is human-readable and deterministic.
+	// Message is human-readable and deterministic. It names Preemptor,
+	// and no other workload.
 	Message string
+}
+
+// RedactedMessage is Message as the victim's namespace may read it
+// (Redact): the Workload's Evicted condition, the job's events and the
+// gang's notifications carry it.
+func (p Preemption) RedactedMessage() string {
+	return Redact(p.Message, []WorkloadKey{p.Preemptor}, p.Victim.Namespace)
 }
 
 // PendingUpdate is a changed pending status for one workload.
@@ -137,6 +145,19 @@ type PendingUpdate struct {
 	// or none creates a node that holds a gang that must fit one node. A
 	// caller that expects the autoscaler to be asked can say why it is not.
 	BookingFlavor bool `json:",omitempty"`
+	// Mentions are the other workloads Message names — the StrictFIFO head
+	// it waits behind, the head it leaves reserved resources to, the
+	// victims it waits for — so that RedactedMessage can leave those of
+	// other namespaces out. They restate what Message holds, so a Result's
+	// JSON, a record of what was decided, leaves them out.
+	Mentions []WorkloadKey `json:"-"`
+}
+
+// RedactedMessage is Message as the workload's own namespace may read it
+// (Redact): its Workload's conditions and the events on it and its job
+// carry it.
+func (u PendingUpdate) RedactedMessage() string {
+	return Redact(u.Message, u.Mentions, u.Key.Namespace)
 }
 
 // Shortfall is how much of one resource one flavor lacks for a workload.
@@ -190,8 +211,10 @@ type Explanation struct {
 	// Preemption would be needed to admit it now.
 	Preemption PreemptionPlan
 	// Mentions are the other workloads the explanation names — in its
-	// messages (the StrictFIFO head it waits behind, the victims it waits
-	// for) or as preemption victims — so that a caller showing it to
-	// someone who may not see every namespace can redact them.
+	// messages (the StrictFIFO head it waits behind, the head it leaves
+	// reserved resources to, the victims it waits for, the preemptor of its
+	// queue that its own preemption waits for) or as preemption victims —
+	// so that a caller showing it to someone who may not see every
+	// namespace can redact them (Redact).
 	Mentions []WorkloadKey
 }

@@ -72,8 +72,10 @@ func EvictionTransition(ev admission.Eviction) Evict {
 }
 
 // PreemptionTransition is the transition that evicts a preemption's victim.
+// Its message is the victim's namespace's to read, so a preemptor of another
+// namespace is not named (admission.Redact).
 func PreemptionTransition(p admission.Preemption) Evict {
-	msg := fmt.Sprintf("preempted to admit %s/%s: %s", p.Preemptor.Namespace, p.Preemptor.Name, p.Message)
+	msg := fmt.Sprintf("preempted to admit %s: %s", admission.Shown(p.Preemptor, p.Victim.Namespace), p.RedactedMessage())
 	return Evict{Reason: berthv1.ReasonPreempted, Message: msg}
 }
 

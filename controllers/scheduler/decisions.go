@@ -111,7 +111,9 @@ func (s *Scheduler) preempted(p admission.Preemption, clusterQueue string) {
 	s.opts.Metrics.Queues.Evicted(clusterQueue, string(berthv1.ReasonPreempted))
 }
 
-// applyPending writes why a workload waits, when that changed.
+// applyPending writes why a workload waits, when that changed. The
+// Workload and its job are its namespace's to read: the message names no
+// workload of another namespace (RedactedMessage).
 func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate) {
 	wl, err := s.getWorkload(ctx, p.Key)
 	if err != nil {
@@ -120,7 +122,8 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		}
 		return
 	}
-	written, err := s.writer.Write(ctx, wl, lifecycle.Queue{Reason: lifecycle.ReasonOf(p.Reason), Message: p.Message})
+	msg := p.RedactedMessage()
+	written, err := s.writer.Write(ctx, wl, lifecycle.Queue{Reason: lifecycle.ReasonOf(p.Reason), Message: msg})
 	if err != nil {
 		logWriteError(ctx, err, "writing pending reason", p.Key)
 		return
@@ -133,12 +136,12 @@ func (s *Scheduler) applyPending(ctx context.Context, p admission.PendingUpdate)
 		switch {
 		case p.Reason.Unqueueable():
 			// Told on the job too: its owner may never look at the Workload.
-			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", p.Message)
+			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", msg)
 			if owner := lifecycle.OwnerOf(wl); owner != nil {
-				s.recorder.Eventf(owner, wl, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", p.Message)
+				s.recorder.Eventf(owner, wl, corev1.EventTypeWarning, lifecycle.EventUnqueueable, "Queue", msg)
 			}
 		case actionable(p.Reason):
-			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventInadmissible, "Queue", p.Message)
+			s.recorder.Eventf(wl, nil, corev1.EventTypeWarning, lifecycle.EventInadmissible, "Queue", msg)
 		}
 	}
 }

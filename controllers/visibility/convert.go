@@ -3,7 +3,6 @@ package visibility
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,23 +85,22 @@ func weightedShare(drs int64) string {
 
 // Redacted stands in a LocalQueue's line for a workload of another
 // namespace: the line is readable by anyone who may read the LocalQueue,
-// and the names of other teams' workloads are not theirs to see.
-const Redacted = "a workload of another namespace"
+// and the names of other teams' workloads are not theirs to see. It is
+// admission.Redacted: every text berth writes for a namespace to read
+// follows the one rule, admission.Redact.
+const Redacted = admission.Redacted
 
 // redact replaces, in an entry of a LocalQueue's line in namespace viewer,
 // the names of the mentioned workloads of other namespaces — the StrictFIFO
-// head it waits behind, preemption victims — with Redacted.
+// head it waits behind, preemption victims, a preemptor it waits for — with
+// Redacted.
 func redact(item *visv1.PendingWorkload, mentions []admission.WorkloadKey, viewer string) {
+	item.Message = admission.Redact(item.Message, mentions, viewer)
+	item.Preemption.Message = admission.Redact(item.Preemption.Message, mentions, viewer)
 	for _, k := range mentions {
-		if k.Namespace == viewer {
-			continue
-		}
-		name := k.String()
-		item.Message = strings.ReplaceAll(item.Message, name, Redacted)
-		item.Preemption.Message = strings.ReplaceAll(item.Preemption.Message, name, Redacted)
 		for i, v := range item.Preemption.Victims {
-			if v == name {
-				item.Preemption.Victims[i] = Redacted
+			if v == k.String() {
+				item.Preemption.Victims[i] = admission.Shown(k, viewer)
 			}
 		}
 	}

@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 	"github.com/berth-dev/berth/test/framework"
 )
@@ -115,5 +117,48 @@ var _ = Describe("a tenant aiming berth's notifications", func() {
 		Eventually(slack.Headlines("/"+nsB), timeout, interval).Should(ContainElement(ContainSubstring(nsB+"/oom")),
 			"the other tenant's report arrives while the first sink hangs")
 		Expect(slack.Posts("/" + nsA)).To(BeEmpty())
+	})
+})
+
+// What berth writes where a tenant reads it — its Workloads' conditions,
+// its jobs' events — names no workload of another namespace.
+var _ = Describe("a tenant with the edit role whose job another team preempts", func() {
+	It("reads on its Workload and its job that it was preempted, not by whom", func(ctx SpecContext) {
+		ns, other := newTeam(ctx, "4"), newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		cohort := "cohort-" + ns
+		Expect(update(ctx, env.Client, &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			func(cq *berthv1.ClusterQueue) { cq.Spec.Cohort = cohort })).To(Succeed())
+		// The lender shares the tenant's flavor, so that the tenant may
+		// borrow its quota, and takes it back from any borrower. Its name,
+		// a ClusterQueue's, is the platform's and may be shown.
+		lender := builders.ClusterQueue("lender-"+ns).Cohort(cohort).Quota(ns, builders.GPU, "4", "").
+			Namespaces(&metav1.LabelSelector{MatchLabels: map[string]string{"team": other}}).Obj()
+		lender.Spec.Preemption.ReclaimWithinCohort = berthv1.PreemptAny
+		Expect(env.Client.Create(ctx, lender)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, lender))).To(Succeed())
+		})
+		Expect(env.Client.Create(ctx, builders.LocalQueue(other, "lender", lender.Name))).To(Succeed())
+
+		borrower := builders.Job(ns, "borrower", queue).Pods(2).Request(builders.GPU, "4").Obj()
+		Expect(mallory.Create(ctx, borrower)).To(Succeed())
+		admittedUID(ctx, ns, string(borrower.UID))
+		reclaimer := builders.Job(other, "secret-project", "lender").Request(builders.GPU, "4").Obj()
+		Expect(env.Client.Create(ctx, reclaimer)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			wls := &berthv1.WorkloadList{}
+			g.Expect(mallory.List(ctx, wls, client.InNamespace(ns))).To(Succeed())
+			g.Expect(wls.Items).To(HaveLen(1))
+			g.Expect(wls.Items[0].Status.Conditions).To(ContainElement(And(HaveField("Type", berthv1.ConditionEvicted),
+				HaveField("Message", ContainSubstring("preempted to admit "+admission.Redacted)))))
+			for _, c := range wls.Items[0].Status.Conditions {
+				g.Expect(c.Message).NotTo(Or(ContainSubstring(other), ContainSubstring("secret-project")), "condition %s", c.Type)
+			}
+			stopped := events(ctx, g, ns, borrower.Name)
+			g.Expect(stopped).To(ContainElement(And(HavePrefix("Stopped:"), ContainSubstring(admission.Redacted))))
+			g.Expect(stopped).NotTo(ContainElement(Or(ContainSubstring(other), ContainSubstring("secret-project"))))
+		}, timeout, interval).Should(Succeed())
 	})
 })
