@@ -75,8 +75,11 @@ type NotificationSettings struct {
 	DedupWindowSeconds int32 `json:"dedupWindowSeconds,omitempty"`
 
 	// maxReportsPerHour bounds the reports this policy sends in any hour,
-	// over all gangs; more are dropped and counted in
-	// berth_notifications_total{result="dropped"}.
+	// over all gangs (bursts of up to 10). The namespaces a cluster policy
+	// selects take turns at it, the one that sent least recently first; a
+	// report the rate does not let out at once waits in a queue of its
+	// namespace of at most 10, and what overflows it is dropped and counted
+	// in berth_notifications_total{result="dropped"}.
 	// +optional
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:Minimum=1

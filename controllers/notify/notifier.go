@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,10 +38,10 @@ type observed struct {
 
 // policyState is a policy with its sink, aggregation and rate limit.
 type policyState struct {
-	policy  Policy
-	sink    Sink
-	agg     *Aggregator
-	limiter *rate.Limiter
+	policy Policy
+	sink   Sink
+	agg    *Aggregator
+	rate   *rateShare
 }
 
 // Notifier turns pod and Workload changes of admitted gangs into failure
@@ -101,27 +100,39 @@ func (n *Notifier) prepare(ctx context.Context, r *Report) {
 }
 
 // SetPolicy adds or replaces a policy and its sink; a nil sink removes it,
-// with what was kept of its deliveries. A changed window or rate starts
-// the policy's aggregation afresh.
+// with what was kept of its deliveries, and drops (and counts) its reports
+// waiting for their turn. A changed window or rate starts the policy's
+// aggregation afresh; its reports waiting keep their place as far as the
+// new rate's queues hold them.
 func (n *Notifier) SetPolicy(p Policy, sink Sink) {
 	n.policyMu.Lock()
 	defer n.policyMu.Unlock()
+	old := n.policies[p.Key]
 	if sink == nil {
 		delete(n.policies, p.Key)
 		n.dispatch.Forget(p.Key)
 		n.outcomes.forget(p.Key)
+		if old != nil {
+			for range old.rate.drain() {
+				n.metrics.Notification(old.sink.Type(), metrics.NotificationDropped)
+			}
+		}
 		return
 	}
 	window := time.Duration(p.Settings.DedupWindowSeconds) * time.Second
-	perHour := rate.Limit(float64(p.Settings.MaxReportsPerHour) / 3600)
-	old := n.policies[p.Key]
-	if old != nil && old.agg.Window == window && old.limiter.Limit() == perHour {
+	if old != nil && old.agg.Window == window && old.rate.limiter.Limit() == perHour(p.Settings.MaxReportsPerHour) {
 		old.policy, old.sink = p, sink
 		return
 	}
-	burst := int(min(p.Settings.MaxReportsPerHour, 10))
-	n.policies[p.Key] = &policyState{policy: p, sink: sink, agg: NewAggregator(window, settle),
-		limiter: rate.NewLimiter(perHour, max(burst, 1))}
+	ps := &policyState{policy: p, sink: sink, agg: NewAggregator(window, settle), rate: newRateShare(p.Settings.MaxReportsPerHour)}
+	if old != nil {
+		for _, r := range old.rate.drain() {
+			if !ps.rate.offer(r) {
+				n.metrics.Notification(sink.Type(), metrics.NotificationDropped)
+			}
+		}
+	}
+	n.policies[p.Key] = ps
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -257,17 +268,21 @@ func (n *Notifier) add(ctx context.Context, o observed) {
 	}
 }
 
-// flush sends the reports that are due, within each policy's rate.
+// flush sends the reports that are due, within each policy's rate, which
+// the namespaces a policy selects take in turns: a due report first waits
+// behind its namespace's (dropped and counted when those fill its queue),
+// then the rate lets out what it allows, in turn (rateShare).
 func (n *Notifier) flush() {
 	n.policyMu.Lock()
 	defer n.policyMu.Unlock()
 	now := n.clock.Now()
 	for _, ps := range n.policies {
 		for _, r := range ps.agg.Due(now) {
-			if !ps.limiter.AllowN(now, 1) {
+			if !ps.rate.offer(r) {
 				n.metrics.Notification(ps.sink.Type(), metrics.NotificationDropped)
-				continue
 			}
+		}
+		for _, r := range ps.rate.release(now) {
 			r.LogLines, r.LogBytes = int64(ps.policy.logLines()), int64(ps.policy.Settings.LogBytes)
 			n.dispatch.Enqueue(ps.policy.Key, ps.sink, r)
 		}

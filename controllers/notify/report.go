@@ -7,14 +7,17 @@
 //
 // The package is split the way the work flows: a Report is built from a
 // gang and its failures; an Aggregator folds the failures of one gang and
-// kind inside a dedup window into one Report; a Dispatcher delivers Reports
-// to sinks from bounded queues, one per namespace served in turn, retrying
-// with backoff, skipping a sink that keeps failing, and dropping (and
-// counting) what does not fit, so a slow or failing sink never holds up
-// admission or another tenant's reports. Tenants choose their sinks' URLs,
-// so Egress decides where berth connects (no redirects, no internal
-// addresses, Slack only on Slack's hosts), SlackMessage escapes what
-// tenants wrote, and a Redactor blanks what looks like a secret.
+// kind inside a dedup window into one Report; each policy's rate bounds
+// what its sink receives, and the namespaces the policy selects take that
+// rate in turns, so one namespace's flood does not crowd out another's
+// reports; a Dispatcher delivers Reports to sinks from bounded queues, one
+// per namespace served in turn, retrying with backoff, skipping a sink that
+// keeps failing, and dropping (and counting) what does not fit, so a slow
+// or failing sink never holds up admission or another tenant's reports.
+// Tenants choose their sinks' URLs, so Egress decides where berth connects
+// (no redirects, no internal addresses, Slack only on Slack's hosts),
+// SlackMessage escapes what tenants wrote, and a Redactor blanks what looks
+// like a secret.
 package notify
 
 import (
