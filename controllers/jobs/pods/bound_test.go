@@ -143,6 +143,18 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 		{name: "outside the flavor it was admitted on", api: []*corev1.Pod{member("a1", nil)},
 			created: member("n1", func(p *corev1.Pod) { delete(p.Spec.NodeSelector, product) }),
 			want:    "the pods of workload " + name + " run where it was admitted, with " + product + "=h200 in their node selector"},
+		{name: "a node named outright", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) { p.Spec.NodeName = "n" }),
+			want:    "spec.nodeName: Forbidden: the pods of an admitted gang are placed by kube-scheduler"},
+		{name: "a toleration of another queue's headroom", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			}),
+			want: "spec.tolerations: Forbidden: the pods tolerate the taint berth.dev/headroom whatever its value"},
+		{name: "a toleration of its own queue's headroom", api: []*corev1.Pod{member("a1", nil)},
+			created: member("n1", func(p *corev1.Pod) {
+				p.Spec.Tolerations = []corev1.Toleration{{Key: "berth.dev/headroom", Operator: corev1.TolerationOpEqual, Value: "cq"}}
+			})},
 		{name: "a pod set the admission does not name", api: []*corev1.Pod{member("a1", nil)}, created: member("n1", otherSet),
 			want: `workload ` + name + ` admitted no pod set "other"`},
 	}

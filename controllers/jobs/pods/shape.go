@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	flavorstore "github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/jobs"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // defaultable are the resources a namespace's LimitRange may add to a pod's
@@ -66,7 +68,25 @@ func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod
 				wl.Name, k, want[k])))
 		}
 	}
-	return errs, nil
+	return append(errs, placedElsewhere(p, wl)...), nil
+}
+
+// placedElsewhere refuses what would take a pod past the admission's node
+// selector: a node named outright (kube-scheduler, and with it the node
+// selector's and taints' checks, is skipped), or a toleration of another
+// ClusterQueue's headroom taint, which the admission's flavor labels do not
+// keep it off (the engine refuses a workload for that on its template, and
+// berth's release a gated pod for its own, see misplaced).
+func placedElsewhere(p *corev1.Pod, wl *berthv1.Workload) field.ErrorList {
+	var errs field.ErrorList
+	if p.Spec.NodeName != "" {
+		errs = append(errs, field.Forbidden(specPath.Child("nodeName"),
+			"the pods of an admitted gang are placed by kube-scheduler on the nodes of their admission: leave spec.nodeName unset"))
+	}
+	if foreign := lifecycle.ForeignHeadroom(p.Spec.Tolerations, wl.Status.Admission.ClusterQueue); foreign != "" {
+		errs = append(errs, field.Forbidden(specPath.Child("tolerations"), admission.ForeignHeadroomMessage(foreign, wl.Status.Admission.ClusterQueue)))
+	}
+	return errs
 }
 
 // exceeds lists what p requests beyond each pod of pod set ps.

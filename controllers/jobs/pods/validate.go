@@ -184,6 +184,15 @@ var countedLabels = []string{berthv1.WorkloadLabel, berthv1.PlacementLabel, bert
 func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	released := IsGated(old) && !IsGated(p)
+	_, queued := old.Labels[berthv1.QueueNameLabel]
+	if released && !queued && hasGangLabels(p) {
+		// berth gates only queued pods, and counts a pod group's members
+		// among the queued pods it caches: a pod gated by its creator and
+		// released into a gang would run beside a count that never sees it.
+		errs = append(errs, field.Forbidden(gatesPath, fmt.Sprintf(
+			"berth releases into a gang only the pods it queued (labelled %s); this pod was not: delete it and create it with the label",
+			berthv1.QueueNameLabel)))
+	}
 	for _, key := range countedLabels {
 		ov, had := old.Labels[key]
 		nv, has := p.Labels[key]
@@ -199,7 +208,7 @@ func ValidateUpdateStatic(old, p *corev1.Pod) field.ErrorList {
 				"berth sets it when it releases the pod, in the same write that removes its gate: it cannot be added to a pod otherwise: leave it to berth"))
 		}
 	}
-	if _, queued := old.Labels[berthv1.QueueNameLabel]; !queued {
+	if !queued {
 		return errs
 	}
 	for _, key := range []string{berthv1.QueueNameLabel, berthv1.PodGroupLabel, berthv1.GangAnnotation} {

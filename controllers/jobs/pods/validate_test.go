@@ -57,6 +57,16 @@ func TestValidateUpdateStatic(t *testing.T) {
 			}},
 		{name: "workload label kept", old: func(p *corev1.Pod) { p.Labels[berthv1.WorkloadLabel] = "uid" },
 			change: func(p *corev1.Pod) { p.Labels["app"] = "x" }},
+		{name: "gate removed with a gang's labels from a pod berth did not queue", old: func(p *corev1.Pod) {
+			delete(p.Labels, berthv1.QueueNameLabel)
+			gate(p)
+		}, change: func(p *corev1.Pod) {
+			p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel], p.Spec.SchedulingGates = "uid", "main", nil
+		}, want: "spec.schedulingGates: Forbidden: berth releases into a gang only the pods it queued"},
+		{name: "gate removed from a pod berth did not queue, into no gang", old: func(p *corev1.Pod) {
+			delete(p.Labels, berthv1.QueueNameLabel)
+			gate(p)
+		}, change: func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }},
 		{name: "controller set", change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{owner("1")} },
 			want: "the controller of a queued pod cannot be set or replaced"},
 		{name: "controller replaced", old: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{owner("1")} },

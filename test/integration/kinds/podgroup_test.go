@@ -143,6 +143,11 @@ var _ = Describe("pod group specifics", func() {
 		extra.Spec.SchedulingGates = nil
 		err = tenant.Update(ctx, extra)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("run where it was admitted"), "misshapen: not on the admission's nodes")
+		By("and with the member's node selector too, shaped like the members")
+		extra.Spec.NodeSelector = member.Spec.NodeSelector
+		err = tenant.Update(ctx, extra)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("already runs the 2 pods it was admitted for"))
 		Expect(stillGated(ctx, extras[0])(Default)).To(BeTrue())
 

@@ -171,6 +171,14 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		larger.Spec.Containers[0].Resources.Requests[builders.GPU] = resource.MustParse("4")
 		larger.Spec.Containers[0].Resources.Limits[builders.GPU] = resource.MustParse("4")
 		Expect(mallory.Create(ctx, larger)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
+		By("and one that tolerates every queue's headroom taint, or names its node")
+		tolerating := forged.DeepCopy()
+		tolerating.Name = "forged-tolerating"
+		tolerating.Spec.Tolerations = append(tolerating.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+		Expect(mallory.Create(ctx, tolerating)).To(MatchError(ContainSubstring("tolerate the taint berth.dev/headroom whatever its value")))
+		pinned := forged.DeepCopy()
+		pinned.Name, pinned.Spec.NodeName = "forged-pinned", sibling.Spec.NodeName
+		Expect(mallory.Create(ctx, pinned)).To(MatchError(ContainSubstring("leave spec.nodeName unset")))
 		By("and one labelled as placed in a topology domain, which berth's count of free capacity leaves to the engine")
 		placed := forged.DeepCopy()
 		placed.Name = "forged-placed"

@@ -122,7 +122,8 @@ var _ = Describe("a tenant with the edit role", func() {
 			extra.Labels[berthv1.WorkloadLabel] = member.Labels[berthv1.WorkloadLabel]
 			extra.Labels[berthv1.PodSetLabel] = member.Labels[berthv1.PodSetLabel]
 			extra.Spec.SchedulingGates = nil
-		})).To(MatchError(ContainSubstring("already runs the 2 pods it was admitted for")))
+		})).To(MatchError(And(ContainSubstring("the berth.dev/admission gate is removed by berth"),
+			ContainSubstring("the pod requests 4 of nvidia.com/gpu"))), "refused as misshapen before it is counted")
 
 		By("creating a pod of its own, ungated and without the queue label, that carries a member's berth labels")
 		// Without the queue label no gate is added and berth's cache, which
@@ -135,7 +136,7 @@ var _ = Describe("a tenant with the edit role", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 
-	It("takes a free place of an admitted pod group only with a pod shaped like the group's, and labels no other pod into it", func(ctx SpecContext) {
+	It("takes a free place of an admitted pod group only with a queued pod shaped like the group's, and labels no other pod into it", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
 		group := members(ns, "free", "2", "1", 0, 2)
@@ -146,32 +147,36 @@ var _ = Describe("a tenant with the edit role", func() {
 		member := &corev1.Pod{}
 		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[0]), member)).To(Succeed())
 		uid, set := member.Labels[berthv1.WorkloadLabel], member.Labels[berthv1.PodSetLabel]
-
-		By("freeing a place: a member is deleted and not yet replaced")
-		Expect(mallory.Delete(ctx, group[1], client.GracePeriodSeconds(0))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(group[1]), &corev1.Pod{}))
-		}, timeout, interval).Should(BeTrue())
-
-		// The tenant's pods carry the group's label and berth's gate, put
-		// there by the tenant, but no queue label: berth neither releases
-		// them nor counts them a grown group, so the tenant's own release is
-		// all that is judged.
-		own := func(gpus string, index int) *corev1.Pod {
-			p := members(ns, "free", "2", gpus, index, 1)[0]
-			delete(p.Labels, berthv1.QueueNameLabel)
-			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
-			Expect(mallory.Create(ctx, p)).To(Succeed())
-			return p
-		}
 		release := func(p *corev1.Pod) {
 			p.Labels[berthv1.WorkloadLabel], p.Labels[berthv1.PodSetLabel] = uid, set
 			p.Spec.SchedulingGates = nil
 		}
-		By("removing the gate of a larger member itself, with the group's labels, in the free place")
-		Expect(update(ctx, mallory, own("4", 5), release)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
-		By("and of a member of the group's size that would run on any node")
-		Expect(update(ctx, mallory, own("1", 6), release)).To(MatchError(ContainSubstring("run where it was admitted, with " + productLabel)))
+
+		By("removing the gate of a larger member itself, with the group's labels: judged by its shape before it is counted")
+		larger := members(ns, "free", "2", "4", 5, 1)[0]
+		Expect(mallory.Create(ctx, larger)).To(Succeed())
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).
+			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(larger.Name))))
+		Expect(update(ctx, mallory, larger, release)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
+		Expect(mallory.Delete(ctx, larger, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(larger), &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue())
+
+		By("freeing a place, and releasing into it a pod of the group's shape that berth never queued")
+		Expect(mallory.Delete(ctx, group[1], client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(group[1]), &corev1.Pod{}))
+		}, timeout, interval).Should(BeTrue())
+		// The group's label and berth's gate, put there by the tenant, and
+		// no queue label: berth's count of the group, which reads queued
+		// pods, would never see it run.
+		unqueued := members(ns, "free", "2", "1", 6, 1)[0]
+		delete(unqueued.Labels, berthv1.QueueNameLabel)
+		unqueued.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: berthv1.AdmissionGate}}
+		unqueued.Spec.NodeSelector = member.Spec.NodeSelector
+		Expect(mallory.Create(ctx, unqueued)).To(Succeed())
+		Expect(update(ctx, mallory, unqueued, release)).To(MatchError(ContainSubstring("berth releases into a gang only the pods it queued")))
 
 		By("labelling a running member as placed in a topology domain, which would hide it from berth's count of free capacity")
 		Expect(update(ctx, mallory, member, func(p *corev1.Pod) { p.Labels[berthv1.PlacementLabel] = uid })).
