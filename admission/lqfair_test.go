@@ -174,6 +174,34 @@ func TestLocalQueueFairSharingKeepsPlace(t *testing.T) {
 	}
 }
 
+// TestLocalQueueFairSharingChargesGrowth: a pending workload that asks for
+// more than its start tag was charged for is tagged again, behind its
+// LocalQueue's share, so that a LocalQueue cannot queue small and grow while
+// it waits; one that shrinks keeps its place.
+func TestLocalQueueFairSharingChargesGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		grownGPUs int64
+		want      string
+	}{
+		{name: "grown from 1 to 8 GPUs: behind the other LocalQueue's job", grownGPUs: 8, want: "b1"},
+		{name: "unchanged size: keeps its place", grownGPUs: 1, want: "a1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, Options{LocalQueueFairSharing: true})
+			mustCQ(t, e, newCQ("a", "", []string{"h200"}, []int64{8}))
+			mustWL(t, e, lqJob{name: "a1", ns: "t", lq: "heavy", gpus: 1}.workload(1))
+			mustWL(t, e, lqJob{name: "b1", ns: "t", lq: "light", gpus: 8}.workload(2))
+			grown := lqJob{name: "a1", ns: "t", lq: "heavy", gpus: tc.grownGPUs}.workload(1)
+			grown.Generation = 2
+			mustWL(t, e, grown)
+			if got := admittedNames(cycle(t, e)); len(got) == 0 || got[0] != tc.want {
+				t.Fatalf("admitted %v first, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestLocalQueueWeightValidated: a negative weight is invalid input.
 func TestLocalQueueWeightValidated(t *testing.T) {
 	e := newEngine(t, Options{LocalQueueFairSharing: true})

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,7 +62,12 @@ func (e *Engine) UpsertWorkload(w Workload) error {
 		if !samePending(old, nw) {
 			prev := e.queues.cqs[old.cqName]
 			e.dequeue(old)
-			old.tagged = old.tagged && old.cqName == nw.cqName && old.lq == nw.lq
+			// A workload that moved, or asks for more than its start tag
+			// was charged for, is tagged again: behind its LocalQueue's
+			// work, charged its new size. Kept, a tag given to a small
+			// request would let a LocalQueue queue small and grow while it
+			// waits, paying for turns it takes at the small size.
+			old.tagged = old.tagged && old.cqName == nw.cqName && old.lq == nw.lq && !asksMore(old.req, nw.req)
 			old.takeSpec(nw)
 			e.enqueue(old)
 			e.queues.maybeDropCQ(prev)
@@ -354,6 +360,18 @@ func (w *wl) takeSpec(n *wl) {
 	w.lqWeight = n.lqWeight
 	w.podSets, w.req, w.topo = n.podSets, n.req, n.topo
 	w.bk, w.notBefore, w.avoid, w.gen = n.bk, n.notBefore, n.avoid, n.gen
+}
+
+// asksMore reports whether the requests to ask for more of some resource
+// than the requests from (both sorted by resource, as wl.req is).
+func asksMore(from, to []resAmt) bool {
+	for _, r := range to {
+		i, found := slices.BinarySearchFunc(from, r.res, func(x resAmt, res int32) int { return cmp.Compare(x.res, res) })
+		if !found || r.amt > from[i].amt {
+			return true
+		}
+	}
+	return false
 }
 
 func samePending(a, b *wl) bool {
