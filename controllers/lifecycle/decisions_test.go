@@ -3,38 +3,18 @@ package lifecycle
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/berth-dev/berth/admission"
+	"github.com/berth-dev/berth/admission/enginetest"
 )
 
 // preemptionOf is the engine's preemption of victim, running in a
 // ClusterQueue of one CPU, by preemptor of higher priority.
 func preemptionOf(t *testing.T, victim, preemptor admission.WorkloadKey) admission.Preemption {
 	t.Helper()
-	e, err := admission.New(admission.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq := admission.ClusterQueue{Name: "cq", FairShareWeight: 1000,
-		Preemption: admission.PreemptionPolicy{WithinClusterQueue: admission.PreemptLowerPriority},
-		ResourceGroups: []admission.ResourceGroup{{CoveredResources: []admission.ResourceName{"cpu"},
-			Flavors: []admission.FlavorQuotas{{Flavor: "f", Resources: map[admission.ResourceName]admission.Quota{"cpu": {Nominal: 1000}}}}}}}
-	if err := e.UpsertClusterQueue(cq); err != nil {
-		t.Fatal(err)
-	}
-	pods := []admission.PodSet{{Name: "main", Count: 1, Requests: admission.Resources{"cpu": 1000}}}
-	admitted := &admission.Admission{ClusterQueue: "cq",
-		PodSets: []admission.PodSetAssignment{{Name: "main", Count: 1, Flavors: map[admission.ResourceName]string{"cpu": "f"}}}}
-	for _, w := range []admission.Workload{
-		{Key: victim, ClusterQueue: "cq", PodSets: pods, Admission: admitted, AdmissionTime: 1},
-		{Key: preemptor, ClusterQueue: "cq", Priority: 5, CreationTime: 2, PodSets: pods},
-	} {
-		if err := e.UpsertWorkload(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res := e.Cycle(time.Unix(1000, 0))
+	_, res := enginetest.PreemptingQueue(t,
+		admission.Workload{Key: victim, ClusterQueue: "cq", PodSets: enginetest.OneCPU, Admission: enginetest.Running(), AdmissionTime: 1},
+		admission.Workload{Key: preemptor, ClusterQueue: "cq", Priority: 5, CreationTime: 2, PodSets: enginetest.OneCPU})
 	if len(res.Preemptions) != 1 || res.Preemptions[0].Victim != victim {
 		t.Fatalf("preemptions %+v, want %s's", res.Preemptions, victim)
 	}

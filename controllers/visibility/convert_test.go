@@ -4,11 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/berth-dev/berth/admission"
+	"github.com/berth-dev/berth/admission/enginetest"
 	visv1 "github.com/berth-dev/berth/apis/visibility/v1alpha1"
 )
 
@@ -18,30 +18,13 @@ import (
 // the waiting one.
 func busyQueue(t *testing.T, preemptor admission.WorkloadKey) *admission.Engine {
 	t.Helper()
-	e, err := admission.New(admission.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq := admission.ClusterQueue{Name: "cq", FairShareWeight: 1000,
-		Preemption: admission.PreemptionPolicy{WithinClusterQueue: admission.PreemptLowerPriority},
-		ResourceGroups: []admission.ResourceGroup{{CoveredResources: []admission.ResourceName{"cpu"},
-			Flavors: []admission.FlavorQuotas{{Flavor: "f", Resources: map[admission.ResourceName]admission.Quota{"cpu": {Nominal: 1000}}}}}}}
-	if err := e.UpsertClusterQueue(cq); err != nil {
-		t.Fatal(err)
-	}
-	pods := []admission.PodSet{{Name: "main", Count: 1, Requests: admission.Resources{"cpu": 1000}}}
-	admitted := &admission.Admission{ClusterQueue: "cq",
-		PodSets: []admission.PodSetAssignment{{Name: "main", Count: 1, Flavors: map[admission.ResourceName]string{"cpu": "f"}}}}
-	for _, w := range []admission.Workload{
-		{Key: admission.WorkloadKey{Namespace: "team-c", Name: "low"}, ClusterQueue: "cq", PodSets: pods, Admission: admitted, AdmissionTime: 1},
-		{Key: preemptor, ClusterQueue: "cq", Priority: 5, CreationTime: 2, PodSets: pods},
-		{Key: admission.WorkloadKey{Namespace: "team-a", Name: "mine"}, ClusterQueue: "cq", Priority: 5, CreationTime: 3, PodSets: pods},
-	} {
-		if err := e.UpsertWorkload(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if res := e.Cycle(time.Unix(1000, 0)); len(res.Preemptions) != 1 || res.Preemptions[0].Preemptor != preemptor {
+	e, res := enginetest.PreemptingQueue(t,
+		admission.Workload{Key: admission.WorkloadKey{Namespace: "team-c", Name: "low"}, ClusterQueue: "cq", PodSets: enginetest.OneCPU,
+			Admission: enginetest.Running(), AdmissionTime: 1},
+		admission.Workload{Key: preemptor, ClusterQueue: "cq", Priority: 5, CreationTime: 2, PodSets: enginetest.OneCPU},
+		admission.Workload{Key: admission.WorkloadKey{Namespace: "team-a", Name: "mine"}, ClusterQueue: "cq", Priority: 5, CreationTime: 3,
+			PodSets: enginetest.OneCPU})
+	if len(res.Preemptions) != 1 || res.Preemptions[0].Preemptor != preemptor {
 		t.Fatalf("preemptions %+v, want one by %s", res.Preemptions, preemptor)
 	}
 	return e

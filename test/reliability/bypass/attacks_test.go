@@ -49,6 +49,17 @@ func members(ns, group, count, gpus string, first, n int) []*corev1.Pod {
 	return out
 }
 
+// runningGroup creates, as c, a pod group name of n one-GPU members, and
+// waits until every member is bound.
+func runningGroup(ctx context.Context, c client.Client, ns, name string, n int) []*corev1.Pod {
+	group := members(ns, name, strconv.Itoa(n), "1", 0, n)
+	for _, p := range group {
+		Expect(c.Create(ctx, p)).To(Succeed())
+	}
+	bound(ctx, group...)
+	return group
+}
+
 // gpuRequests asks for n GPUs.
 func gpuRequests(n string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
@@ -88,11 +99,7 @@ var _ = Describe("a tenant with the edit role", func() {
 	It("cannot run more of an admitted pod group than was admitted", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
-		group := members(ns, "g", "2", "1", 0, 2)
-		for _, p := range group {
-			Expect(mallory.Create(ctx, p)).To(Succeed())
-		}
-		bound(ctx, group...)
+		group := runningGroup(ctx, mallory, ns, "g", 2)
 
 		By("adding three members of 4 GPUs each to the running group of two")
 		extras := members(ns, "g", "2", "4", 2, 3)
@@ -139,11 +146,7 @@ var _ = Describe("a tenant with the edit role", func() {
 	It("takes a free place of an admitted pod group only with a queued pod shaped like the group's, and labels no other pod into it", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
-		group := members(ns, "free", "2", "1", 0, 2)
-		for _, p := range group {
-			Expect(mallory.Create(ctx, p)).To(Succeed())
-		}
-		bound(ctx, group...)
+		group := runningGroup(ctx, mallory, ns, "free", 2)
 		member := &corev1.Pod{}
 		Expect(mallory.Get(ctx, client.ObjectKeyFromObject(group[0]), member)).To(Succeed())
 		uid, set := member.Labels[berthv1.WorkloadLabel], member.Labels[berthv1.PodSetLabel]
@@ -195,11 +198,7 @@ var _ = Describe("a tenant with the edit role", func() {
 	It("stops a running pod group whose members it makes disagree, rather than release more", func(ctx SpecContext) {
 		ns := newTeam(ctx, "2")
 		mallory := editor(ctx, ns)
-		group := members(ns, "split", "2", "1", 0, 2)
-		for _, p := range group {
-			Expect(mallory.Create(ctx, p)).To(Succeed())
-		}
-		bound(ctx, group...)
+		group := runningGroup(ctx, mallory, ns, "split", 2)
 		Expect(update(ctx, mallory, group[1], func(p *corev1.Pod) { p.Annotations[berthv1.PodGroupTotalCountAnnotation] = "5" })).To(Succeed())
 		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).
 			Should(ContainElement(And(HavePrefix("InvalidJob:"), ContainSubstring("disagree"))))
