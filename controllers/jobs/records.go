@@ -20,7 +20,10 @@ import (
 // *scheduler.Scheduler implements it.
 type Records interface {
 	// Offer gives the engine a replica that has no Workload; wl is the
-	// one it would have. It says where the replica stands.
+	// one it would have. It says where the replica stands. It answers
+	// RecordAdmitted only when the engine admitted wl's spec as it is:
+	// a replica that changed since (another priority class, other pod
+	// sets) is offered again, and decided on again, as it is now.
 	Offer(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) (lifecycle.RecordState, *berthv1.Admission, error)
 	// Started says that the replica's pod holds its record; wl is the
 	// admitted Workload the record stands for.
@@ -114,6 +117,9 @@ func (r *Reconciler) offer(ctx context.Context, g gang) (reconcile.Result, bool,
 	case lifecycle.RecordNeedsWorkload:
 		return reconcile.Result{}, false, nil
 	case lifecycle.RecordAdmitted:
+		// The engine admitted this very spec (see Records.Offer): the
+		// record startRecorded writes charges, and keeps the priority of,
+		// exactly what was admitted.
 		wl.Status.Admission = adm
 		res, err := r.startRecorded(ctx, g.job, wl, ref)
 		return res, true, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,6 +30,19 @@ type record struct {
 	created time.Time
 }
 
+// outdatedBy reports whether the engine decides, or decided, on a spec of
+// the replica other than wl's: it waits, or is admitted and not yet
+// released, as a Workload that differs from wl in priority, priority class,
+// pod sets, topology or queue. A replica running on its record is not:
+// its record, not its pod's labels, says what it runs on (resize evicts a
+// replica that grew).
+func (r *record) outdatedBy(wl *berthv1.Workload) bool {
+	if r.wl == nil || (r.state != lifecycle.RecordOffered && r.state != lifecycle.RecordAdmitted) {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(r.wl.Spec, wl.Spec)
+}
+
 // records are the replicas offered or admitted without a Workload, by
 // engine key.
 type records map[admission.WorkloadKey]*record
@@ -48,10 +62,20 @@ func (rs records) shadows(key admission.WorkloadKey) bool {
 // Either way ref.Wake is called. Asked again, Offer returns where the
 // replica stands. Offers made while the scheduler loads wait for its first
 // cycle, which comes after the load.
+//
+// The replica is released with the Workload it is offered as, and its
+// record charges it for that spec and keeps its priority while its pod
+// lives. So the engine must have decided on that very spec: a replica
+// offered again as another Workload — its pod relabelled with another
+// priority class, or its pod set changed — while it waits or is admitted
+// but not yet released, is withdrawn (an admission it got is given back)
+// and offered as it is now, checked as a new offer is (its LocalQueue may
+// refuse its new priority class). It is never released on an admission
+// decided for a spec it no longer has.
 func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecycle.RecordRef) (lifecycle.RecordState, *berthv1.Admission, error) {
 	key := lifecycle.KeyOf(wl)
 	s.mu.Lock()
-	if r := s.records[key]; r != nil {
+	if r := s.records[key]; r != nil && !r.outdatedBy(wl) {
 		s.mu.Unlock()
 		return r.state, r.admission, nil
 	}
@@ -63,7 +87,12 @@ func (s *Scheduler) Offer(ctx context.Context, wl *berthv1.Workload, ref lifecyc
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.records[key]; r != nil {
-		return r.state, r.admission, nil
+		if !r.outdatedBy(wl) {
+			return r.state, r.admission, nil
+		}
+		log.FromContext(ctx).V(1).Info("replica offered again as it is now: it changed since the engine last decided on it",
+			"workload", key, "was", r.state)
+		s.forgetLocked(key, r)
 	}
 	if err := s.upsertLocked(wl, q); err != nil {
 		// Its Workload reports what is wrong with it.

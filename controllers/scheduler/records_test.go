@@ -301,3 +301,55 @@ func TestRecordHeldWhileItsPodRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestRelabelledReplicaDecidedAgain: a replica offered without a Workload
+// is released with the spec it is offered as, so the engine must decide on
+// that spec. One whose pod takes a priority class its LocalQueue does not
+// grant after it was offered — admitted and not yet released, or still
+// waiting — is not answered admitted on the decision made for its old
+// spec: it is offered again as it is, any admission given back, and held
+// for the class, leaving the engine for a Workload where the reason is
+// written. An offer of the same spec is answered as before.
+func TestRelabelledReplicaDecidedAgain(t *testing.T) {
+	critical := func(wl *berthv1.Workload) *berthv1.Workload {
+		out := wl.DeepCopy()
+		out.Spec.Priority, out.Spec.PriorityClassName = 2000001000, "system-node-critical"
+		return out
+	}
+	for _, admitted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("admitted=%v", admitted), func(t *testing.T) {
+			s, _ := recordWorld(t)
+			ctx := t.Context()
+			var woken atomic.Int32
+			wl, ref := replica(0, &woken)
+			if state, _, err := s.Offer(ctx, wl, ref); err != nil || state != lifecycle.RecordOffered {
+				t.Fatalf("offer = %v, %v; want offered", state, err)
+			}
+			if admitted {
+				s.cycle(ctx)
+				if state, adm, err := s.Offer(ctx, wl.DeepCopy(), ref); err != nil || state != lifecycle.RecordAdmitted || adm == nil {
+					t.Fatalf("offered again unchanged: %v, %+v, %v; want admitted", state, adm, err)
+				}
+			}
+			relabelled := critical(wl)
+			state, adm, err := s.Offer(ctx, relabelled, ref)
+			if err != nil || state != lifecycle.RecordOffered || adm != nil {
+				t.Fatalf("offered with a refused class: %v, %+v, %v; want offered again, without the old admission", state, adm, err)
+			}
+			if n, used := usedCPU(t, s); n != 0 || used != 0 {
+				t.Errorf("admitted %d using %dm once re-offered, want the old admission given back", n, used)
+			}
+			key := lifecycle.KeyOf(wl)
+			if reason, held := s.engine.Held(key); !held || reason != admission.PriorityClassNotAllowed {
+				t.Errorf("held = %v (%s), want held for PriorityClassNotAllowed", held, reason)
+			}
+			s.cycle(ctx)
+			if state, adm, _ := s.Offer(ctx, relabelled, ref); state != lifecycle.RecordNeedsWorkload || adm != nil {
+				t.Errorf("after the cycle: %v, %+v; want it to need its Workload, where the reason is written", state, adm)
+			}
+			if n, _ := usedCPU(t, s); n != 0 {
+				t.Errorf("admitted %d, want none", n)
+			}
+		})
+	}
+}

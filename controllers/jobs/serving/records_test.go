@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,8 @@ import (
 	"github.com/berth-dev/berth/controllers/jobs"
 	"github.com/berth-dev/berth/controllers/jobs/pods"
 	"github.com/berth-dev/berth/controllers/lifecycle"
+	"github.com/berth-dev/berth/controllers/metrics"
+	"github.com/berth-dev/berth/controllers/scheduler"
 )
 
 // fakeRecords answers Offer with what a test sets, and records the calls.
@@ -150,5 +153,110 @@ func TestRecordedReplica(t *testing.T) {
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, &berthv1.Workload{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Workload for the recorded replica: %v", err)
+	}
+}
+
+// eventually polls cond until it holds, or fails the test after a while.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRelabelledReplicaNotStartedOnItsOldAdmission drives the jobs
+// reconciler against berth's scheduler through a replica admitted without
+// a Workload whose pod, before it is released, is labelled with a priority
+// class its LocalQueue does not grant: it is not released on the admission
+// decided for its old spec, with the class's priority in its record. It is
+// decided on again as it is now, and waits, gated, with a Workload that is
+// held for its priority class.
+func TestRelabelledReplicaNotStartedOnItsOldAdmission(t *testing.T) {
+	gpu := corev1.ResourceName("nvidia.com/gpu")
+	cq := &berthv1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: berthv1.ClusterQueueSpec{
+		NamespaceSelector: &metav1.LabelSelector{},
+		ResourceGroups: []berthv1.ResourceGroup{{CoveredResources: []corev1.ResourceName{gpu},
+			Flavors: []berthv1.FlavorQuotas{{Name: "h200", Resources: []berthv1.ResourceQuota{{Name: gpu, NominalQuota: resource.MustParse("4")}}}}}},
+	}}
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "d1", Labels: queued}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", UID: "rs1",
+			OwnerReferences: []metav1.OwnerReference{ref("Deployment", "web", "d1")}}},
+		&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "h200"},
+			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"gpu": "h200"}}},
+		&berthv1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "team"}, Spec: berthv1.LocalQueueSpec{ClusterQueue: "cq"}},
+		cq,
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "system-node-critical"}, Value: 2000001000},
+		gpuPod("web-1-a", ref("ReplicaSet", "web-1", "rs1"), 1),
+	}
+	c := indexedClient(t, DeploymentKind{}, objs...)
+	s, err := scheduler.New(c, c, &fakeapi.Recorder{}, scheduler.Options{Metrics: metrics.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = s.Start(ctx) }()
+	eventually(t, "the scheduler to serve", s.Serving)
+	// As the ClusterQueue's reconciler does once its flavors exist.
+	if err := s.UpsertClusterQueue(cq, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: s, Records: s, OfferReplicas: true}
+	r := jobs.NewReconciler(c, c, &fakeapi.Recorder{}, DeploymentKind{}, opts)
+	podKey := client.ObjectKey{Namespace: "ns", Name: "web-1-a"}
+	reconcileOnce := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: podKey}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	reconcileOnce()
+	eventually(t, "the offered replica to be admitted", func() bool { return s.LocalQueueCounts("ns", "team").Admitted == 1 })
+	p := &corev1.Pod{}
+	if err := c.Get(ctx, podKey, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Labels[berthv1.PriorityClassLabel] = "system-node-critical"
+	if err := c.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	if err := c.Get(ctx, podKey, p); err != nil {
+		t.Fatal(err)
+	}
+	if rec, has := p.Annotations[berthv1.AdmissionRecordAnnotation]; !pods.IsGated(p) || has {
+		t.Fatalf("relabelled replica released on its old admission, record %s; want it gated and decided on again", rec)
+	}
+
+	wlKey := client.ObjectKey{Namespace: "ns", Name: jobs.KeyWorkloadName(pods.DeploymentKind, "ns", "web-1-a")}
+	wl := &berthv1.Workload{}
+	eventually(t, "the replica to be queued with a Workload", func() bool {
+		reconcileOnce()
+		return c.Get(ctx, wlKey, wl) == nil
+	})
+	if wl.Spec.Priority != 2000001000 || wl.Status.Admission != nil {
+		t.Errorf("Workload priority %d, admission %+v; want the class's priority, not admitted", wl.Spec.Priority, wl.Status.Admission)
+	}
+	// As the workload controller does on the Workload's creation.
+	if err := s.Sync(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Workload to be held for its priority class", func() bool {
+		if err := c.Get(ctx, wlKey, wl); err != nil {
+			t.Fatal(err)
+		}
+		cond := lifecycle.Condition(wl, berthv1.ConditionQuotaReserved)
+		return cond != nil && cond.Reason == string(berthv1.ReasonPriorityClassNotAllowed)
+	})
+	if got := s.LocalQueueCounts("ns", "team"); got.Admitted != 0 {
+		t.Errorf("LocalQueue counts %+v, want nothing admitted", got)
+	}
+	if err := c.Get(ctx, podKey, p); err != nil || !pods.IsGated(p) {
+		t.Errorf("the replica's pod: gated %v (%v), want it gated", pods.IsGated(p), err)
 	}
 }
