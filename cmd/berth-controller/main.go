@@ -226,7 +226,7 @@ func addWebhooks(mgr ctrl.Manager, c config, certsReady <-chan struct{}) (health
 	var started atomic.Pointer[healthz.Checker]
 	err := mgr.Add(&afterCerts{certsReady: certsReady, run: func(context.Context) error {
 		// Every kind's webhooks, as Setup runs every part.
-		if err := setup.RegisterWebhooks(mgr, nil, c.podGroups); err != nil {
+		if err := setup.RegisterWebhooks(mgr, nil, c.podGroups, c.deviceClasses); err != nil {
 			return err
 		}
 		check := mgr.GetWebhookServer().StartedChecker()

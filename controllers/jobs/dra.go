@@ -72,12 +72,12 @@ func (m DeviceClassMapping) String() string {
 	return strings.Join(parts, ",")
 }
 
-// claimRequests adds to reqs what the pod's ResourceClaims and
+// ClaimRequests adds to reqs what the pod's ResourceClaims and
 // ResourceClaimTemplates cost in quota, per pod. A claim shared by name is
 // counted for every pod that references it, because berth cannot know
-// whether the pods share a node. It returns an error a user can act on when
-// a claim or template does not exist or cannot be counted.
-func (m DeviceClassMapping) claimRequests(ctx context.Context, c client.Reader, namespace string, spec *corev1.PodSpec, reqs corev1.ResourceList) (corev1.ResourceList, error) {
+// whether the pods share a node. It returns an *InvalidError a user can act
+// on when a claim or template does not exist or cannot be counted.
+func (m DeviceClassMapping) ClaimRequests(ctx context.Context, c client.Reader, namespace string, spec *corev1.PodSpec, reqs corev1.ResourceList) (corev1.ResourceList, error) {
 	if len(m) == 0 || len(spec.ResourceClaims) == 0 {
 		return reqs, nil
 	}
@@ -93,6 +93,69 @@ func (m DeviceClassMapping) claimRequests(ctx context.Context, c client.Reader, 
 		}
 	}
 	return reqs, nil
+}
+
+// largestRequests is the largest per-pod request of each resource over
+// specs, each pod's claims added to its own containers' requests, and
+// never less than floor, which holds the largest of the containers'
+// requests alone (a pod set charged for its largest member). A pod that
+// claims GPUs is so charged for them whichever pod the job's template is.
+// Pods that name the same claims cost the same for them, so each list of
+// claims is read once.
+func (m DeviceClassMapping) largestRequests(ctx context.Context, c client.Reader, namespace string, specs []*corev1.PodSpec, floor corev1.ResourceList) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return floor, nil
+	}
+	out := floor.DeepCopy()
+	costs := map[string]corev1.ResourceList{}
+	for _, spec := range specs {
+		if len(spec.ResourceClaims) == 0 {
+			continue
+		}
+		key := claimsKey(spec.ResourceClaims)
+		cost, ok := costs[key]
+		if !ok {
+			var err error
+			if cost, err = m.ClaimRequests(ctx, c, namespace, spec, nil); err != nil {
+				return nil, err
+			}
+			costs[key] = cost
+		}
+		reqs := PodRequests(spec)
+		if reqs == nil {
+			reqs = corev1.ResourceList{}
+		}
+		for name, q := range cost {
+			sum := reqs[name]
+			sum.Add(q)
+			reqs[name] = sum
+		}
+		for name, q := range reqs {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q
+			}
+		}
+	}
+	return out, nil
+}
+
+// claimsKey identifies what a pod's claims cost: the templates and claims
+// they name, in order.
+func claimsKey(claims []corev1.PodResourceClaim) string {
+	var b strings.Builder
+	for _, pc := range claims {
+		switch {
+		case pc.ResourceClaimTemplateName != nil:
+			b.WriteString("t/" + *pc.ResourceClaimTemplateName)
+		case pc.ResourceClaimName != nil:
+			b.WriteString("c/" + *pc.ResourceClaimName)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // add counts one device request: an exact request, or, for a request with

@@ -93,7 +93,7 @@ func TestClaimRequests(t *testing.T) {
 			for i, name := range tt.templates {
 				spec.ResourceClaims = append(spec.ResourceClaims, corev1.PodResourceClaim{Name: string(rune('a' + i)), ResourceClaimTemplateName: ptr.To(name)})
 			}
-			got, err := m.claimRequests(context.Background(), c, "ns", spec, nil)
+			got, err := m.ClaimRequests(context.Background(), c, "ns", spec, nil)
 			if tt.invalid {
 				if !isInvalid(err) {
 					t.Fatalf("want an invalid-job error, got %v", err)
@@ -105,6 +105,64 @@ func TestClaimRequests(t *testing.T) {
 			}
 			q := got["nvidia.com/gpu"]
 			if q.Cmp(resource.MustParse(tt.want)) != 0 {
+				t.Errorf("nvidia.com/gpu = %s, want %s", q.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestLargestRequests: a pod set whose pods differ is charged per pod for
+// its largest pod, each pod's claims added to its own containers'
+// requests, never less than what its containers alone were charged.
+func TestLargestRequests(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := resourcev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := func(name string, n int64) *resourcev1.ResourceClaimTemplate {
+		return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "r", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: n}}}}}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tmpl("four", 4), tmpl("eight", 8)).Build()
+	m := DeviceClassMapping{"gpu.nvidia.com": {Resource: "nvidia.com/gpu", PerDevice: resource.MustParse("1")}}
+	// pod requests gpus GPUs of its containers and claims the templates.
+	pod := func(gpus string, templates ...string) *corev1.PodSpec {
+		s := &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(gpus)}}}}}
+		for _, name := range templates {
+			s.ResourceClaims = append(s.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: ptr.To(name)})
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		mapping DeviceClassMapping
+		specs   []*corev1.PodSpec
+		floor   string // the largest container request, as the adapter charged it
+		want    string
+		invalid bool
+	}{
+		{name: "the second pod claims", mapping: m, specs: []*corev1.PodSpec{pod("0"), pod("0", "eight")}, floor: "0", want: "8"},
+		{name: "claims add to their own pod's containers", mapping: m, specs: []*corev1.PodSpec{pod("3"), pod("1", "four")}, floor: "3", want: "5"},
+		{name: "containers alone are the most", mapping: m, specs: []*corev1.PodSpec{pod("6"), pod("1", "four")}, floor: "6", want: "6"},
+		{name: "pods that name the same claims", mapping: m, specs: []*corev1.PodSpec{pod("1", "four", "eight"), pod("2", "four", "eight")}, floor: "2", want: "14"},
+		{name: "no mapping", specs: []*corev1.PodSpec{pod("1", "eight")}, floor: "1", want: "1"},
+		{name: "a missing template", mapping: m, specs: []*corev1.PodSpec{pod("1"), pod("1", "nope")}, floor: "1", invalid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.mapping.largestRequests(context.Background(), c, "ns", tt.specs, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(tt.floor)})
+			if tt.invalid {
+				if !isInvalid(err) {
+					t.Fatalf("want an invalid-job error, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := got["nvidia.com/gpu"]; q.Cmp(resource.MustParse(tt.want)) != 0 {
 				t.Errorf("nvidia.com/gpu = %s, want %s", q.String(), tt.want)
 			}
 		})

@@ -157,6 +157,19 @@ type GenericJob interface {
 	PodTemplates() []PodSetTemplate
 }
 
+// Members is implemented by a GenericJob whose pods are not all made from
+// its current pod templates: a pod group's members, each its own spec, or
+// the pods an older revision of a StatefulSet or LeaderWorkerSet made.
+// berth releases every one of them, so each pod set is charged for its
+// largest pod, what its DRA claims cost included, not for its template's
+// claims alone.
+type Members interface {
+	// MemberSpecs returns, by pod set name, the pod specs the pod set is
+	// charged for: its template's when its pods are made from one, and
+	// those of its pods that PodSets counts.
+	MemberSpecs() map[string][]*corev1.PodSpec
+}
+
 // PodSetTemplate is the pod template of one pod set.
 type PodSetTemplate struct {
 	// Name of the pod set.

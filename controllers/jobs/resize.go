@@ -18,14 +18,15 @@ import (
 const EventResized = lifecycle.EventResized
 
 // resize keeps the workload of a running job in step with the job, and
-// reports whether the job is to stop. A job that shrank keeps running and
-// its workload is shrunk, which releases the quota of the pods it no longer
-// runs. A job that grew — more pods, or pods that request more, as a
-// LeaderWorkerSet rolling update to larger GPUs does, or a pod group whose
-// replacement member asks for more — is a larger gang: quota for all of it
-// must be admitted together, so the engine is told and evicts its workload
-// (the job is stopped and queued again at its new size), never run half on
-// the old admission.
+// reports whether the job is to stop, or to release none of its gated pods
+// (one of them claims what berth cannot count). A job that shrank keeps
+// running and its workload is shrunk, which releases the quota of the pods
+// it no longer runs. A job that grew — more pods, or pods that request
+// more, as a LeaderWorkerSet rolling update to larger GPUs does, or a pod
+// group whose replacement member asks for more — is a larger gang: quota
+// for all of it must be admitted together, so the engine is told and
+// evicts its workload (the job is stopped and queued again at its new
+// size), never run half on the old admission.
 func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
 	if r.memo.unchanged(job, wl) {
 		return false, nil
@@ -33,10 +34,15 @@ func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Wor
 	r.memo.forget(wl.Namespace, wl.Name)
 	spec, err := r.spec(ctx, job)
 	if err != nil {
-		if !gangBroken(job, err) {
-			return false, nil //nolint:nilerr // a running job keeps its quota until it ends
+		switch {
+		case gangBroken(job, err):
+			return true, r.evictInvalid(job, wl, err)
+		case isUncounted(err) && job.IsSuspended():
+			// A gated pod whose claims cannot be counted stays gated: once
+			// released it would run with whatever they come to claim.
+			return true, r.invalid(job, wl, err)
 		}
-		return true, r.evictInvalid(job, wl, err)
+		return false, nil //nolint:nilerr // a running job keeps its quota until it ends
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	moved := ""

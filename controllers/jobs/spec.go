@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,13 +99,25 @@ func (r *Reconciler) spec(ctx context.Context, job GenericJob) (gangSpec, error)
 	templates := job.PodTemplates()
 	ns := job.Object().GetNamespace()
 	own := ownScheduling(job)
+	var members map[string][]*corev1.PodSpec
+	if m, ok := job.(Members); ok {
+		members = m.MemberSpecs()
+	}
 	for i := range podSets {
+		specs, perMember := members[podSets[i].Name]
+		if perMember {
+			if podSets[i].Requests, err = r.opts.DeviceClasses.largestRequests(ctx, r.client, ns, specs, podSets[i].Requests); err != nil {
+				return gangSpec{}, uncounted(err)
+			}
+		}
 		for _, t := range templates {
 			if t.Name != podSets[i].Name || t.Spec == nil {
 				continue
 			}
-			if podSets[i].Requests, err = r.opts.DeviceClasses.claimRequests(ctx, r.client, ns, t.Spec, podSets[i].Requests); err != nil {
-				return gangSpec{}, err
+			if !perMember {
+				if podSets[i].Requests, err = r.opts.DeviceClasses.ClaimRequests(ctx, r.client, ns, t.Spec, podSets[i].Requests); err != nil {
+					return gangSpec{}, err
+				}
 			}
 			if podSets[i].Template, err = schedulingTemplate(t, own[t.Name]); err != nil {
 				return gangSpec{}, err
@@ -160,6 +173,11 @@ type InvalidError struct {
 	// back (a pod group whose lost pod is being replaced): a running gang
 	// keeps its admission meanwhile, as its pods are bounded by it.
 	incomplete bool
+	// uncounted marks a gang one of whose pods claims what berth cannot
+	// count (a ResourceClaimTemplate that does not exist yet): a running
+	// gang keeps its admission, but releases no gated pod, which would run
+	// with whatever its claims come to ask for.
+	uncounted bool
 }
 
 func (e *InvalidError) Error() string { return e.msg }
@@ -182,6 +200,24 @@ func InvalidWithReason(reason, format string, args ...any) error {
 // running one keeps its admission until the members are back.
 func Incomplete(reason, format string, args ...any) error {
 	return &InvalidError{msg: fmt.Sprintf(format, args...), reason: reason, incomplete: true}
+}
+
+// uncounted marks err, an *InvalidError about a pod's claims, as uncounted;
+// other errors are returned as they are.
+func uncounted(err error) error {
+	var ie *InvalidError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	out := *ie
+	out.uncounted = true
+	return &out
+}
+
+// isUncounted reports whether err is about claims berth cannot count.
+func isUncounted(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie) && ie.uncounted
 }
 
 // isIncomplete reports whether err is an Incomplete error.

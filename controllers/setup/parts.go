@@ -105,6 +105,9 @@ type plan struct {
 	// podGroups hands admitted gangs to kube-scheduler's gang scheduling
 	// (Options.PodGroups).
 	podGroups bool
+	// deviceClasses counts DRA devices against quota (Options.DeviceClasses):
+	// the pod webhook bounds a pod's claims by its gang's admission with it.
+	deviceClasses jobs.DeviceClassMapping
 	// kinds are the selected job kinds, in registration order.
 	kinds []Part
 }

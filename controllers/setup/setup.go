@@ -173,6 +173,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Berth, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.deviceClasses = o.DeviceClasses
 	if o.StatusInterval <= 0 {
 		o.StatusInterval = 2 * time.Second
 	}
@@ -279,14 +280,16 @@ func core(ctx context.Context, mgr ctrl.Manager, o Options, p plan, m *metrics.M
 // certificate calls it later, with the same parts.
 //
 // podGroups is Options.PodGroups: the pod webhook then names the PodGroup
-// of every gated gang's pods.
-func RegisterWebhooks(mgr ctrl.Manager, parts []Part, podGroups bool) error {
+// of every gated gang's pods. deviceClasses is Options.DeviceClasses: the
+// pod webhook counts a pod's DRA claims with it, as the job reconcilers
+// charge them.
+func RegisterWebhooks(mgr ctrl.Manager, parts []Part, podGroups bool, deviceClasses jobs.DeviceClassMapping) error {
 	// Notifications play no part in which webhooks run.
 	p, err := newPlan(parts, false)
 	if err != nil {
 		return err
 	}
-	p.podGroups = podGroups
+	p.podGroups, p.deviceClasses = podGroups, deviceClasses
 	return registerWebhooks(mgr, p)
 }
 
@@ -365,7 +368,8 @@ func registerWebhooks(mgr ctrl.Manager, p plan) error {
 		case webhookPodDefaulter:
 			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithDefaulter(podDefaulter(p, mgr.GetClient())).Complete()
 		case webhookPodValidator:
-			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}}, Places: &pods.Places{}}).Complete()
+			err = ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods.Validator{Workloads: wls, Parents: parents, Owners: []jobs.Kind{raycluster.Kind{}},
+				DeviceClasses: p.deviceClasses, Places: &pods.Places{}}).Complete()
 		}
 		if err != nil {
 			return fmt.Errorf("registering %s webhook: %w", name, err)

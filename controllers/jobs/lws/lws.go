@@ -45,6 +45,7 @@ var (
 	_ jobs.Kind     = Kind{}
 	_ jobs.Splitter = Kind{}
 	_ jobs.Watcher  = Kind{}
+	_ jobs.Members  = (*Replica)(nil)
 )
 
 // GVK of leaderworkerset.x-k8s.io/v1 LeaderWorkerSet.
@@ -139,18 +140,41 @@ func (r *Replica) leaderTemplate() *corev1.PodSpec {
 	return &r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec
 }
 
-// PodSets is the leader and, when size > 1, the workers.
+// PodSets is the leader and, when size > 1, the workers, each charged for
+// the largest of its template and its pods (MemberSpecs).
 func (r *Replica) PodSets() ([]berthv1.PodSet, error) {
 	size := r.size()
 	if size < 1 {
 		return nil, fmt.Errorf("leaderWorkerTemplate.size is %d: set it to at least 1", size)
 	}
-	out := []berthv1.PodSet{{Name: LeaderPodSet, Count: 1, Requests: jobs.PodRequests(r.leaderTemplate())}}
+	members := r.MemberSpecs()
+	out := []berthv1.PodSet{{Name: LeaderPodSet, Count: 1, Requests: pods.SpecRequests(members[LeaderPodSet])}}
 	if size > 1 {
-		out = append(out, berthv1.PodSet{Name: WorkersPodSet, Count: size - 1,
-			Requests: jobs.PodRequests(&r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec)})
+		out = append(out, berthv1.PodSet{Name: WorkersPodSet, Count: size - 1, Requests: pods.SpecRequests(members[WorkersPodSet])})
 	}
 	return out, nil
+}
+
+// MemberSpecs is, per pod set, its template's spec and those of the
+// replica's pods of the set that have not ended. The LeaderWorkerSet
+// controller keeps the pods of an older revision (those a rolling update's
+// partition holds back, or has not replaced yet) and berth releases them
+// with the replica, so a template edited to ask for less must not charge
+// the replica less than those pods run with, as for a StatefulSet.
+func (r *Replica) MemberSpecs() map[string][]*corev1.PodSpec {
+	out := map[string][]*corev1.PodSpec{LeaderPodSet: {r.leaderTemplate()}}
+	if r.size() > 1 {
+		out[WorkersPodSet] = []*corev1.PodSpec{&r.lws.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec}
+	}
+	for i := range r.Pods {
+		p := &r.Pods[i]
+		set := podSetOf(p)
+		if _, ok := out[set]; !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out[set] = append(out[set], &p.Spec)
+	}
+	return out
 }
 
 // PodTemplates are the leader's and the workers' templates.

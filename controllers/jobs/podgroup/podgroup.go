@@ -38,6 +38,7 @@ type Kind struct{}
 var (
 	_ jobs.Kind     = Kind{}
 	_ jobs.Resolver = Kind{}
+	_ jobs.Members  = (*Group)(nil)
 )
 
 // GVK of v1 Pod.
@@ -208,6 +209,17 @@ func (g *Group) PodSets() ([]berthv1.PodSet, error) {
 		members = append(members, &g.Pods[i])
 	}
 	return []berthv1.PodSet{{Name: PodSetName, Count: total, Requests: pods.Requests(members)}}, nil
+}
+
+// MemberSpecs is every member's spec: each member is its own pod, so the
+// group is charged for its largest member's claims as for its largest
+// member's containers (PodSets), not for the first pod's claims alone.
+func (g *Group) MemberSpecs() map[string][]*corev1.PodSpec {
+	specs := make([]*corev1.PodSpec, 0, len(g.Pods))
+	for i := range g.Pods {
+		specs = append(specs, &g.Pods[i].Spec)
+	}
+	return map[string][]*corev1.PodSpec{PodSetName: specs}
 }
 
 // PodTemplates is the first pod's spec.

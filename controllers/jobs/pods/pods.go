@@ -277,9 +277,19 @@ func (g *Gang) release(ctx context.Context, c client.Writer, p *corev1.Pod) erro
 // Requests is the largest request of each resource over the pods, so a pod
 // set whose members differ is charged for its largest member.
 func Requests(ps []*corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
+	specs := make([]*corev1.PodSpec, 0, len(ps))
 	for _, p := range ps {
-		for name, q := range jobs.PodRequests(&p.Spec) {
+		specs = append(specs, &p.Spec)
+	}
+	return SpecRequests(specs)
+}
+
+// SpecRequests is Requests of pod specs: the largest request of each
+// resource over them.
+func SpecRequests(specs []*corev1.PodSpec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, spec := range specs {
+		for name, q := range jobs.PodRequests(spec) {
 			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
 				out[name] = q
 			}

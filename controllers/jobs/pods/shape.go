@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,15 +38,24 @@ var defaultable = map[corev1.ResourceName]bool{
 // cpu, memory and ephemeral storage are not bounded: a LimitRange adds
 // them to containers that declare none, at the pod's creation, and berth
 // charges what the job declares. Pod overhead (a RuntimeClass's) is left out
-// for the same reason.
-func validateShape(ctx context.Context, flavors flavorstore.Store, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
+// for the same reason. What the pod's DRA claims cost is counted with its
+// containers' requests, as berth charges a pod set for its pods' claims.
+func (v Validator) validateShape(ctx context.Context, p *corev1.Pod, wl *berthv1.Workload) (field.ErrorList, error) {
 	set := p.Labels[berthv1.PodSetLabel]
 	var errs field.ErrorList
 	for _, ps := range wl.Spec.PodSets {
-		if ps.Name == set {
-			errs = append(errs, exceeds(p, ps, wl.Name)...)
+		if ps.Name != set {
+			continue
+		}
+		reqs, claimed, refused, err := v.requests(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if errs = append(errs, refused...); refused == nil {
+			errs = append(errs, exceeds(reqs, claimed, ps, wl.Name)...)
 		}
 	}
+	flavors := flavorstore.New(v.Workloads.Cache)
 	var want map[string]string
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		if psa.Name != set {
@@ -89,9 +99,42 @@ func placedElsewhere(p *corev1.Pod, wl *berthv1.Workload) field.ErrorList {
 	return errs
 }
 
-// exceeds lists what p requests beyond each pod of pod set ps.
-func exceeds(p *corev1.Pod, ps berthv1.PodSet, workload string) field.ErrorList {
+// requests is what p asks for as one pod of its pod set is charged: its
+// containers' requests and, when berth counts DRA devices, what its
+// ResourceClaims and ResourceClaimTemplates cost (claimed says which
+// resources those are). A claim named by resourceClaimName is charged
+// whole to the pod, as berth charges it to every pod of a job that names
+// it. Claims and templates are read from the API server, so one created or
+// replaced just before the pod is read as it is. A claim berth cannot count
+// (one that does not exist, or asks for all devices of a class) refuses the
+// pod: its devices could not be bounded by its pod set's.
+func (v Validator) requests(ctx context.Context, p *corev1.Pod) (corev1.ResourceList, map[corev1.ResourceName]bool, field.ErrorList, error) {
 	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
+	if len(v.DeviceClasses) == 0 || len(p.Spec.ResourceClaims) == 0 {
+		return reqs, nil, nil, nil
+	}
+	cost, err := v.DeviceClasses.ClaimRequests(ctx, v.Workloads.API, p.Namespace, &p.Spec, nil)
+	var invalid *jobs.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, nil, field.ErrorList{field.Forbidden(specPath.Child("resourceClaims"), fmt.Sprintf(
+			"berth counts the devices of the pod's claims against what each pod of its gang was admitted with, and cannot count them: %s", invalid.Error()))}, nil
+	case err != nil:
+		return nil, nil, nil, fmt.Errorf("counting the claims of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	claimed := map[corev1.ResourceName]bool{}
+	for name, q := range cost {
+		sum := reqs[name]
+		sum.Add(q)
+		reqs[name] = sum
+		claimed[name] = !q.IsZero()
+	}
+	return reqs, claimed, nil, nil
+}
+
+// exceeds lists what a pod that requests reqs asks beyond each pod of pod
+// set ps; claimed are the resources its DRA claims add to.
+func exceeds(reqs corev1.ResourceList, claimed map[corev1.ResourceName]bool, ps berthv1.PodSet, workload string) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(reqs)) {
 		q := reqs[name]
@@ -99,9 +142,13 @@ func exceeds(p *corev1.Pod, ps berthv1.PodSet, workload string) field.ErrorList 
 			continue
 		}
 		if most, ok := ps.Requests[name]; !ok || q.Cmp(most) > 0 {
-			errs = append(errs, field.Forbidden(specPath.Child("containers"), fmt.Sprintf(
-				"the pod requests %s of %s, and each pod of pod set %s of workload %s was admitted with %s",
-				q.String(), name, ps.Name, workload, quantityOr(ps.Requests, name))))
+			path, what := specPath.Child("containers"), ""
+			if claimed[name] {
+				path, what = specPath.Child("resourceClaims"), " (its containers and DRA claims together)"
+			}
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
+				"the pod requests %s of %s%s, and each pod of pod set %s of workload %s was admitted with %s",
+				q.String(), name, what, ps.Name, workload, quantityOr(ps.Requests, name))))
 		}
 	}
 	return errs

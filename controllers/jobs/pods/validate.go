@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
-	flavorstore "github.com/berth-dev/berth/controllers/flavors"
 	"github.com/berth-dev/berth/controllers/jobs"
 )
 
@@ -45,6 +44,10 @@ type Validator struct {
 	// Owners are the queued kinds whose operator creates their pods
 	// directly (a RayCluster's): a pod they control belongs to their gang.
 	Owners []jobs.Kind
+	// DeviceClasses counts DRA devices against quota, as the job
+	// reconcilers do: a pod created into an admitted gang is bounded by its
+	// claims' devices too. Nil counts none.
+	DeviceClasses jobs.DeviceClassMapping
 	// Places answers the count of a pod set's requests one at a time; one
 	// per process, shared by the webhook's copies of the Validator. Nil
 	// counts each request alone (unit tests that make one at a time).
@@ -112,7 +115,7 @@ func (v Validator) ValidateCreate(ctx context.Context, p *corev1.Pod) (admission
 			// controller): shaped like the gang's pods, and bounded at
 			// creation as a gated pod is at its release.
 			if len(labelErrs) == 0 {
-				if labelErrs, err = validateShape(ctx, flavorstore.New(v.Workloads.Cache), p, wl); err != nil {
+				if labelErrs, err = v.validateShape(ctx, p, wl); err != nil {
 					return nil, err
 				}
 			}
@@ -143,7 +146,7 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *corev1.Pod) (admi
 		// A gate removed by the tenant rather than by berth: the pod must be
 		// shaped like its pod set's pods, as one created into the gang must.
 		if released && len(labelErrs) == 0 {
-			if labelErrs, err = validateShape(ctx, flavorstore.New(v.Workloads.Cache), p, wl); err != nil {
+			if labelErrs, err = v.validateShape(ctx, p, wl); err != nil {
 				return nil, err
 			}
 		}

@@ -51,9 +51,10 @@ type Set struct {
 }
 
 var (
-	_ jobs.Gang   = (*Set)(nil)
-	_ jobs.Owned  = (*Set)(nil)
-	_ jobs.Writer = (*Set)(nil)
+	_ jobs.Gang    = (*Set)(nil)
+	_ jobs.Owned   = (*Set)(nil)
+	_ jobs.Writer  = (*Set)(nil)
+	_ jobs.Members = (*Set)(nil)
 )
 
 // newSet keeps the pods the set counts: controlled by it (by UID) and of
@@ -115,6 +116,17 @@ func (s *Set) PodSets() ([]berthv1.PodSet, error) {
 		members = append(members, &s.Pods[i])
 	}
 	return []berthv1.PodSet{{Name: PodSetName, Count: replicas, Requests: pods.Requests(members)}}, nil
+}
+
+// MemberSpecs is the template's and every pod's spec, as PodSets charges
+// them: a pod of an older revision may claim more devices than the
+// template does.
+func (s *Set) MemberSpecs() map[string][]*corev1.PodSpec {
+	specs := []*corev1.PodSpec{&s.sts.Spec.Template.Spec}
+	for i := range s.Pods {
+		specs = append(specs, &s.Pods[i].Spec)
+	}
+	return map[string][]*corev1.PodSpec{PodSetName: specs}
 }
 
 // PodTemplates is the StatefulSet's pod template.
