@@ -106,3 +106,36 @@ var _ = Describe("a tenant with the edit role and DRA claims", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 })
+
+var _ = Describe("a tenant with the edit role who claims devices in an admitted gang", func() {
+	It("cannot take a Job's place with a pod whose claim asks for more devices than each pod was admitted with", func(ctx SpecContext) {
+		ns := newTeam(ctx, "4")
+		mallory := editor(ctx, ns)
+		Expect(mallory.Create(ctx, claimTemplate(ns, "one", 1))).To(Succeed())
+		Expect(mallory.Create(ctx, claimTemplate(ns, "eight", 8))).To(Succeed())
+		job := claimingJob(ns, "claims", "one")
+		job.Spec.Template.Annotations = map[string]string{}
+		Expect(mallory.Create(ctx, job)).To(Succeed())
+		Eventually(func(g Gomega) int64 {
+			gpus, ok := admittedGPUs(ctx, g, ns, string(job.UID))
+			g.Expect(ok).To(BeTrue())
+			return gpus
+		}, timeout, interval).Should(Equal(int64(1)))
+
+		By("creating a pod that claims the Job, with the admission's labels and node selector, and the eight-device template")
+		var sibling corev1.Pod
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name})).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+			sibling = pods.Items[0]
+		}, timeout, interval).Should(Succeed())
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: sibling.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+			Spec: *sibling.Spec.DeepCopy()}
+		forged.Spec.NodeName = ""
+		forged.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight")}}
+		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring("the pod requests 8 of nvidia.com/gpu (its containers and DRA claims together)")))
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+})

@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 )
@@ -27,11 +28,16 @@ var _ = Describe("a tenant with the edit role whose pods say where they run", fu
 			Expect(mallory.Create(ctx, p)).To(Succeed())
 		}
 		bound(ctx, group[0])
-		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).Should(And(
-			ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(group[1].Name),
-				ContainSubstring("its node selector sets "+productLabel+"=another-product"))),
-			ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(group[2].Name),
-				ContainSubstring("tolerate the taint berth.dev/headroom=serving")))))
+		// The Workload's PodsHeld condition names each held pod with why
+		// (a PodHeld event on the group's first pod is one series, which
+		// keeps its first note).
+		Eventually(func(g Gomega) string {
+			c := meta.FindStatusCondition(workloadOf(ctx, g, ns, string(group[0].UID)).Status.Conditions, berthv1.ConditionPodsHeld)
+			g.Expect(c).NotTo(BeNil())
+			return c.Message
+		}, timeout, interval).Should(And(
+			ContainSubstring(group[1].Name+" (its node selector sets "+productLabel+"=another-product"),
+			ContainSubstring(group[2].Name+" (the pods tolerate the taint berth.dev/headroom=serving")))
 		neverBound(ctx, ns, map[string]string{"held": "true"})
 		expectNoPodOutsideQuota(ctx, ns)
 	})
