@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -302,5 +304,39 @@ func TestDefaultSubmitterTemplate(t *testing.T) {
 	cpu := c.Resources.Requests[corev1.ResourceCPU]
 	if c.Image != "rayproject/ray:2.46.0" || cpu.String() != "500m" || sub.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("submitter container %+v, restart %s; want the head's image, 500m CPU, Never", c, sub.Spec.RestartPolicy)
+	}
+}
+
+// TestRunningClusterSpecFrozen: a running RayJob's cluster spec, which
+// KubeRay no longer applies to its cluster and berth charges it by, cannot
+// change; a held one's can.
+func TestRunningClusterSpecFrozen(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := berthv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	v := Validator{Workloads: jobs.Workloads{Cache: c, API: c}}
+	for _, tc := range []struct {
+		name    string
+		suspend bool
+		want    string
+	}{
+		{name: "running", want: "spec.rayClusterSpec: Forbidden: a running RayJob's cluster spec cannot change"},
+		{name: "held", suspend: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := newRayJob(group("workers", 8))
+			old.Spec.Suspend = tc.suspend
+			shrunk := old.DeepCopy()
+			shrunk.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1)
+			_, err := v.ValidateUpdate(context.Background(), old, shrunk)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package rayjob
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -47,6 +48,14 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, rj *rayv1.RayJob) (a
 	errs = append(errs, jobs.ValidateQueueNameUpdate(old.Labels, rj.Labels, wl)...)
 	if _, queued := rj.Labels[berthv1.QueueNameLabel]; queued {
 		errs = append(errs, shapeErrors(rj)...)
+		// KubeRay does not apply a changed cluster spec to the cluster of
+		// a running RayJob, while berth charges the RayJob by it: a
+		// running RayJob cut to one worker would keep all it has on the
+		// quota of one.
+		if !old.Spec.Suspend && !equality.Semantic.DeepEqual(old.Spec.RayClusterSpec, rj.Spec.RayClusterSpec) {
+			errs = append(errs, field.Forbidden(specPath.Child("rayClusterSpec"),
+				"a running RayJob's cluster spec cannot change: KubeRay keeps the cluster it made, and berth charges the RayJob by this spec; suspend the RayJob, change it, and let berth admit it again"))
+		}
 	}
 	if old.Spec.Suspend && !rj.Spec.Suspend {
 		if wl, err = v.Workloads.Get(ctx, rj.Namespace, name, jobs.Admitted); err != nil {

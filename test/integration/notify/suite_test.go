@@ -131,8 +131,8 @@ func runningGang(ctx context.Context, ns, name string, pods int32) []*corev1.Pod
 					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
-		pod.Spec.NodeName = fmt.Sprintf("gpu-node-%d", i)
 		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		Expect(framework.Bind(ctx, env.Client, pod, fmt.Sprintf("gpu-node-%d", i))).To(Succeed())
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
 			Name: pod.Spec.Containers[0].Name, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
 		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())

@@ -20,6 +20,7 @@ import (
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
+	"github.com/berth-dev/berth/test/framework"
 )
 
 var apiextensionsCRD = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -229,10 +230,13 @@ func gangPod(ctx context.Context, wl *berthv1.Workload, request, node string, re
 				autoscalingv1.ProvisioningRequestPodAnnotationKey: request,
 				autoscalingv1.ProvisioningClassPodAnnotationKey:   autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp,
 			}},
-		Spec: corev1.PodSpec{NodeName: node, NodeSelector: started.Spec.Template.Spec.NodeSelector,
+		Spec: corev1.PodSpec{NodeSelector: started.Spec.Template.Spec.NodeSelector,
 			Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/train:latest"}}},
 	}
 	Expect(env.Client.Create(ctx, p)).To(Succeed())
+	if node != "" {
+		Expect(framework.Bind(ctx, env.Client, p, node)).To(Succeed())
+	}
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue

@@ -376,6 +376,18 @@ var _ = Describe("a tenant with the edit role", func() {
 		}, timeout, interval).Should(MatchError(ContainSubstring("a tenant may change only spec.active of a Workload")))
 		Expect(edit(mallory, func(w *berthv1.Workload) { w.Finalizers = nil })).
 			To(MatchError(ContainSubstring("cannot remove berth's finalizer")))
+		By("cutting the Workload loose from its Job, which berth stops when the Workload is preempted")
+		Expect(edit(mallory, func(w *berthv1.Workload) { w.OwnerReferences[0].Controller = ptr.To(false) })).
+			To(MatchError(ContainSubstring("a tenant cannot change a Workload's ownerReferences")))
+		Expect(edit(mallory, func(w *berthv1.Workload) { w.OwnerReferences = nil })).
+			To(MatchError(ContainSubstring("a tenant cannot change a Workload's ownerReferences")))
+		Expect(edit(mallory, func(w *berthv1.Workload) {
+			if w.Labels == nil {
+				w.Labels = map[string]string{}
+			}
+			w.Labels[berthv1.JobKeyLabel] = "other"
+		})).
+			To(MatchError(ContainSubstring("a tenant cannot change or remove a Workload's berth.dev/job-key label")))
 
 		By("an administrator strips the finalizer while the Job runs: berth puts it back")
 		Expect(edit(env.Client, func(w *berthv1.Workload) { w.Finalizers = nil })).To(Succeed())
