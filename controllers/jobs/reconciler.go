@@ -40,9 +40,10 @@ const (
 // flavorRetry is how long to wait for a missing ResourceFlavor.
 const flavorRetry = 10 * time.Second
 
-// podsPoll is how often an evicted job whose pods still terminate is
-// looked at again: berth does not watch a job's pods, and the job's own
-// status may not change when the last of them goes.
+// podsPoll is how often a job whose pods still run on quota it is to give
+// back (evicted, finished or shrunk) is looked at again: berth does not
+// watch a job's pods, and the job's own status may not change when the last
+// of them goes.
 const podsPoll = 2 * time.Second
 
 // Reconciler keeps the jobs of one Kind and their Workloads in step.
@@ -62,6 +63,9 @@ type Reconciler struct {
 	assumed assumedWrites
 	// created are the Workloads created that the cache may not show yet.
 	created createdWorkloads
+	// finishing are the finished jobs' Workloads whose running pods were
+	// reported (finish.go).
+	finishing finishingWorkloads
 	// wakes reconcile a replica offered for admission without a Workload
 	// once the engine decided (records.go).
 	wakes chan event.GenericEvent
@@ -212,12 +216,7 @@ func (r *Reconciler) reconcileGang(ctx context.Context, g gang) (reconcile.Resul
 	}
 	r.created.seen(key)
 	if finished, succeeded, msg := job.Finished(); finished {
-		if !lifecycle.IsFinished(wl) {
-			if err := r.dropPodGroup(ctx, job, wl, true); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		return reconcile.Result{}, r.finish(ctx, wl, succeeded, msg)
+		return r.finishJob(ctx, job, wl, succeeded, msg)
 	}
 	if restored, err := r.restoreFinalizer(ctx, job, wl); err != nil || restored {
 		return reconcile.Result{}, err
@@ -370,20 +369,33 @@ func (r *Reconciler) syncSpec(ctx context.Context, job GenericJob, wl *berthv1.W
 // it is queued again as it is now.
 func (r *Reconciler) start(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
 	if !job.IsSuspended() {
-		_, err := r.resize(ctx, job, wl)
-		return reconcile.Result{}, err
+		_, wait, err := r.resizeRunning(ctx, job, wl)
+		return reconcile.Result{RequeueAfter: wait}, err
 	}
-	obj := job.Object()
+	var wait time.Duration
 	if job.IsActive() {
 		// A started gang of pods with a new gated member (a replacement):
 		// the new pod is released on the running admission unless the gang
 		// grew.
-		if stopped, err := r.resize(ctx, job, wl); err != nil || stopped {
+		stopped, w, err := r.resizeRunning(ctx, job, wl)
+		if err != nil || stopped {
 			return reconcile.Result{}, err
 		}
+		wait = w
 	} else if changed, err := r.changedSince(ctx, job, wl); err != nil || changed {
 		return reconcile.Result{}, err
 	}
+	res, err := r.resume(ctx, job, wl)
+	if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+		res.RequeueAfter = wait // a shrink waits for its removed pods to end
+	}
+	return res, err
+}
+
+// resume starts an admitted job, or releases the gated pods of a gang, on
+// the flavors of its admission.
+func (r *Reconciler) resume(ctx context.Context, job GenericJob, wl *berthv1.Workload) (reconcile.Result, error) {
+	obj := job.Object()
 	if !releasable(wl) {
 		return reconcile.Result{}, nil // started again once pinned to its node
 	}
@@ -448,12 +460,6 @@ func (r *Reconciler) stop(ctx context.Context, job GenericJob, wl *berthv1.Workl
 	return reconcile.Result{}, err
 }
 
-// finish records that the job ended, which releases its quota.
-func (r *Reconciler) finish(ctx context.Context, wl *berthv1.Workload, succeeded bool, msg string) error {
-	_, err := r.writer.Write(ctx, wl, lifecycle.Finish{Succeeded: succeeded, Message: msg})
-	return err
-}
-
 // deleteWorkloads deletes the workloads of a job that no longer exists, or,
 // with keep, those of its gangs that no longer exist. On a cluster with a
 // garbage collector owner references do the former; this also covers
@@ -470,6 +476,7 @@ func (r *Reconciler) deleteWorkloads(ctx context.Context, namespace, name string
 		r.memo.forget(namespace, wls.Items[i].Name)
 		r.assumed.forget(client.ObjectKeyFromObject(&wls.Items[i]))
 		r.created.seen(client.ObjectKeyFromObject(&wls.Items[i]))
+		r.finishing.forget(&wls.Items[i])
 		if err := r.client.Delete(ctx, &wls.Items[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting workload %s/%s: %w", namespace, wls.Items[i].Name, err)
 		}

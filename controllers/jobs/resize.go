@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
@@ -17,52 +20,61 @@ import (
 // EventResized is the reason of events about a job whose size changed.
 const EventResized = lifecycle.EventResized
 
-// resize keeps the workload of a running job in step with the job, and
-// reports whether the job is to stop, or to release none of its gated pods
-// (one of them claims what berth cannot count). A job that shrank keeps
-// running and its workload is shrunk, which releases the quota of the pods
-// it no longer runs. A job that grew — more pods, or pods that request
-// more, as a LeaderWorkerSet rolling update to larger GPUs does, or a pod
+// resize is resizeRunning for a caller that does not requeue (a replica
+// that runs on its record, a gang of one pod).
+func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+	stop, _, err := r.resizeRunning(ctx, job, wl)
+	return stop, err
+}
+
+// resizeRunning keeps the workload of a running job in step with the job,
+// and reports whether the job is to stop, or to release none of its gated
+// pods (one of them claims what berth cannot count), and how long to wait
+// before looking at the job again. A job that shrank keeps running and its
+// workload is shrunk, which releases the quota of the pods it no longer
+// runs as they end (shrink). A job that grew — more pods, or pods that
+// request more, as a LeaderWorkerSet rolling update to larger GPUs does, or a pod
 // group whose replacement member asks for more — is a larger gang: quota
 // for all of it must be admitted together, so the engine is told and
 // evicts its workload (the job is stopped and queued again at its new
 // size), never run half on the old admission.
-func (r *Reconciler) resize(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, error) {
+func (r *Reconciler) resizeRunning(ctx context.Context, job GenericJob, wl *berthv1.Workload) (bool, time.Duration, error) {
 	if r.memo.unchanged(job, wl) {
-		return false, nil
+		return false, 0, nil
 	}
 	r.memo.forget(wl.Namespace, wl.Name)
 	spec, err := r.spec(ctx, job)
 	if err != nil {
 		switch {
 		case gangBroken(job, err):
-			return true, r.evictInvalid(job, wl, err)
+			return true, 0, r.evictInvalid(job, wl, err)
 		case isUncounted(err) && job.IsSuspended():
 			// A gated pod whose claims cannot be counted stays gated: once
 			// released it would run with whatever they come to claim.
-			return true, r.invalid(job, wl, err)
+			return true, 0, r.invalid(job, wl, err)
 		}
-		return false, nil //nolint:nilerr // a running job keeps its quota until it ends
+		return false, 0, nil //nolint:nilerr // a running job keeps its quota until it ends
 	}
 	grew, shrank := compareSize(wl.Spec.PodSets, spec.podSets)
 	moved := ""
 	if grew == "" {
 		if moved, err = r.templateChanged(ctx, job, wl, spec.podSets); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
 	switch {
 	case grew != "":
 		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeGrew, Detail: grew}, job.Object())
-		return true, nil
+		return true, 0, nil
 	case moved != "":
 		r.opts.Changes.ReportChange(lifecycle.KeyOf(wl), admission.Change{Kind: admission.ChangeMoved, Detail: moved}, job.Object())
-		return true, nil
+		return true, 0, nil
 	case shrank:
-		return false, r.shrink(ctx, job, wl, spec.podSets)
+		wait, err := r.shrink(ctx, job, wl, spec.podSets)
+		return false, wait, err
 	}
 	r.memo.inStepIf(spec, job, wl)
-	return false, nil
+	return false, 0, nil
 }
 
 // compareSize says how pod sets changed: a description of the first growth
@@ -212,21 +224,70 @@ func (r *Reconciler) changedSince(ctx context.Context, job GenericJob, wl *berth
 	return true, nil
 }
 
-// shrink lowers the counts of an admitted workload to its job's.
-func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Workload, podSets []berthv1.PodSet) error {
-	for i := range podSets {
-		wl.Spec.PodSets[i].Count = min(wl.Spec.PodSets[i].Count, podSets[i].Count)
-	}
-	if err := r.client.Update(ctx, wl); err != nil {
-		return fmt.Errorf("shrinking workload %s: %w", wl.Name, err)
+// shrink lowers the counts of an admitted workload towards its job's, and
+// returns how long to wait before looking at it again. The job's
+// controller deletes the pods beyond the job's new size, and they run out
+// a grace period their owner chooses (or a finalizer keeps them): a pod
+// set keeps counting those of its pods that have not ended, and their
+// quota is released as they end. Released before, it would admit another
+// job onto the nodes they still hold.
+func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Workload, podSets []berthv1.PodSet) (time.Duration, error) {
+	running, err := podsRunningBySet(ctx, r.reader, wl)
+	if err != nil {
+		return 0, err
 	}
 	counts := map[string]int32{}
-	for _, ps := range podSets {
-		counts[ps.Name] = ps.Count
+	lowered, waiting := false, false
+	for i := range podSets {
+		was, now := wl.Spec.PodSets[i].Count, podSets[i].Count
+		keep := min(was, max(now, running[podSets[i].Name]))
+		counts[podSets[i].Name] = keep
+		lowered = lowered || keep < was
+		waiting = waiting || keep > now
 	}
+	if lowered {
+		for i := range wl.Spec.PodSets {
+			wl.Spec.PodSets[i].Count = counts[wl.Spec.PodSets[i].Name]
+		}
+		if err := r.client.Update(ctx, wl); err != nil {
+			return 0, fmt.Errorf("shrinking workload %s: %w", wl.Name, err)
+		}
+	}
+	// Written also when the spec was lowered already: an earlier pass may
+	// have failed between the two writes.
 	if _, err := r.writer.Write(ctx, wl, lifecycle.Shrink{Counts: counts}); err != nil {
-		return err
+		return 0, err
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize", "shrank: quota of the pods it no longer runs released")
-	return nil
+	switch {
+	case lowered && waiting:
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize",
+			"shrinking: quota of the pods that ended released, kept for the removed pods that still run until they end")
+	case lowered:
+		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventResized, "Resize", "shrank: quota of the pods it no longer runs released")
+	}
+	if !waiting {
+		return 0, nil
+	}
+	log.FromContext(ctx).V(1).Info("keeping the quota of a shrunk job's removed pods until they end", "workload", wl.Name, "counts", counts)
+	return podsPoll, nil
+}
+
+// podsRunningBySet counts the pods of wl that have not ended, terminating
+// ones included, by pod set: berth labels every pod it starts with the
+// Workload's UID and its pod set's name. Pods a job's controller creates
+// carry these labels but not the queue label, and berth caches only queued
+// pods: r is an uncached reader (as for persist.PodsRunning), read only
+// while a job is smaller than its workload.
+func podsRunningBySet(ctx context.Context, r client.Reader, wl *berthv1.Workload) (map[string]int32, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1.WorkloadLabel: string(wl.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the pods of workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	out := map[string]int32{}
+	for i := range pods.Items {
+		if p := pods.Items[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
+			out[pods.Items[i].Labels[berthv1.PodSetLabel]]++
+		}
+	}
+	return out, nil
 }
