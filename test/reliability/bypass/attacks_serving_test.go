@@ -246,3 +246,41 @@ var _ = Describe("a tenant with the edit role and a running replica", func() {
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 })
+
+var _ = Describe("a tenant with the edit role whose Deployment replica waits", func() {
+	It("cannot relabel the waiting replica's pod with a PriorityClass its LocalQueue does not grant and start it so", func(ctx SpecContext) {
+		ns := newTeam(ctx, "1")
+		mallory := editor(ctx, ns)
+		filler := builders.Job(ns, "filler", queue).Request(builders.GPU, "1").Obj()
+		Expect(mallory.Create(ctx, filler)).To(Succeed())
+		admittedUID(ctx, ns, string(filler.UID))
+
+		By("a replica that waits for the queue's one GPU, offered without a Workload")
+		Expect(mallory.Create(ctx, builders.Deployment(ns, "api", queue, 1, "1"))).To(Succeed())
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			list := apiPods(ctx, g, ns)
+			g.Expect(list).To(HaveLen(1))
+			g.Expect(pods.IsGated(&list[0])).To(BeTrue())
+			pod = list[0]
+		}, timeout, interval).Should(Succeed())
+
+		By("labelling its pod with system-node-critical, then freeing the GPU")
+		Expect(update(ctx, mallory, &pod, func(p *corev1.Pod) { p.Labels[berthv1.PriorityClassLabel] = "system-node-critical" })).To(Succeed())
+		Expect(mallory.Delete(ctx, filler, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, string(pod.UID))
+			g.Expect(wl.Spec.PriorityClassName).To(Equal("system-node-critical"))
+			g.Expect(wl.Status.Conditions).To(ContainElement(And(HaveField("Type", berthv1.ConditionQuotaReserved),
+				HaveField("Reason", string(berthv1.ReasonPriorityClassNotAllowed)))))
+		}, timeout, interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for _, p := range apiPods(ctx, g, ns) {
+				g.Expect(p.Spec.NodeName).To(BeEmpty(), "the relabelled replica does not run")
+				_, recorded, _ := lifecycle.RecordOf(&p)
+				g.Expect(recorded).To(BeFalse(), "no record carries the refused priority")
+			}
+		}, quiet, interval).Should(Succeed())
+		expectNoPodOutsideQuota(ctx, ns)
+	})
+})
