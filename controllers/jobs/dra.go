@@ -121,16 +121,7 @@ func (m DeviceClassMapping) largestRequests(ctx context.Context, c client.Reader
 			}
 			costs[key] = cost
 		}
-		reqs := PodRequests(spec)
-		if reqs == nil {
-			reqs = corev1.ResourceList{}
-		}
-		for name, q := range cost {
-			sum := reqs[name]
-			sum.Add(q)
-			reqs[name] = sum
-		}
-		for name, q := range reqs {
+		for name, q := range AddRequests(PodRequests(spec), cost) {
 			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
 				if out == nil {
 					out = corev1.ResourceList{}

@@ -83,3 +83,17 @@ func ApplyScheduling(t *corev1.PodTemplateSpec, ps PodSetScheduling) {
 	t.Labels = SetLabels(t.Labels, ps.Labels)
 	t.Annotations = SetAnnotations(t.Annotations, ps.Annotations)
 }
+
+// AddRequests returns a + b, a new list.
+func AddRequests(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	return out
+}

@@ -124,12 +124,9 @@ func (v Validator) requests(ctx context.Context, p *corev1.Pod) (corev1.Resource
 	}
 	claimed := map[corev1.ResourceName]bool{}
 	for name, q := range cost {
-		sum := reqs[name]
-		sum.Add(q)
-		reqs[name] = sum
 		claimed[name] = !q.IsZero()
 	}
-	return reqs, claimed, nil, nil
+	return jobs.AddRequests(reqs, cost), claimed, nil, nil
 }
 
 // exceeds lists what a pod that requests reqs asks beyond each pod of pod

@@ -140,7 +140,7 @@ func (j *RayJob) PodSets() ([]berthv1.PodSet, error) {
 	cs := j.Spec.RayClusterSpec
 	head := jobs.PodRequests(&cs.HeadGroupSpec.Template.Spec)
 	if j.Spec.SubmissionMode == rayv1.SidecarMode {
-		head = addRequests(head, submitterRequests())
+		head = jobs.AddRequests(head, submitterRequests())
 	}
 	out := []berthv1.PodSet{{Name: HeadPodSet, Count: 1, Requests: head}}
 	for i := range cs.WorkerGroupSpecs {
@@ -355,20 +355,6 @@ func (j *RayJob) Finished() (bool, bool, string) {
 		return true, false, fmt.Sprintf("KubeRay refused the RayJob: %s", msg)
 	}
 	return false, false, ""
-}
-
-// addRequests returns a + b.
-func addRequests(a, b corev1.ResourceList) corev1.ResourceList {
-	out := a.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for name, q := range b {
-		sum := out[name]
-		sum.Add(q)
-		out[name] = sum
-	}
-	return out
 }
 
 func btoi(b bool) int {
