@@ -96,9 +96,9 @@ func (m DeviceClassMapping) ClaimRequests(ctx context.Context, c client.Reader, 
 }
 
 // largestRequests is the largest per-pod request of each resource over
-// specs, each pod's claims added to its own containers' requests, and
-// never less than floor, which holds the largest of the containers'
-// requests alone (a pod set charged for its largest member). A pod that
+// specs, each pod's claims added to its own containers' requests (beyond
+// what the API server adds at creation, MemberRequests), and never less
+// than floor, which holds the pod set's requests without claims. A pod that
 // claims GPUs is so charged for them whichever pod the job's template is.
 // Pods that name the same claims cost the same for them, so each list of
 // claims is read once.
@@ -121,7 +121,7 @@ func (m DeviceClassMapping) largestRequests(ctx context.Context, c client.Reader
 			}
 			costs[key] = cost
 		}
-		for name, q := range AddRequests(PodRequests(spec), cost) {
+		for name, q := range AddRequests(MemberRequests(spec), cost) {
 			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
 				if out == nil {
 					out = corev1.ResourceList{}

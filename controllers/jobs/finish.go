@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,7 +39,8 @@ func (r *Reconciler) finishJob(ctx context.Context, job GenericJob, wl *berthv1.
 			return reconcile.Result{}, err
 		}
 		if n > 0 {
-			return reconcile.Result{RequeueAfter: podsPoll}, r.holdFinished(ctx, job, wl, n)
+			err := r.holdFinished(ctx, job, wl, n)
+			return reconcile.Result{RequeueAfter: r.finishing.poll(wl)}, err
 		}
 	}
 	// Its pods are gone: the group they were scheduled as goes with them.
@@ -50,8 +52,8 @@ func (r *Reconciler) finishJob(ctx context.Context, job GenericJob, wl *berthv1.
 }
 
 // holdFinished keeps the quota of a finished job whose pods still run and
-// says why, in an event the first time only: the job is looked at every
-// podsPoll until its pods end. Its Workload keeps berth's finalizer
+// says why, in an event the first time only: the job is looked at again
+// until its pods end (finishingWorkloads.poll). Its Workload keeps berth's finalizer
 // meanwhile, as any Workload that holds quota does (restoreFinalizer).
 func (r *Reconciler) holdFinished(ctx context.Context, job GenericJob, wl *berthv1.Workload, running int) error {
 	log.FromContext(ctx).V(1).Info("keeping the quota of a finished job while its pods run", "workload", wl.Name, "pods", running)
@@ -71,25 +73,54 @@ func (r *Reconciler) finish(ctx context.Context, wl *berthv1.Workload, succeeded
 
 // finishingWorkloads are the Workloads of finished jobs whose pods still
 // run that were reported already, by key and UID (a Workload created again
-// under the same name is reported again).
+// under the same name is reported again), with how often they were polled.
 type finishingWorkloads struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]types.UID
+	m  map[types.NamespacedName]finishing
 }
+
+// finishing is a reported Workload and the polls since.
+type finishing struct {
+	uid   types.UID
+	polls int
+}
+
+// maxFinishedPoll bounds the wait between two looks at a finished job's
+// pods. Pods a finished job leaves usually end within seconds (a JobSet's
+// child Jobs, a RayJob's cluster at its TTL); the workers a PyTorchJob's
+// cleanPodPolicy None leaves may run for days, and each look lists pods
+// from the API server, so the wait doubles from podsPoll up to this.
+const maxFinishedPoll = time.Minute
 
 // first reports whether wl was not reported yet, and records it.
 func (f *finishingWorkloads) first(wl *berthv1.Workload) bool {
 	key := client.ObjectKeyFromObject(wl)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if uid, ok := f.m[key]; ok && uid == wl.UID {
+	if e, ok := f.m[key]; ok && e.uid == wl.UID {
 		return false
 	}
 	if f.m == nil {
-		f.m = map[types.NamespacedName]types.UID{}
+		f.m = map[types.NamespacedName]finishing{}
 	}
-	f.m[key] = wl.UID
+	f.m[key] = finishing{uid: wl.UID}
 	return true
+}
+
+// poll is how long to wait before the next look at wl's pods: podsPoll,
+// doubled at each look since it was reported, up to maxFinishedPoll.
+func (f *finishingWorkloads) poll(wl *berthv1.Workload) time.Duration {
+	key := client.ObjectKeyFromObject(wl)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[key]
+	if !ok || e.uid != wl.UID {
+		return podsPoll
+	}
+	wait := podsPoll << min(e.polls, 5)
+	e.polls++
+	f.m[key] = e
+	return min(wait, maxFinishedPoll)
 }
 
 // forget drops the record of wl: its job finished, or it is gone.

@@ -97,3 +97,31 @@ func AddRequests(a, b corev1.ResourceList) corev1.ResourceList {
 	}
 	return out
 }
+
+// Defaultable reports whether a namespace's LimitRange may add resource
+// name to a pod's containers at the pod's creation: cpu, memory and
+// ephemeral storage. A job's template, and so its Workload, does not show
+// those, so a pod's figure for them beyond its template's is no growth.
+func Defaultable(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage
+}
+
+// MemberRequests is what a pod of a pod set asks beyond what the API server
+// may add to it at its creation: PodRequests without the pod's overhead (a
+// RuntimeClass's) and without the resources a LimitRange defaults
+// (Defaultable). A pod set made of its template and its pods is charged
+// its template's requests raised to any pod's MemberRequests: a pod of an
+// older revision may ask for more GPUs than a template edited since, while
+// defaults a pod got at creation would read as growth, and evict a running
+// gang as its later pods appear.
+func MemberRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	s := *spec
+	s.Overhead = nil
+	reqs := PodRequests(&s)
+	for name := range reqs {
+		if Defaultable(name) {
+			delete(reqs, name)
+		}
+	}
+	return reqs
+}

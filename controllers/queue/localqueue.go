@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -121,7 +122,7 @@ func queueFacts(lq *berthv1.LocalQueue) string {
 	if fs := lq.Spec.FairSharing; fs != nil && fs.Weight != nil {
 		weight = fs.Weight.String()
 	}
-	return fmt.Sprintf("%s|%s|%s", lq.Spec.ClusterQueue, lq.Spec.StopPolicy, weight)
+	return fmt.Sprintf("%s|%s|%s|%s", lq.Spec.ClusterQueue, lq.Spec.StopPolicy, weight, strings.Join(lq.Spec.PriorityClasses, ","))
 }
 
 // resyncRecords feeds the queue's replicas without a Workload to the engine

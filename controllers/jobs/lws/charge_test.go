@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -61,5 +62,36 @@ func TestReplicaChargedForItsPods(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplicaNotGrownByPodDefaults: the cpu and memory a LimitRange gives
+// a replica's pods at creation, and a RuntimeClass's overhead, are not
+// charged beyond the template: its workers appear after the leader is
+// admitted, and read as growth they would evict the running replica.
+func TestReplicaNotGrownByPodDefaults(t *testing.T) {
+	s := set(1, 2, false)
+	s.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+	before, err := newReplica(s, 0, nil).PodSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaulted := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s-0-1", Labels: map[string]string{
+		lwsv1.SetNameLabelKey: "s", lwsv1.GroupIndexLabelKey: "0", lwsv1.WorkerIndexLabelKey: "1"}},
+		Spec: corev1.PodSpec{Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+			Containers: []corev1.Container{
+				{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"),
+					corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}}},
+				{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
+			}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	after, err := newReplica(s, 0, []corev1.Pod{defaulted}).PodSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before {
+		if !equality.Semantic.DeepEqual(before[i].Requests, after[i].Requests) {
+			t.Errorf("pod set %s charged %v once its pod appeared, want the template's %v", before[i].Name, after[i].Requests, before[i].Requests)
+		}
 	}
 }

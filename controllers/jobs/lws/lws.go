@@ -148,11 +148,31 @@ func (r *Replica) PodSets() ([]berthv1.PodSet, error) {
 		return nil, fmt.Errorf("leaderWorkerTemplate.size is %d: set it to at least 1", size)
 	}
 	members := r.MemberSpecs()
-	out := []berthv1.PodSet{{Name: LeaderPodSet, Count: 1, Requests: pods.SpecRequests(members[LeaderPodSet])}}
+	out := []berthv1.PodSet{{Name: LeaderPodSet, Count: 1, Requests: chargeOf(members[LeaderPodSet])}}
 	if size > 1 {
-		out = append(out, berthv1.PodSet{Name: WorkersPodSet, Count: size - 1, Requests: pods.SpecRequests(members[WorkersPodSet])})
+		out = append(out, berthv1.PodSet{Name: WorkersPodSet, Count: size - 1, Requests: chargeOf(members[WorkersPodSet])})
 	}
 	return out, nil
+}
+
+// chargeOf is what each pod of a pod set whose template is specs[0] and
+// whose pods are specs[1:] is charged: the template's requests, raised to
+// any pod's beyond what the API server added at its creation
+// (jobs.MemberRequests). Workers appear after their leader is admitted,
+// and a LimitRange's defaults on them must not read as a grown replica.
+func chargeOf(specs []*corev1.PodSpec) corev1.ResourceList {
+	out := jobs.PodRequests(specs[0])
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for _, s := range specs[1:] {
+		for name, q := range jobs.MemberRequests(s) {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	return out
 }
 
 // MemberSpecs is, per pod set, its template's spec and those of the

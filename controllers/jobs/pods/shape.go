@@ -18,13 +18,6 @@ import (
 	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
-// defaultable are the resources a namespace's LimitRange may add to a pod's
-// containers at creation, which the job's template, and so its Workload,
-// does not show; a pod may request them beyond its pod set's figure.
-var defaultable = map[corev1.ResourceName]bool{
-	corev1.ResourceCPU: true, corev1.ResourceMemory: true, corev1.ResourceEphemeralStorage: true,
-}
-
 // validateShape refuses a pod created ungated into an admitted gang that
 // is not shaped like the pods the gang was admitted for: one that requests
 // more of a resource than each pod of its pod set (or a resource the pod
@@ -135,7 +128,7 @@ func exceeds(reqs corev1.ResourceList, claimed map[corev1.ResourceName]bool, ps 
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(reqs)) {
 		q := reqs[name]
-		if q.IsZero() || defaultable[name] {
+		if q.IsZero() || jobs.Defaultable(name) {
 			continue
 		}
 		if most, ok := ps.Requests[name]; !ok || q.Cmp(most) > 0 {
