@@ -245,6 +245,14 @@ func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Wor
 		lowered = lowered || keep < was
 		waiting = waiting || keep > now
 	}
+	// The admission is shrunk first, then the pod sets the engine charges:
+	// the quota is freed for others only once the admission no longer
+	// claims it, so no reader of the API sees two admissions claim it at
+	// once. Written on every pass: an earlier one may have failed between
+	// the two writes.
+	if _, err := r.writer.Write(ctx, wl, lifecycle.Shrink{Counts: counts}); err != nil {
+		return 0, err
+	}
 	if lowered {
 		for i := range wl.Spec.PodSets {
 			wl.Spec.PodSets[i].Count = counts[wl.Spec.PodSets[i].Name]
@@ -252,11 +260,6 @@ func (r *Reconciler) shrink(ctx context.Context, job GenericJob, wl *berthv1.Wor
 		if err := r.client.Update(ctx, wl); err != nil {
 			return 0, fmt.Errorf("shrinking workload %s: %w", wl.Name, err)
 		}
-	}
-	// Written also when the spec was lowered already: an earlier pass may
-	// have failed between the two writes.
-	if _, err := r.writer.Write(ctx, wl, lifecycle.Shrink{Counts: counts}); err != nil {
-		return 0, err
 	}
 	switch {
 	case lowered && waiting:

@@ -132,7 +132,7 @@ func (r *replay) workload(o Observation) {
 	if o.Deleted {
 		next = nil
 	}
-	if prev != nil && next != nil && !equality.Semantic.DeepEqual(prev, next) {
+	if prev != nil && next != nil && !equality.Semantic.DeepEqual(prev, next) && !shrunk(prev, next) {
 		r.violations = append(r.violations, fmt.Sprintf(
 			"at revision %d Workload %s was admitted again without being evicted: ClusterQueue %s, %v became ClusterQueue %s, %v",
 			o.RV, name, prev.ClusterQueue, prev.PodSetAssignments, next.ClusterQueue, next.PodSetAssignments))
@@ -375,4 +375,25 @@ func (r *replay) cohortExcess(rv uint64, after, what string, usage map[usageKey]
 	}
 	return []string{fmt.Sprintf("at revision %d, after %s, the %s of cohort %s used %dm of %s in flavor %s, its pool is %dm",
 		rv, after, what, cohort, used, res, flavor, pool)}
+}
+
+// shrunk reports whether admission next is prev with fewer pods in some pod
+// sets and nothing else changed: a running job that shrank keeps its
+// admission for the pods it still runs and gives back the rest, which is
+// no second admission.
+func shrunk(prev, next *berthv1.Admission) bool {
+	if prev.ClusterQueue != next.ClusterQueue || len(prev.PodSetAssignments) != len(next.PodSetAssignments) {
+		return false
+	}
+	for i := range prev.PodSetAssignments {
+		p, n := prev.PodSetAssignments[i], next.PodSetAssignments[i]
+		if n.Count > p.Count {
+			return false
+		}
+		p.Count = n.Count
+		if !equality.Semantic.DeepEqual(p, n) {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(prev.Topology, next.Topology)
 }

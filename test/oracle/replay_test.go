@@ -150,6 +150,25 @@ func TestReplay(t *testing.T) {
 		obs:  []Observation{queue("cq", ""), queue("other", ""), admitted(2, "a", "cq"), admitted(3, "a", "other")},
 		want: []string{"Workload ns/wl-a was admitted again without being evicted"},
 	}, {
+		name: "a running workload shrunk in place",
+		obs: func() []Observation {
+			// Two pods of 4 GPUs, then one.
+			before, after := admitted(2, "a", "cq"), admitted(3, "a", "cq")
+			for _, o := range []Observation{before, after} {
+				o.Workload.Spec.PodSets[0].Requests[gpu] = resource.MustParse("4")
+			}
+			before.Workload.Spec.PodSets[0].Count, before.Workload.Status.Admission.PodSetAssignments[0].Count = 2, 2
+			return []Observation{queue("cq", ""), before, after}
+		}(),
+	}, {
+		name: "a running workload grown in place",
+		obs: func() []Observation {
+			after := admitted(3, "a", "cq")
+			after.Workload.Status.Admission.PodSetAssignments[0].Count = 2
+			return []Observation{queue("cq", ""), admitted(2, "a", "cq"), after}
+		}(),
+		want: []string{"Workload ns/wl-a was admitted again without being evicted"},
+	}, {
 		name: "re-admission after eviction is one cycle each",
 		obs:  []Observation{queue("cq", ""), queue("other", ""), admitted(2, "a", "cq"), evicted(3, "a"), admitted(4, "a", "other")},
 	}, {

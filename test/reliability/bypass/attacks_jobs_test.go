@@ -17,6 +17,7 @@ import (
 	jobsetv1 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/test/builders"
 	"github.com/berth-dev/berth/test/controlplane"
 )
@@ -216,5 +217,55 @@ var _ = Describe("a tenant with the edit role, against jobs whose controllers cr
 		}, quiet, interval).Should(Succeed())
 		runsAdmitted(ctx, ns, uid)
 		expectNoPodOutsideQuota(ctx, ns)
+	})
+})
+
+var _ = Describe("a tenant with the edit role who shrinks a running Job", func() {
+	It("frees no quota for its next job while the pods it dropped still run out their grace", func(ctx SpecContext) {
+		ns := newTeam(ctx, "2")
+		mallory := editor(ctx, ns)
+		job, uid, names := runningJob(ctx, mallory, ns, nil)
+		const hold = "example.com/hold"
+		for _, name := range names {
+			Expect(update(ctx, mallory, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				func(p *corev1.Pod) { p.Finalizers = append(p.Finalizers, hold) })).To(Succeed())
+		}
+		release := func(ctx context.Context) {
+			for _, name := range names {
+				Expect(client.IgnoreNotFound(update(ctx, env.Client, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+					func(p *corev1.Pod) {
+						p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == hold })
+					}))).To(Succeed())
+			}
+		}
+		DeferCleanup(release)
+
+		By("cutting the Job to one pod: the Job controller deletes the other, which its finalizer keeps running")
+		Expect(update(ctx, mallory, job, func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](1) })).To(Succeed())
+		Eventually(func(g Gomega) int {
+			pods := &corev1.PodList{}
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{berthv1.WorkloadLabel: uid})).To(Succeed())
+			deleting := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					deleting++
+				}
+			}
+			return deleting
+		}, timeout, interval).Should(Equal(1))
+		next := builders.Job(ns, "next", queue).Request(builders.GPU, "1").Obj()
+		Expect(mallory.Create(ctx, next)).To(Succeed())
+		Consistently(func(g Gomega) {
+			wl := workloadOf(ctx, g, ns, string(job.UID))
+			g.Expect(wl.Spec.PodSets[0].Count).To(BeEquivalentTo(2), "the dropped pod is still charged")
+			g.Expect(lifecycle.MayRun(lifecycle.PhaseOf(workloadOf(ctx, g, ns, string(next.UID))))).To(BeFalse(), "the next job waits")
+		}, quiet, interval).Should(Succeed())
+
+		By("the dropped pod ending: its quota goes to the next job")
+		release(ctx)
+		Eventually(func(g Gomega) {
+			g.Expect(workloadOf(ctx, g, ns, string(job.UID)).Spec.PodSets[0].Count).To(BeEquivalentTo(1))
+			g.Expect(lifecycle.MayRun(lifecycle.PhaseOf(workloadOf(ctx, g, ns, string(next.UID))))).To(BeTrue())
+		}, timeout, interval).Should(Succeed())
 	})
 })
