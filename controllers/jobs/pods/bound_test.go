@@ -160,16 +160,24 @@ func TestCreateIsBoundedByTheAdmission(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Validator{Workloads: jobs.Workloads{Cache: g.client(tt.cached), API: g.client(tt.api)}}
-			p := tt.created.DeepCopy()
-			p.UID = ""
-			_, err := v.ValidateCreate(context.Background(), p)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("got %v, want a refusal containing %q", err, tt.want)
-			}
+			expectCreate(t, Validator{Workloads: jobs.Workloads{Cache: g.client(tt.cached), API: g.client(tt.api)}}, tt.created, tt.want)
 		})
+	}
+}
+
+// expectCreate has v judge the creation of a copy of created (with no UID
+// yet, as validating admission sees a new pod before it is named) and
+// fails t unless it is refused with a message containing want, or, want
+// empty, let in.
+func expectCreate(t *testing.T, v Validator, created *corev1.Pod, want string) {
+	t.Helper()
+	p := created.DeepCopy()
+	p.UID = ""
+	_, err := v.ValidateCreate(context.Background(), p)
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got %v, want a refusal containing %q", err, want)
 	}
 }

@@ -1,8 +1,6 @@
 package pods
 
 import (
-	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,16 +84,7 @@ func TestCreateCountsClaims(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api := fake.NewClientBuilder().WithScheme(g.scheme).WithObjects(g.wl.DeepCopy(), g.job.DeepCopy(), g.flavor.DeepCopy()).
 				WithObjects(objs()...).Build()
-			v := Validator{Workloads: jobs.Workloads{Cache: g.client(nil), API: api}, DeviceClasses: tt.mapping}
-			p := tt.created.DeepCopy()
-			p.UID = ""
-			_, err := v.ValidateCreate(context.Background(), p)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("got %v, want a refusal containing %q", err, tt.want)
-			}
+			expectCreate(t, Validator{Workloads: jobs.Workloads{Cache: g.client(nil), API: api}, DeviceClasses: tt.mapping}, tt.created, tt.want)
 		})
 	}
 }
