@@ -64,7 +64,7 @@ func (nm *names) compile(c *cqState) {
 		}
 		for _, f := range g.Flavors {
 			fid := nm.flavorID(f.Flavor)
-			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid})
+			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid, nodes: nm.flavorNodes[fid]})
 			for r, q := range f.Resources {
 				c.quota[makeFR(fid, nm.resID(r))] = compileQuota(q, inCohort)
 			}

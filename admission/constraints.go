@@ -31,6 +31,11 @@ type NodeFilter interface {
 	// Admits reports whether the pods may be bound to the named node with
 	// these labels; the name is "" for a node a pool has yet to create.
 	Admits(name string, labels map[string]string) bool
+	// AdmitsFlavor reports whether the pods may run on a node that carries
+	// these labels — a flavor's node labels, which are some of its nodes'
+	// labels, not all: a constraint on a key the labels do not set is not
+	// judged (see flavormatch.go).
+	AdmitsFlavor(labels map[string]string) bool
 	// Score is the pods' preference for a node with these labels (the sum
 	// of the weights of the preferred terms it matches); higher is better.
 	Score(labels map[string]string) int64

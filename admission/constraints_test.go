@@ -17,6 +17,10 @@ func (f labelFilter) Key() string { return f.key + "=" + f.want + "|" + f.prefKe
 func (f labelFilter) Admits(_ string, labels map[string]string) bool {
 	return f.key == "" || labels[f.key] == f.want
 }
+func (f labelFilter) AdmitsFlavor(labels map[string]string) bool {
+	v, ok := labels[f.key]
+	return f.key == "" || !ok || v == f.want
+}
 func (f labelFilter) Score(labels map[string]string) int64 {
 	if f.prefKey != "" && labels[f.prefKey] == f.pref {
 		return 10

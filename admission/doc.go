@@ -24,7 +24,8 @@
 // with its own state, holding pointers to the parts it reads:
 //
 //   - names (names.go): interned flavor and resource names; compiling API
-//     values into the interned form; messages.
+//     values into the interned form; messages; each flavor's node labels, and
+//     which pods' own node constraints rule it out (flavormatch.go).
 //   - clusterQueues (quota.go, clusterqueue.go): ClusterQueues and cohorts, their
 //     compiled quota, usage and queues of workloads; what a cohort's members park,
 //     so that a cycle passes over members a release cannot help (cohortwake.go).

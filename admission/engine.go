@@ -177,6 +177,7 @@ type wl struct {
 	// 640-byte one (TestMemoryPerPendingWorkload holds the engine to budget).
 	phase     wlPhase
 	tagged    bool  // LocalQueue fair sharing gave the workload its start tag (wlFair)
+	filtered  bool  // a pod set has node constraints of its own (flavormatch.go)
 	created   int64 // creation time, queue order's tie-break
 	vstart    int64 // LocalQueue fair sharing's start tag (lqfair.go)
 	admitTime int64

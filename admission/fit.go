@@ -48,7 +48,10 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		fi := chooseFlavor(c, w, gi)
 		if fi < 0 {
 			out.reason, out.group = InsufficientQuota, gi
-			if exceedsMax(c, w, gi) {
+			switch {
+			case !c.anyOpen(w, gi):
+				out.reason = NoMatchingFlavor
+			case exceedsMax(c, w, gi):
 				out.reason = ExceedsMaxQuota
 			}
 			return out
@@ -100,8 +103,11 @@ func chooseFlavor(c *cqState, w *wl, gi int) int {
 }
 
 // fitsFlavor reports whether w's requests in group gi fit flavor f, and whether that
-// needs borrowing.
+// needs borrowing. A flavor closed to w's pods (flavormatch.go) fits nothing.
 func (c *cqState) fitsFlavor(w *wl, gi int, f int32) (fits, borrows bool) {
+	if !c.opens(w, gi, f) {
+		return false, false
+	}
 	for _, r := range w.req {
 		if c.resGroup[r.res] != gi {
 			continue
@@ -117,18 +123,11 @@ func (c *cqState) fitsFlavor(w *wl, gi int, f int32) (fits, borrows bool) {
 	return true, borrows
 }
 
-// exceedsMax reports whether w's requests in group gi exceed, in every flavor, what
-// the queue could ever get (everything it may use free).
+// exceedsMax reports whether w's requests in group gi exceed, in every flavor open
+// to it, what the queue could ever get (everything it may use free).
 func exceedsMax(c *cqState, w *wl, gi int) bool {
 	for _, f := range c.groups[gi].flavors {
-		over := false
-		for _, r := range w.req {
-			if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f.id, r.res)) {
-				over = true
-				break
-			}
-		}
-		if !over {
+		if withinMax(c, w, gi, f.id) {
 			return false
 		}
 	}
@@ -155,6 +154,9 @@ func sharesResource(a, b *wl) bool {
 func (nm *names) shortfalls(c *cqState, w *wl, gi int) []Shortfall {
 	var out []Shortfall
 	for _, f := range c.groups[gi].flavors {
+		if !f.openTo(c, w, gi) {
+			continue
+		}
 		for _, r := range w.req {
 			if c.resGroup[r.res] != gi {
 				continue

@@ -379,10 +379,12 @@ func (r *fuzzRun) capacity() {
 	// f1 books capacity when it lacks some, from a pool of two more 4-GPU
 	// nodes in its rack and one in another zone; its bookings fail after 3
 	// minutes without capacity or 5 without an answer, at most twice in a row.
+	// f2's nodes are all in zone w: closed to the pods that ask for zone z.
 	for _, f := range []Flavor{
 		{Name: "f0", Levels: []string{"zone", "rack", "host"}},
 		{Name: "f1", Levels: []string{"zone", "rack", "host"}, Provisioning: ProvisioningPolicy{Mode: ProvisionIfNeeded,
 			MaxAttempts: 2, Backoff: time.Minute, CapacityNotFoundTimeout: 3 * time.Minute, AnswerTimeout: 5 * time.Minute}},
+		{Name: "f2", NodeLabels: map[string]string{"zone": "w"}},
 	} {
 		r.both(func(e *Engine) error { return e.UpsertFlavor(f) })
 	}
@@ -491,6 +493,13 @@ func poolSnapshot(e *Engine) map[string]int32 {
 func (r *fuzzRun) checkConstraints(res Result) {
 	for _, a := range res.Admitted {
 		w := r.e.workloads[a.Key]
+		for i, psa := range a.Admission.PodSets {
+			for _, f := range psa.Flavors {
+				if id, ok := r.e.names.flavorIDs[f]; ok && !r.e.names.flavorNodes[id].admits(&w.podSets[i]) {
+					r.t.Fatalf("%s: pod set %s admitted on flavor %s, whose node labels its pods rule out", a.Key, psa.Name, f)
+				}
+			}
+		}
 		if w.placed == nil {
 			continue
 		}

@@ -51,6 +51,8 @@ func (nm *names) msgFor(c *cqState, w *wl, out outcome) string {
 		return fmt.Sprintf("resource %s is not covered by any resource group of ClusterQueue %q", nm.resources[out.group], c.name)
 	case ExceedsMaxQuota:
 		return nm.msgExceeds(c, w, out.group)
+	case NoMatchingFlavor:
+		return nm.msgNoMatchingFlavor(c, w, out.group)
 	case ReservedForHead:
 		msg, _ := msgReserved(c)
 		return msg
@@ -83,6 +85,9 @@ func msgReserved(c *cqState) (string, WorkloadKey) {
 func (nm *names) msgInsufficient(c *cqState, w *wl, gi int) string {
 	b := nm.msgBuf[:0]
 	for _, f := range c.groups[gi].flavors {
+		if w.filtered && !f.openTo(c, w, gi) {
+			continue
+		}
 		for _, r := range w.req {
 			if c.resGroup[r.res] != gi {
 				continue
@@ -119,6 +124,9 @@ func (nm *names) msgInsufficient(c *cqState, w *wl, gi int) string {
 func (nm *names) msgExceeds(c *cqState, w *wl, gi int) string {
 	var parts []string
 	for _, f := range c.groups[gi].flavors {
+		if !f.openTo(c, w, gi) {
+			continue
+		}
 		for _, r := range w.req {
 			if c.resGroup[r.res] != gi {
 				continue

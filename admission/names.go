@@ -9,8 +9,10 @@ package admission
 type names struct {
 	flavorIDs map[string]int32
 	flavors   []string
-	resIDs    map[ResourceName]int32
-	resources []ResourceName
+	// flavorNodes holds each interned flavor's node labels, by id.
+	flavorNodes []*flavorNodes
+	resIDs      map[ResourceName]int32
+	resources   []ResourceName
 	// msgBuf is reused to build messages.
 	msgBuf []byte
 }
@@ -26,6 +28,7 @@ func (nm *names) flavorID(name string) int32 {
 	id := int32(len(nm.flavors))
 	nm.flavorIDs[name] = id
 	nm.flavors = append(nm.flavors, name)
+	nm.flavorNodes = append(nm.flavorNodes, &flavorNodes{})
 	return id
 }
 

@@ -284,10 +284,8 @@ func requestsGroup(c *cqState, w *wl, gi int) bool {
 // it reverts its own additions and returns removed unchanged in content.
 func (pre *preemption) tryFlavor(c *cqState, w *wl, gi, fi int, removed []victim) ([]victim, bool) {
 	f := c.groups[gi].flavors[fi].id
-	for _, r := range w.req {
-		if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f, r.res)) {
-			return removed, false
-		}
+	if !withinMax(c, w, gi, f) {
+		return removed, false
 	}
 	mark := len(removed)
 	for _, v := range pre.candidates(c, w, gi, f) {

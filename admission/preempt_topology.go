@@ -318,6 +318,9 @@ func flavorNames(c *cqState, flavors []int) []string {
 
 // withinMax reports whether w's requests in group gi could ever fit flavor f.
 func withinMax(c *cqState, w *wl, gi int, f int32) bool {
+	if !c.opens(w, gi, f) {
+		return false
+	}
 	for _, r := range w.req {
 		if c.resGroup[r.res] == gi && r.amt > c.maxAvailable(makeFR(f, r.res)) {
 			return false

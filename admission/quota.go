@@ -33,6 +33,9 @@ type frQuota struct {
 type flavorState struct {
 	name string
 	id   int32
+	// nodes is the flavor's node labels, shared by every queue listing it
+	// (flavormatch.go).
+	nodes *flavorNodes
 }
 
 // groupState is a compiled resource group.

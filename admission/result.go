@@ -19,6 +19,11 @@ const (
 	// ExceedsMaxQuota means the workload does not fit in any flavor even with the whole
 	// ClusterQueue and everything it may borrow free. It is held until quotas change.
 	ExceedsMaxQuota PendingReason = "ExceedsMaxQuota"
+	// NoMatchingFlavor means that, in some resource group, the pods' own node
+	// selector or required affinity rules out every flavor: it contradicts
+	// each flavor's node labels (see flavormatch.go). It is held until the
+	// queue, a flavor's labels or the workload change.
+	NoMatchingFlavor PendingReason = "NoMatchingFlavor"
 	// InsufficientQuota means the workload does not fit now and no preemption can make it fit.
 	InsufficientQuota PendingReason = "InsufficientQuota"
 	// WaitingForPreemption means victims were proposed (Result.Preemptions) for this workload;
@@ -51,7 +56,7 @@ const (
 // workload itself.
 func (r PendingReason) NeedsChange() bool {
 	switch r {
-	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, UnknownTopologyLevel, ExceedsDomainCapacity:
+	case ClusterQueueNotFound, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, NoMatchingFlavor, UnknownTopologyLevel, ExceedsDomainCapacity:
 		return true
 	case Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed, PriorityClassNotAllowed:
 		return true
@@ -64,7 +69,7 @@ func PendingReasons() []PendingReason {
 	return []PendingReason{ClusterQueueNotFound, ClusterQueueStopped, FlavorNotFound, UnsupportedResource, ExceedsMaxQuota, InsufficientQuota,
 		WaitingForPreemption, BlockedByHead, ReservedForHead, UnknownTopologyLevel, TopologyUnavailable, ProvisioningBackoff,
 		ExceedsDomainCapacity, Deactivated, LocalQueueNotFound, LocalQueueStopped, NamespaceNotAllowed, HeadroomNotAllowed,
-		PriorityClassNotAllowed}
+		PriorityClassNotAllowed, NoMatchingFlavor}
 }
 
 // PreemptionReason says which rule selected a victim.

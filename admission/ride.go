@@ -118,7 +118,8 @@ func fitsPool(c *cqState, w *wl, pool []frAmt) ([]frAmt, bool) {
 			return nil, false
 		}
 		i := slices.IndexFunc(pool, func(a frAmt) bool {
-			return a.fr.res() == r.res && a.amt >= r.amt && slices.ContainsFunc(c.groups[gi].flavors, func(f flavorState) bool { return f.id == a.fr.flavor() })
+			return a.fr.res() == r.res && a.amt >= r.amt && c.opens(w, gi, a.fr.flavor()) &&
+				slices.ContainsFunc(c.groups[gi].flavors, func(f flavorState) bool { return f.id == a.fr.flavor() })
 		})
 		if i < 0 {
 			return nil, false

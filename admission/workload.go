@@ -358,7 +358,7 @@ func (pre *preemption) releaseGhosts(p *wl) {
 func (w *wl) takeSpec(n *wl) {
 	w.uid, w.lq, w.cqName, w.prio, w.created = n.uid, n.lq, n.cqName, n.prio, n.created
 	w.lqWeight = n.lqWeight
-	w.podSets, w.req, w.topo = n.podSets, n.req, n.topo
+	w.podSets, w.req, w.topo, w.filtered = n.podSets, n.req, n.topo, n.filtered
 	w.bk, w.notBefore, w.avoid, w.gen = n.bk, n.notBefore, n.avoid, n.gen
 }
 
@@ -428,6 +428,7 @@ func (nm *names) compileWorkload(w *Workload) (*wl, error) {
 	if err := compileApart(w.PodSets, n.podSets); err != nil {
 		return nil, err
 	}
+	n.filtered = filtered(n.podSets)
 	for r, a := range totals {
 		n.req = append(n.req, resAmt{res: r, amt: a})
 	}

@@ -111,6 +111,10 @@ const (
 	// ReasonExceedsMaxQuota (actionable): the workload does not fit even in
 	// an empty ClusterQueue with everything it may borrow.
 	ReasonExceedsMaxQuota WorkloadReason = "ExceedsMaxQuota"
+	// ReasonNoMatchingFlavor (actionable): the pods' own node selector or
+	// required node affinity contradicts the node labels of every flavor
+	// that could hold a resource they request.
+	ReasonNoMatchingFlavor WorkloadReason = "NoMatchingFlavor"
 	// ReasonUnknownTopologyLevel (actionable): the topology level the job
 	// asks for is not a level of its flavor.
 	ReasonUnknownTopologyLevel WorkloadReason = "UnknownTopologyLevel"

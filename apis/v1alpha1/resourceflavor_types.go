@@ -9,7 +9,9 @@ import (
 type ResourceFlavorSpec struct {
 	// nodeLabels are the labels that identify the nodes of this flavor. An
 	// admitted job's pods get them as node selector, so they land only on
-	// nodes of the flavor whose quota they consume.
+	// nodes of the flavor whose quota they consume. A job whose own node
+	// selector or required node affinity contradicts them (another value
+	// for one of these keys) is not admitted on this flavor.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=8
 	NodeLabels map[string]string `json:"nodeLabels,omitempty"`

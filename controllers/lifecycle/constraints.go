@@ -27,6 +27,10 @@ type podNodes struct {
 	required  nodeaffinity.RequiredNodeAffinity
 	preferred *nodeaffinity.PreferredSchedulingTerms
 	desc      string
+	// selector and terms are the node selector and the required terms as
+	// written, which AdmitsFlavor judges key by key.
+	selector map[string]string
+	terms    []corev1.NodeSelectorTerm
 	// unnamed matches a node yet to be created, which has no name: only
 	// the required terms that match no field can; nil when none is left.
 	unnamed *nodeaffinity.RequiredNodeAffinity
@@ -61,6 +65,10 @@ func nodeFilter(t *berthv1.PodSetTemplate) admission.NodeFilter {
 	// server has validated the pods' templates.
 	f.preferred, _ = nodeaffinity.NewPreferredSchedulingTerms(preferred)
 	f.desc = describeNodes(t.Spec.NodeSelector, required, preferred)
+	f.selector = t.Spec.NodeSelector
+	if required != nil {
+		f.terms = required.NodeSelectorTerms
+	}
 	f.unnamed = &f.required
 	if required != nil && slices.ContainsFunc(required.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool { return len(t.MatchFields) > 0 }) {
 		f.unnamed = unnamedAffinity(t.Spec.NodeSelector, required)
@@ -105,6 +113,39 @@ func (f *podNodes) Admits(name string, l map[string]string) bool {
 	}
 	ok, err := match.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
 	return err == nil && ok
+}
+
+// AdmitsFlavor implements admission.NodeFilter, as kube-scheduler would
+// judge a node that carries the flavor's labels l and, on every other key,
+// whatever the pods ask: the node selector's entries and the required
+// terms' expressions on keys l sets must match; the rest are not judged.
+// Terms are ORed, so a term with nothing left on l's keys admits.
+func (f *podNodes) AdmitsFlavor(l map[string]string) bool {
+	for k, v := range f.selector {
+		if lv, ok := l[k]; ok && lv != v {
+			return false
+		}
+	}
+	if len(f.terms) == 0 {
+		return true
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}
+	for _, t := range f.terms {
+		var on corev1.NodeSelectorTerm
+		for _, e := range t.MatchExpressions {
+			if _, ok := l[e.Key]; ok {
+				on.MatchExpressions = append(on.MatchExpressions, e)
+			}
+		}
+		if len(on.MatchExpressions) == 0 {
+			return true
+		}
+		sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{on}})
+		if err == nil && sel.Match(node) {
+			return true
+		}
+	}
+	return false
 }
 
 // Score implements admission.NodeFilter.

@@ -76,6 +76,49 @@ func TestNodeFilter(t *testing.T) {
 	}
 }
 
+// TestNodeFilterAdmitsFlavor: a flavor's labels are judged on their own
+// keys only, terms ORed.
+func TestNodeFilterAdmitsFlavor(t *testing.T) {
+	a100 := map[string]string{product: "NVIDIA-A100", "zone": "z1"}
+	terms := func(ts ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: ts}}}
+	}
+	expr := func(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}}
+	}
+	tests := []struct {
+		name  string
+		sel   map[string]string
+		aff   *corev1.Affinity
+		admit bool
+	}{
+		{name: "selector on the flavor's key, same value", sel: map[string]string{product: "NVIDIA-A100"}, admit: true},
+		{name: "selector on the flavor's key, another value", sel: map[string]string{product: "NVIDIA-H100"}},
+		{name: "selector on a key the flavor does not label", sel: map[string]string{"pool": "team-a"}, admit: true},
+		{name: "one entry of two contradicts", sel: map[string]string{"pool": "team-a", "zone": "z2"}},
+		{name: "NotIn the flavor's value", aff: terms(expr(product, corev1.NodeSelectorOpNotIn, "NVIDIA-A100"))},
+		{name: "DoesNotExist on a key the flavor sets", aff: terms(expr("zone", corev1.NodeSelectorOpDoesNotExist))},
+		{name: "Exists on a key the flavor does not set", aff: terms(expr("pool", corev1.NodeSelectorOpExists)), admit: true},
+		{name: "terms are ORed: the second matches",
+			aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"), expr(product, corev1.NodeSelectorOpIn, "NVIDIA-A100", "NVIDIA-H100")), admit: true},
+		{name: "terms are ORed: none matches",
+			aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"), expr("zone", corev1.NodeSelectorOpIn, "z2"))},
+		{name: "a term with nothing on the flavor's keys admits", aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"), expr("pool", corev1.NodeSelectorOpIn, "x")), admit: true},
+		{name: "selector and affinity must both hold", sel: map[string]string{"zone": "z1"}, aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := nodeFilter(affinityTemplate(tc.sel, tc.aff))
+			if f == nil {
+				t.Fatal("no filter")
+			}
+			if got := f.AdmitsFlavor(a100); got != tc.admit {
+				t.Fatalf("AdmitsFlavor(%v) = %v, want %v (%s)", a100, got, tc.admit, f)
+			}
+		})
+	}
+}
+
 func TestApartOf(t *testing.T) {
 	anti := func(key string, sel map[string]string, namespaces ...string) *corev1.Affinity {
 		return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{

@@ -13,6 +13,7 @@ var reasons = map[admission.PendingReason]berthv1.WorkloadReason{
 	admission.FlavorNotFound:          berthv1.ReasonFlavorsNotFound,
 	admission.UnsupportedResource:     berthv1.ReasonUnsupportedResource,
 	admission.ExceedsMaxQuota:         berthv1.ReasonExceedsMaxQuota,
+	admission.NoMatchingFlavor:        berthv1.ReasonNoMatchingFlavor,
 	admission.InsufficientQuota:       berthv1.ReasonInsufficientQuota,
 	admission.WaitingForPreemption:    berthv1.ReasonWaitingForPreemption,
 	admission.BlockedByHead:           berthv1.ReasonBlockedByHead,

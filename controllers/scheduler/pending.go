@@ -14,7 +14,7 @@ import (
 func actionable(r admission.PendingReason) bool {
 	switch r {
 	case admission.ClusterQueueNotFound, admission.ClusterQueueStopped, admission.FlavorNotFound, admission.UnsupportedResource,
-		admission.ExceedsMaxQuota, admission.UnknownTopologyLevel, admission.ExceedsDomainCapacity:
+		admission.ExceedsMaxQuota, admission.NoMatchingFlavor, admission.UnknownTopologyLevel, admission.ExceedsDomainCapacity:
 		return true
 	}
 	return r.Unqueueable()

@@ -122,6 +122,50 @@ var _ = Describe("Deployments and StatefulSets, replica by replica", func() {
 		}, "3s", interval).Should(Succeed())
 	})
 
+	It("runs replicas pinned to a GPU product on the flavor of that product, though an earlier flavor has room, and holds those no flavor has", func(ctx SpecContext) {
+		ns := servingNamespace(ctx)
+		// A flavor of another product, with room and no nodes, ahead of the
+		// plane's: admitted there, a replica pinned to the plane's product
+		// could never run.
+		other := ns + "-a100"
+		Expect(env.Client.Create(ctx, builders.Flavor(other, map[string]string{productLabel: "NVIDIA-A100"}))).To(Succeed())
+		cq := &berthv1.ClusterQueue{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
+		group := &cq.Spec.ResourceGroups[0]
+		group.Flavors = append([]berthv1.FlavorQuotas{{Name: other, Resources: group.Flavors[0].Resources}}, group.Flavors...)
+		Expect(env.Client.Update(ctx, cq)).To(Succeed())
+		tenant, err := env.Tenant(ctx, ns, "pinner", "edit")
+		Expect(err).NotTo(HaveOccurred())
+		pinned := func(name, value string) {
+			d := builders.Deployment(ns, name, "team", 2, "1")
+			d.Spec.Template.Spec.NodeSelector = map[string]string{productLabel: value}
+			Expect(tenant.Create(ctx, d)).To(Succeed())
+		}
+
+		pinned("api", product)
+		Eventually(func(g Gomega) {
+			r := replicasOf(ctx, g, ns, "api")
+			g.Expect(r.released).To(HaveLen(2))
+			for _, p := range r.released {
+				g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), jobsuite.UnboundReason(&p))
+				g.Expect(p.Annotations[berthv1.AdmissionRecordAnnotation]).To(ContainSubstring(`"flavors":{"nvidia.com/gpu":"`+ns+`"}`), "admitted on the plane's flavor")
+			}
+		}, timeout, interval).Should(Succeed())
+
+		pinned("nowhere", "NVIDIA-B200")
+		Eventually(func(g Gomega) {
+			wls := workloadsOfKind(ctx, g, ns, pods.DeploymentKind)
+			g.Expect(wls).To(HaveLen(2), "a replica that needs someone to act is queued with a Workload")
+			for _, wl := range wls {
+				c := apimeta.FindStatusCondition(wl.Status.Conditions, berthv1.ConditionQuotaReserved)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(string(berthv1.ReasonNoMatchingFlavor)))
+				g.Expect(c.Message).To(ContainSubstring(other + " (" + productLabel + "=NVIDIA-A100)"))
+			}
+			g.Expect(replicasOf(ctx, g, ns, "nowhere").gated).To(HaveLen(2))
+		}, timeout, interval).Should(Succeed())
+	})
+
 	It("releases a Deployment's quota when it is scaled to zero, and the next job is admitted", func(ctx SpecContext) {
 		ns := servingNamespace(ctx)
 		d := builders.Deployment(ns, "api", "team", 8, "1")

@@ -29,7 +29,7 @@ import (
 var actionable = []berthv1.WorkloadReason{
 	berthv1.ReasonLocalQueueNotFound, berthv1.ReasonClusterQueueNotFound, berthv1.ReasonClusterQueueStopped,
 	berthv1.ReasonNamespaceNotAllowed, berthv1.ReasonInvalidSpec, berthv1.ReasonUnsupportedResource,
-	berthv1.ReasonExceedsMaxQuota, berthv1.ReasonUnknownTopologyLevel, berthv1.ReasonExceedsDomainCapacity,
+	berthv1.ReasonExceedsMaxQuota, berthv1.ReasonNoMatchingFlavor, berthv1.ReasonUnknownTopologyLevel, berthv1.ReasonExceedsDomainCapacity,
 	berthv1.ReasonProvisioningGaveUp, berthv1.ReasonHeadroomNotAllowed,
 }
 

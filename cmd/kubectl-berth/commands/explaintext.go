@@ -149,6 +149,8 @@ func pendingHint(it workloadItem) string {
 		return "create the ClusterQueue its LocalQueue names: kubectl berth create clusterqueue"
 	case berthv1.ReasonExceedsMaxQuota, berthv1.ReasonExceedsDomainCapacity:
 		return "it never fits as it is: ask for less, or have the ClusterQueue's quota (or the domain's capacity) raised"
+	case berthv1.ReasonNoMatchingFlavor:
+		return "its pods' node selector rules out every flavor of its ClusterQueue: change the selector, or have a flavor with matching nodeLabels added"
 	}
 	return ""
 }

@@ -1,0 +1,179 @@
+package admission
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Flavors the pods' own node constraints rule out. A flavor's node labels
+// (Flavor.NodeLabels) are what every node of the flavor carries, and what
+// berth adds to the node selector of the pods it admits on it. A pod set
+// whose own node selector or required node affinity contradicts them — a
+// replica pinned to gpu.product=NVIDIA-H100 in a queue whose first flavor
+// is labelled gpu.product=NVIDIA-A100 — could never run on that flavor's
+// nodes: admitted there, its pods would be held (their selector conflicts
+// with the admission's) or run on nodes of another flavor than the one
+// charged. So a flavor is open to a workload in a resource group only if
+// every pod set requesting a resource of the group admits a node carrying
+// the flavor's labels (NodeFilter.AdmitsFlavor), judged on the keys the
+// flavor sets: a key the flavor does not set may have any value on its
+// nodes, so it rules nothing out.
+//
+// Flavor choice, preemption (which flavor victims are sought in) and the
+// fallback of a topology gang all pass over closed flavors, through
+// fitsFlavor and withinMax. A workload no flavor of a group is open to
+// waits with NoMatchingFlavor until its queue, a flavor's labels or the
+// workload change.
+
+// flavorNodes is what the engine knows of a flavor's nodes for flavor
+// choice: its node labels, and a cache of which pod set filters they admit
+// (by filter key), dropped when the labels change. One per interned flavor,
+// shared by every queue that lists it.
+type flavorNodes struct {
+	labels map[string]string
+	open   map[string]bool
+}
+
+// setLabels replaces the flavor's labels; it reports whether they changed.
+func (fn *flavorNodes) setLabels(labels map[string]string) bool {
+	if maps.Equal(fn.labels, labels) {
+		return false
+	}
+	fn.labels = maps.Clone(labels)
+	fn.open = nil
+	return true
+}
+
+// admits reports, with a cache per filter key, whether the pods of pod
+// set ps may run on the flavor's nodes.
+func (fn *flavorNodes) admits(ps *podSetSpec) bool {
+	key := ps.filterKey()
+	if key == "" || len(fn.labels) == 0 {
+		return true
+	}
+	if ok, hit := fn.open[key]; hit {
+		return ok
+	}
+	ok := ps.nodes.AdmitsFlavor(fn.labels)
+	if fn.open == nil {
+		fn.open = map[string]bool{}
+	}
+	fn.open[key] = ok
+	return ok
+}
+
+// filtered reports whether some pod set of w has node constraints of its
+// own (compileWorkload sets w.filtered from it).
+func filtered(podSets []podSetSpec) bool {
+	return slices.ContainsFunc(podSets, func(ps podSetSpec) bool { return ps.filterKey() != "" })
+}
+
+// opens reports whether flavor f of group gi is open to w: every pod set of
+// w requesting a resource of the group may run on the flavor's nodes.
+func (c *cqState) opens(w *wl, gi int, f int32) bool {
+	if !w.filtered {
+		return true
+	}
+	for _, fs := range c.groups[gi].flavors {
+		if fs.id == f {
+			return fs.openTo(c, w, gi)
+		}
+	}
+	return true
+}
+
+// openTo reports whether the flavor is open to w in group gi.
+func (fs flavorState) openTo(c *cqState, w *wl, gi int) bool {
+	if fs.nodes == nil || len(fs.nodes.labels) == 0 {
+		return true
+	}
+	for i := range w.podSets {
+		ps := &w.podSets[i]
+		if ps.filterKey() != "" && c.podSetRequestsGroup(ps, gi) && !fs.nodes.admits(ps) {
+			return false
+		}
+	}
+	return true
+}
+
+// podSetRequestsGroup reports whether ps requests a resource of group gi.
+func (c *cqState) podSetRequestsGroup(ps *podSetSpec, gi int) bool {
+	for _, r := range ps.req {
+		if g, ok := c.resGroup[r.res]; ok && g == gi {
+			return true
+		}
+	}
+	return false
+}
+
+// anyOpen reports whether some flavor of group gi is open to w.
+func (c *cqState) anyOpen(w *wl, gi int) bool {
+	if !w.filtered {
+		return true
+	}
+	return slices.ContainsFunc(c.groups[gi].flavors, func(fs flavorState) bool { return fs.openTo(c, w, gi) })
+}
+
+// msgNoMatchingFlavor says which pods' constraints rule out which flavors'
+// labels, and what to change.
+func (nm *names) msgNoMatchingFlavor(c *cqState, w *wl, gi int) string {
+	var pods []string
+	for i := range w.podSets {
+		ps := &w.podSets[i]
+		if ps.filterKey() != "" && c.podSetRequestsGroup(ps, gi) {
+			pods = append(pods, "pod set "+ps.name+" ("+ps.nodes.String()+")")
+		}
+	}
+	flavors := make([]string, 0, len(c.groups[gi].flavors))
+	for _, fs := range c.groups[gi].flavors {
+		flavors = append(flavors, fs.name+" ("+describeLabels(fs.nodes)+")")
+	}
+	return "no flavor of ClusterQueue \"" + c.name + "\" for " + nm.groupResources(c, w, gi) + " has nodes the pods may run on: " +
+		strings.Join(pods, ", ") + "; flavors " + strings.Join(flavors, ", ") +
+		": change the pods' node selector or affinity, or add a flavor whose nodeLabels they match"
+}
+
+// groupResources names the resources of group gi that w requests.
+func (nm *names) groupResources(c *cqState, w *wl, gi int) string {
+	var out []string
+	for _, r := range w.req {
+		if c.resGroup[r.res] == gi {
+			out = append(out, string(nm.resources[r.res]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// describeLabels formats a flavor's node labels, sorted: "gpu.product=A100".
+func describeLabels(fn *flavorNodes) string {
+	if fn == nil || len(fn.labels) == 0 {
+		return "no node labels"
+	}
+	kv := make([]string, 0, len(fn.labels))
+	for _, k := range slices.Sorted(maps.Keys(fn.labels)) {
+		kv = append(kv, k+"="+fn.labels[k])
+	}
+	return strings.Join(kv, ",")
+}
+
+// flavorLabelsChanged makes every pending workload of the queues listing
+// flavor id fresh: a flavor that now matches, or no longer matches, their
+// pods changes where they may go.
+func (e *Engine) flavorLabelsChanged(id int32) {
+	for _, c := range e.queues.cqs {
+		if c.listsFlavor(id) {
+			e.fair.touchQueueAndCohort(c, refreshAll)
+		}
+	}
+}
+
+// listsFlavor reports whether a resource group of c lists flavor id.
+func (c *cqState) listsFlavor(id int32) bool {
+	for _, g := range c.groups {
+		if slices.ContainsFunc(g.flavors, func(fs flavorState) bool { return fs.id == id }) {
+			return true
+		}
+	}
+	return false
+}
