@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -64,7 +65,7 @@ func (nm *names) compile(c *cqState) {
 		}
 		for _, f := range g.Flavors {
 			fid := nm.flavorID(f.Flavor)
-			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid, nodes: nm.flavorNodes[fid]})
+			gs.flavors = append(gs.flavors, flavorState{name: f.Flavor, id: fid, nodes: newFlavorNodes(f.NodeLabels)})
 			for r, q := range f.Resources {
 				c.quota[makeFR(fid, nm.resID(r))] = compileQuota(q, inCohort)
 			}
@@ -205,7 +206,7 @@ func cloneClusterQueue(cq ClusterQueue) *ClusterQueue {
 	for i, g := range cq.ResourceGroups {
 		ng := ResourceGroup{CoveredResources: slices.Clone(g.CoveredResources)}
 		for _, f := range g.Flavors {
-			nf := FlavorQuotas{Flavor: f.Flavor, Resources: make(map[ResourceName]Quota, len(f.Resources))}
+			nf := FlavorQuotas{Flavor: f.Flavor, Resources: make(map[ResourceName]Quota, len(f.Resources)), NodeLabels: maps.Clone(f.NodeLabels)}
 			for r, q := range f.Resources {
 				if q.BorrowingLimit != nil {
 					v := *q.BorrowingLimit

@@ -63,11 +63,22 @@ func (ps *podSetSpec) admitsLabels(name string, labels map[string]string, cache 
 		return ok
 	}
 	ok := ps.nodes.Admits(name, labels)
-	if *cache == nil {
-		*cache = map[string]bool{}
+	remember(cache, key, ok)
+	return ok
+}
+
+// filterCacheMax bounds a cache of filter matches. Its keys are the pods'
+// own constraints, which tenants write: without a bound, pods with ever new
+// node selectors would grow every node's and flavor's cache without end.
+// A full cache starts again empty; matching again is cheap.
+const filterCacheMax = 1024
+
+// remember caches a filter's match under key, emptying a full cache first.
+func remember[K comparable](cache *map[K]bool, key K, ok bool) {
+	if *cache == nil || len(*cache) >= filterCacheMax {
+		*cache = map[K]bool{}
 	}
 	(*cache)[key] = ok
-	return ok
 }
 
 // admitsNode reports whether the pod set, placed on flavor tf, may use node

@@ -24,11 +24,12 @@
 // with its own state, holding pointers to the parts it reads:
 //
 //   - names (names.go): interned flavor and resource names; compiling API
-//     values into the interned form; messages; each flavor's node labels, and
-//     which pods' own node constraints rule it out (flavormatch.go).
+//     values into the interned form; messages.
 //   - clusterQueues (quota.go, clusterqueue.go): ClusterQueues and cohorts, their
 //     compiled quota, usage and queues of workloads; what a cohort's members park,
-//     so that a cycle passes over members a release cannot help (cohortwake.go).
+//     so that a cycle passes over members a release cannot help (cohortwake.go);
+//     each queue's flavors' node labels, and which pods' own node constraints
+//     rule a flavor out (flavormatch.go).
 //     A release wakes the cohort, not each member; the cycle takes, in
 //     fair-share order, the queues with work of their own and the members a
 //     release could help, read from each cohort's wake order without reading

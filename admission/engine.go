@@ -136,8 +136,10 @@ type podSetSpec struct {
 	name  string
 	count int32
 	req   []resAmt
-	// nodes narrows the nodes the pods may use (nil: any of the flavor's).
-	nodes NodeFilter
+	// nodes narrows the nodes the pods may use (nil: any of the flavor's);
+	// filterHash is its key hashed (flavormatch.go), 0 when it has none.
+	nodes      NodeFilter
+	filterHash uint64
 	// apart are the pod sets (indices, itself included for one pod per
 	// node) whose pods these must not share a node with; sorted.
 	apart []int

@@ -42,16 +42,19 @@ func (e *Engine) evaluate(c *cqState, w, head *wl) outcome {
 		out.flavors[gi] = -2 // requested, undecided
 	}
 	for gi := range c.groups {
+		if out.flavors[gi] != -1 && !c.anyOpen(w, gi) {
+			out.reason, out.group = NoMatchingFlavor, gi // whatever quota frees, it waits
+			return out
+		}
+	}
+	for gi := range c.groups {
 		if out.flavors[gi] == -1 {
 			continue
 		}
 		fi := chooseFlavor(c, w, gi)
 		if fi < 0 {
 			out.reason, out.group = InsufficientQuota, gi
-			switch {
-			case !c.anyOpen(w, gi):
-				out.reason = NoMatchingFlavor
-			case exceedsMax(c, w, gi):
+			if exceedsMax(c, w, gi) {
 				out.reason = ExceedsMaxQuota
 			}
 			return out

@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Flavors the pods' own node constraints rule out. A flavor's node labels
@@ -26,47 +28,53 @@ import (
 // waits with NoMatchingFlavor until its queue, a flavor's labels or the
 // workload change.
 
-// flavorNodes is what the engine knows of a flavor's nodes for flavor
-// choice: its node labels, and a cache of which pod set filters they admit
-// (by filter key), dropped when the labels change. One per interned flavor,
-// shared by every queue that lists it.
+// flavorNodes is what a queue knows of one of its flavors' nodes for
+// flavor choice: its node labels (FlavorQuotas.NodeLabels, given with the
+// queue, so a flavor is never judged on labels the engine was not told),
+// and a cache of which pod set filters they admit, by filterHash. A queue
+// upserted again compiles new ones.
 type flavorNodes struct {
 	labels map[string]string
-	open   map[string]bool
+	open   map[uint64]bool
 }
 
-// setLabels replaces the flavor's labels; it reports whether they changed.
-func (fn *flavorNodes) setLabels(labels map[string]string) bool {
-	if maps.Equal(fn.labels, labels) {
-		return false
+// newFlavorNodes is a flavor's node labels, nil when it has none.
+func newFlavorNodes(labels map[string]string) *flavorNodes {
+	if len(labels) == 0 {
+		return nil
 	}
-	fn.labels = maps.Clone(labels)
-	fn.open = nil
-	return true
+	return &flavorNodes{labels: maps.Clone(labels)}
 }
 
-// admits reports, with a cache per filter key, whether the pods of pod
-// set ps may run on the flavor's nodes.
+// admits reports, with a cache per filter, whether the pods of pod set ps
+// may run on the flavor's nodes.
 func (fn *flavorNodes) admits(ps *podSetSpec) bool {
-	key := ps.filterKey()
-	if key == "" || len(fn.labels) == 0 {
+	if fn == nil || ps.filterHash == 0 {
 		return true
 	}
-	if ok, hit := fn.open[key]; hit {
+	if ok, hit := fn.open[ps.filterHash]; hit {
 		return ok
 	}
 	ok := ps.nodes.AdmitsFlavor(fn.labels)
-	if fn.open == nil {
-		fn.open = map[string]bool{}
-	}
-	fn.open[key] = ok
+	remember(&fn.open, ps.filterHash, ok)
 	return ok
+}
+
+// hashFilter is a filter key's cache key: a hash seeded per engine, so
+// that no tenant can write two constraints that collide, computed once
+// when the workload is compiled (keys run to kilobytes; a cycle looks them
+// up per flavor and per preemption candidate). 0 for no constraints.
+func (nm *names) hashFilter(key string) uint64 {
+	if key == "" {
+		return 0
+	}
+	return max(maphash.String(nm.filterSeed, key), 1)
 }
 
 // filtered reports whether some pod set of w has node constraints of its
 // own (compileWorkload sets w.filtered from it).
 func filtered(podSets []podSetSpec) bool {
-	return slices.ContainsFunc(podSets, func(ps podSetSpec) bool { return ps.filterKey() != "" })
+	return slices.ContainsFunc(podSets, func(ps podSetSpec) bool { return ps.filterHash != 0 })
 }
 
 // opens reports whether flavor f of group gi is open to w: every pod set of
@@ -85,12 +93,12 @@ func (c *cqState) opens(w *wl, gi int, f int32) bool {
 
 // openTo reports whether the flavor is open to w in group gi.
 func (fs flavorState) openTo(c *cqState, w *wl, gi int) bool {
-	if fs.nodes == nil || len(fs.nodes.labels) == 0 {
+	if fs.nodes == nil {
 		return true
 	}
 	for i := range w.podSets {
 		ps := &w.podSets[i]
-		if ps.filterKey() != "" && c.podSetRequestsGroup(ps, gi) && !fs.nodes.admits(ps) {
+		if ps.filterHash != 0 && c.podSetRequestsGroup(ps, gi) && !fs.nodes.admits(ps) {
 			return false
 		}
 	}
@@ -115,23 +123,38 @@ func (c *cqState) anyOpen(w *wl, gi int) bool {
 	return slices.ContainsFunc(c.groups[gi].flavors, func(fs flavorState) bool { return fs.openTo(c, w, gi) })
 }
 
-// msgNoMatchingFlavor says which pods' constraints rule out which flavors'
-// labels, and what to change.
+// msgNoMatchingFlavor says which flavors' labels the pods' constraints rule
+// out and what to change, then the constraints, each cut short: a status
+// message is truncated, and a long affinity must not push out the advice.
 func (nm *names) msgNoMatchingFlavor(c *cqState, w *wl, gi int) string {
-	var pods []string
-	for i := range w.podSets {
-		ps := &w.podSets[i]
-		if ps.filterKey() != "" && c.podSetRequestsGroup(ps, gi) {
-			pods = append(pods, "pod set "+ps.name+" ("+ps.nodes.String()+")")
-		}
-	}
 	flavors := make([]string, 0, len(c.groups[gi].flavors))
 	for _, fs := range c.groups[gi].flavors {
 		flavors = append(flavors, fs.name+" ("+describeLabels(fs.nodes)+")")
 	}
-	return "no flavor of ClusterQueue \"" + c.name + "\" for " + nm.groupResources(c, w, gi) + " has nodes the pods may run on: " +
-		strings.Join(pods, ", ") + "; flavors " + strings.Join(flavors, ", ") +
-		": change the pods' node selector or affinity, or add a flavor whose nodeLabels they match"
+	var pods []string
+	for i := range w.podSets {
+		ps := &w.podSets[i]
+		if ps.filterHash != 0 && c.podSetRequestsGroup(ps, gi) {
+			pods = append(pods, "pod set "+ps.name+": "+cut(ps.nodes.String(), maxConstraintNote))
+		}
+	}
+	return "no flavor of ClusterQueue \"" + c.name + "\" for " + nm.groupResources(c, w, gi) + " has nodes the pods may run on (flavors " +
+		strings.Join(flavors, ", ") + "): change the pods' node selector or affinity, or add a flavor whose nodeLabels they match; " +
+		strings.Join(pods, "; ")
+}
+
+// maxConstraintNote bounds one pod set's constraints in a message.
+const maxConstraintNote = 200
+
+// cut shortens s to at most n bytes, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // groupResources names the resources of group gi that w requests.
@@ -155,25 +178,4 @@ func describeLabels(fn *flavorNodes) string {
 		kv = append(kv, k+"="+fn.labels[k])
 	}
 	return strings.Join(kv, ",")
-}
-
-// flavorLabelsChanged makes every pending workload of the queues listing
-// flavor id fresh: a flavor that now matches, or no longer matches, their
-// pods changes where they may go.
-func (e *Engine) flavorLabelsChanged(id int32) {
-	for _, c := range e.queues.cqs {
-		if c.listsFlavor(id) {
-			e.fair.touchQueueAndCohort(c, refreshAll)
-		}
-	}
-}
-
-// listsFlavor reports whether a resource group of c lists flavor id.
-func (c *cqState) listsFlavor(id int32) bool {
-	for _, g := range c.groups {
-		if slices.ContainsFunc(g.flavors, func(fs flavorState) bool { return fs.id == id }) {
-			return true
-		}
-	}
-	return false
 }

@@ -59,6 +59,10 @@ func fuzzCQ(s *bytesource, name string) ClusterQueue {
 			q.LendingLimit = ptr(int64(s.n(9)) * 1000)
 		}
 		g.Flavors = append(g.Flavors, FlavorQuotas{Flavor: fuzzFlavors[(first+i)%3], Resources: map[ResourceName]Quota{gpu: q}})
+		if g.Flavors[i].Flavor == "f2" {
+			// f2's nodes are all in zone w: closed to the pods that ask for zone z.
+			g.Flavors[i].NodeLabels = map[string]string{"zone": "w"}
+		}
 	}
 	cq.ResourceGroups = []ResourceGroup{g}
 	if s.n(2) == 0 {
@@ -379,12 +383,10 @@ func (r *fuzzRun) capacity() {
 	// f1 books capacity when it lacks some, from a pool of two more 4-GPU
 	// nodes in its rack and one in another zone; its bookings fail after 3
 	// minutes without capacity or 5 without an answer, at most twice in a row.
-	// f2's nodes are all in zone w: closed to the pods that ask for zone z.
 	for _, f := range []Flavor{
 		{Name: "f0", Levels: []string{"zone", "rack", "host"}},
 		{Name: "f1", Levels: []string{"zone", "rack", "host"}, Provisioning: ProvisioningPolicy{Mode: ProvisionIfNeeded,
 			MaxAttempts: 2, Backoff: time.Minute, CapacityNotFoundTimeout: 3 * time.Minute, AnswerTimeout: 5 * time.Minute}},
-		{Name: "f2", NodeLabels: map[string]string{"zone": "w"}},
 	} {
 		r.both(func(e *Engine) error { return e.UpsertFlavor(f) })
 	}
@@ -493,10 +495,13 @@ func poolSnapshot(e *Engine) map[string]int32 {
 func (r *fuzzRun) checkConstraints(res Result) {
 	for _, a := range res.Admitted {
 		w := r.e.workloads[a.Key]
+		c := r.e.queues.cqs[a.Admission.ClusterQueue]
 		for i, psa := range a.Admission.PodSets {
-			for _, f := range psa.Flavors {
-				if id, ok := r.e.names.flavorIDs[f]; ok && !r.e.names.flavorNodes[id].admits(&w.podSets[i]) {
-					r.t.Fatalf("%s: pod set %s admitted on flavor %s, whose node labels its pods rule out", a.Key, psa.Name, f)
+			for _, g := range c.groups {
+				for _, fs := range g.flavors {
+					if slices.Contains(slices.Collect(maps.Values(psa.Flavors)), fs.name) && !fs.nodes.admits(&w.podSets[i]) {
+						r.t.Fatalf("%s: pod set %s admitted on flavor %s, whose node labels its pods rule out", a.Key, psa.Name, fs.name)
+					}
 				}
 			}
 		}

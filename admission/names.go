@@ -1,5 +1,7 @@
 package admission
 
+import "hash/maphash"
+
 // names interns flavor and resource names into small integers, so that the
 // engine's hot paths compare and index integers, and turns them back into
 // names for admissions and messages. It compiles API values into the
@@ -9,16 +11,16 @@ package admission
 type names struct {
 	flavorIDs map[string]int32
 	flavors   []string
-	// flavorNodes holds each interned flavor's node labels, by id.
-	flavorNodes []*flavorNodes
-	resIDs      map[ResourceName]int32
-	resources   []ResourceName
+	// filterSeed hashes the pods' node constraints (podSetSpec.filterHash).
+	filterSeed maphash.Seed
+	resIDs     map[ResourceName]int32
+	resources  []ResourceName
 	// msgBuf is reused to build messages.
 	msgBuf []byte
 }
 
 func newNames() *names {
-	return &names{flavorIDs: map[string]int32{}, resIDs: map[ResourceName]int32{}}
+	return &names{flavorIDs: map[string]int32{}, resIDs: map[ResourceName]int32{}, filterSeed: maphash.MakeSeed()}
 }
 
 func (nm *names) flavorID(name string) int32 {
@@ -28,7 +30,6 @@ func (nm *names) flavorID(name string) int32 {
 	id := int32(len(nm.flavors))
 	nm.flavorIDs[name] = id
 	nm.flavors = append(nm.flavors, name)
-	nm.flavorNodes = append(nm.flavorNodes, &flavorNodes{})
 	return id
 }
 

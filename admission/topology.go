@@ -67,10 +67,6 @@ type Flavor struct {
 	// Tolerations are added to the pods released on the flavor, so every pod
 	// set placed on it tolerates what they match (see taints.go).
 	Tolerations []Toleration
-	// NodeLabels are the labels every node of the flavor carries: a pod set
-	// whose own node constraints contradict them is not admitted on the
-	// flavor (see flavormatch.go).
-	NodeLabels map[string]string
 }
 
 // Node is one schedulable node as capacity.
@@ -305,9 +301,6 @@ func (e *Engine) UpsertFlavor(f Flavor) error {
 	tf.tols = slices.Clone(f.Tolerations)
 	tf.invalidate()
 	e.wakes.capacityChanged()
-	if id := e.names.flavorID(f.Name); e.names.flavorNodes[id].setLabels(f.NodeLabels) {
-		e.flavorLabelsChanged(id)
-	}
 	return nil
 }
 
@@ -317,9 +310,6 @@ func (e *Engine) DeleteFlavor(name string) {
 		tf.levels, tf.policy, tf.tols = nil, ProvisioningPolicy{}, nil
 		tf.invalidate()
 		e.wakes.capacityChanged()
-	}
-	if id, ok := e.names.flavorIDs[name]; ok && e.names.flavorNodes[id].setLabels(nil) {
-		e.flavorLabelsChanged(id)
 	}
 }
 

@@ -76,6 +76,12 @@ type FlavorQuotas struct {
 	Flavor string
 	// Resources must have exactly one entry per covered resource of the group.
 	Resources map[ResourceName]Quota
+	// NodeLabels are the flavor's node labels: every node of the flavor
+	// carries them, and a pod set whose own node constraints contradict
+	// them is not admitted on the flavor (see flavormatch.go). They come
+	// with the queue, so that a queue never admits on a flavor whose labels
+	// the engine has not been told.
+	NodeLabels map[string]string
 }
 
 // ResourceGroup is a set of resources that are assigned one flavor together (e.g. GPUs,

@@ -456,6 +456,7 @@ func (nm *names) compilePodSet(ps PodSet, prev []podSetSpec, totals map[int32]in
 		return podSetSpec{}, err
 	}
 	spec := podSetSpec{name: ps.Name, count: ps.Count, nodes: ps.Nodes, tols: slices.Clone(ps.Tolerations)}
+	spec.filterHash = nm.hashFilter(spec.filterKey())
 	for r, q := range ps.Requests {
 		if r == "" {
 			return podSetSpec{}, errors.New("request with an empty resource name")

@@ -50,21 +50,29 @@ func (s Store) List(ctx context.Context) ([]berthv1.ResourceFlavor, error) {
 	return list.Items, nil
 }
 
-// Missing returns, sorted and once each, the names that name no flavor.
-func (s Store) Missing(ctx context.Context, names []string) ([]string, error) {
-	var missing []string
+// Lookup reads the flavors names name: it returns, sorted and once each,
+// the names that name no flavor, and the node labels of those that exist
+// (only those that have labels).
+func (s Store) Lookup(ctx context.Context, names []string) (missing []string, nodeLabels map[string]map[string]string, err error) {
 	for _, name := range names {
-		if slices.Contains(missing, name) {
+		if slices.Contains(missing, name) || nodeLabels[name] != nil {
 			continue
 		}
-		if _, ok, err := s.Get(ctx, name); err != nil {
-			return nil, err
-		} else if !ok {
+		rf, ok, err := s.Get(ctx, name)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case !ok:
 			missing = append(missing, name)
+		case len(rf.Spec.NodeLabels) > 0:
+			if nodeLabels == nil {
+				nodeLabels = map[string]map[string]string{}
+			}
+			nodeLabels[name] = rf.Spec.NodeLabels
 		}
 	}
 	slices.Sort(missing)
-	return missing, nil
+	return missing, nodeLabels, nil
 }
 
 // Memo remembers the flavors one computation read, so that a job whose pod

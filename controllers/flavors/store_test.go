@@ -3,6 +3,7 @@ package flavors
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -30,7 +31,8 @@ func store(t *testing.T, gets *int, names ...string) Store {
 			return c.Get(ctx, key, obj, opts...)
 		}})
 	for _, n := range names {
-		b = b.WithObjects(&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		b = b.WithObjects(&berthv1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: n},
+			Spec: berthv1.ResourceFlavorSpec{NodeLabels: map[string]string{"product": n}}})
 	}
 	return New(b.Build())
 }
@@ -41,18 +43,19 @@ func TestStore(t *testing.T) {
 		name        string
 		ask         []string
 		wantMissing []string
+		wantLabels  map[string]map[string]string
 		wantErr     bool
 	}{
-		{"all exist", []string{"h200", "a100"}, nil, false},
-		{"missing, sorted, once", []string{"x", "h200", "b", "x"}, []string{"b", "x"}, false},
-		{"a failed read is an error", []string{"broken"}, nil, true},
+		{"all exist", []string{"h200", "a100"}, nil, map[string]map[string]string{"h200": {"product": "h200"}, "a100": {"product": "a100"}}, false},
+		{"missing, sorted, once", []string{"x", "h200", "b", "x", "h200"}, []string{"b", "x"}, map[string]map[string]string{"h200": {"product": "h200"}}, false},
+		{"a failed read is an error", []string{"broken"}, nil, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var gets int
-			got, err := store(t, &gets, "h200", "a100").Missing(ctx, tc.ask)
-			if (err != nil) != tc.wantErr || !slices.Equal(got, tc.wantMissing) {
-				t.Errorf("Missing(%v) = %v, %v; want %v (error %v)", tc.ask, got, err, tc.wantMissing, tc.wantErr)
+			got, labels, err := store(t, &gets, "h200", "a100").Lookup(ctx, tc.ask)
+			if (err != nil) != tc.wantErr || !slices.Equal(got, tc.wantMissing) || !reflect.DeepEqual(labels, tc.wantLabels) {
+				t.Errorf("Lookup(%v) = %v, %v, %v; want %v, %v (error %v)", tc.ask, got, labels, err, tc.wantMissing, tc.wantLabels, tc.wantErr)
 			}
 		})
 	}

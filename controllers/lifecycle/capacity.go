@@ -16,7 +16,7 @@ import (
 // they exist).
 func FlavorToEngine(rf *berthv1.ResourceFlavor) admission.Flavor {
 	f := admission.Flavor{Name: rf.Name, Levels: rf.Spec.TopologyLevels, Provisioning: admission.ProvisioningPolicy{Mode: admission.ProvisionNever},
-		Tolerations: TolerationsToEngine(rf.Spec.Tolerations), NodeLabels: rf.Spec.NodeLabels}
+		Tolerations: TolerationsToEngine(rf.Spec.Tolerations)}
 	if p := rf.Spec.Provisioning; p != nil {
 		f.Provisioning = admission.ProvisioningPolicy{
 			Mode: provisioningModes.engine(p.Mode), MaxAttempts: p.MaxAttempts,

@@ -119,7 +119,9 @@ func (f *podNodes) Admits(name string, l map[string]string) bool {
 // judge a node that carries the flavor's labels l and, on every other key,
 // whatever the pods ask: the node selector's entries and the required
 // terms' expressions on keys l sets must match; the rest are not judged.
-// Terms are ORed, so a term with nothing left on l's keys admits.
+// Terms are ORed, so a term with nothing left on l's keys admits — unless
+// kube-scheduler matches nothing with it whatever the node: an empty term,
+// or one it cannot parse.
 func (f *podNodes) AdmitsFlavor(l map[string]string) bool {
 	for k, v := range f.selector {
 		if lv, ok := l[k]; ok && lv != v {
@@ -131,6 +133,12 @@ func (f *podNodes) AdmitsFlavor(l map[string]string) bool {
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}
 	for _, t := range f.terms {
+		if len(t.MatchExpressions)+len(t.MatchFields) == 0 {
+			continue
+		}
+		if _, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{t}}); err != nil {
+			continue
+		}
 		var on corev1.NodeSelectorTerm
 		for _, e := range t.MatchExpressions {
 			if _, ok := l[e.Key]; ok {

@@ -105,6 +105,11 @@ func TestNodeFilterAdmitsFlavor(t *testing.T) {
 			aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"), expr("zone", corev1.NodeSelectorOpIn, "z2"))},
 		{name: "a term with nothing on the flavor's keys admits", aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"), expr("pool", corev1.NodeSelectorOpIn, "x")), admit: true},
 		{name: "selector and affinity must both hold", sel: map[string]string{"zone": "z1"}, aff: terms(expr(product, corev1.NodeSelectorOpIn, "NVIDIA-H100"))},
+		{name: "an empty term matches nothing, so it leaves no flavor open", aff: terms(corev1.NodeSelectorTerm{}, expr("zone", corev1.NodeSelectorOpIn, "z2"))},
+		{name: "a term kube-scheduler cannot parse matches nothing",
+			aff: terms(expr("pool", corev1.NodeSelectorOpGt, "not-a-number"), expr("zone", corev1.NodeSelectorOpIn, "z2"))},
+		{name: "a term of fields alone leaves the flavor open",
+			aff: terms(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}), admit: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,8 +16,10 @@ import (
 // defaultWeight is a fair-sharing weight of 1, in the engine's milli-units.
 const defaultWeight = 1000
 
-// ClusterQueueToEngine translates a ClusterQueue into the engine's form.
-func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
+// ClusterQueueToEngine translates a ClusterQueue into the engine's form,
+// with the node labels of the flavors it lists (by flavor name) as read
+// with it: the engine judges a flavor by the labels its queue brought.
+func ClusterQueueToEngine(cq *berthv1.ClusterQueue, nodeLabels map[string]map[string]string) admission.ClusterQueue {
 	out := admission.ClusterQueue{
 		Name:             cq.Name,
 		Cohort:           cq.Spec.Cohort,
@@ -42,7 +44,8 @@ func ClusterQueueToEngine(cq *berthv1.ClusterQueue) admission.ClusterQueue {
 			eg.CoveredResources = append(eg.CoveredResources, admission.ResourceName(r))
 		}
 		for _, f := range g.Flavors {
-			fq := admission.FlavorQuotas{Flavor: f.Name, Resources: make(map[admission.ResourceName]admission.Quota, len(f.Resources))}
+			fq := admission.FlavorQuotas{Flavor: f.Name, Resources: make(map[admission.ResourceName]admission.Quota, len(f.Resources)),
+				NodeLabels: nodeLabels[f.Name]}
 			for _, r := range f.Resources {
 				fq.Resources[admission.ResourceName(r.Name)] = admission.Quota{
 					Nominal:        milli(r.NominalQuota),
@@ -296,4 +299,12 @@ func Quantity(name admission.ResourceName, milli int64) resource.Quantity {
 // KeyOf is the engine key of a workload.
 func KeyOf(wl *berthv1.Workload) admission.WorkloadKey {
 	return admission.WorkloadKey{Namespace: wl.Namespace, Name: wl.Name}
+}
+
+// QueueFlavors is what the flavors a ClusterQueue lists say about it: the
+// names that name no ResourceFlavor (the queue is held until they exist)
+// and the node labels of the others, by name.
+type QueueFlavors struct {
+	Missing    []string
+	NodeLabels map[string]map[string]string
 }

@@ -28,7 +28,7 @@ func TestClusterQueueToEngine(t *testing.T) {
 			}},
 		},
 	}
-	got := ClusterQueueToEngine(cq)
+	got := ClusterQueueToEngine(cq, nil)
 	if got.Name != "team-a" || got.Cohort != "gpus" || !got.Stopped || got.FairShareWeight != 2000 {
 		t.Errorf("queue = %+v", got)
 	}

@@ -24,6 +24,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/flavors"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 )
 
 // ClusterQueueReconciler feeds ClusterQueues to the scheduler and writes
@@ -74,12 +75,13 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		}
 		return reconcile.Result{}, fmt.Errorf("reading ClusterQueue %s: %w", req.Name, err)
 	}
-	missing, err := r.missingFlavors(ctx, cq)
+	flavors, err := r.flavors(ctx, cq)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	missing := flavors.Missing
 	active := metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1.ReasonReady, Message: "the ClusterQueue can admit workloads"}
-	if err := r.sched.UpsertClusterQueue(cq, missing, false); err != nil {
+	if err := r.sched.UpsertClusterQueue(cq, flavors, false); err != nil {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonQueueInvalidSpec, Message: err.Error()}
 	} else if len(missing) > 0 {
 		active = metav1.Condition{Type: berthv1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1.ReasonFlavorNotFound,
@@ -126,14 +128,19 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req reconcile.Re
 }
 
 // missingFlavors lists the flavors the queue names that do not exist.
-func (r *ClusterQueueReconciler) missingFlavors(ctx context.Context, cq *berthv1.ClusterQueue) ([]string, error) {
+// flavors reads the flavors cq lists: which do not exist, and the node
+// labels of the others, which the engine matches the pods' own node
+// constraints against. Every change of a flavor reconciles every queue
+// (Register), so a relabelled flavor reaches the engine with its queues.
+func (r *ClusterQueueReconciler) flavors(ctx context.Context, cq *berthv1.ClusterQueue) (lifecycle.QueueFlavors, error) {
 	var names []string
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			names = append(names, f.Name)
 		}
 	}
-	return flavors.New(r.client).Missing(ctx, names)
+	missing, labels, err := flavors.New(r.client).Lookup(ctx, names)
+	return lifecycle.QueueFlavors{Missing: missing, NodeLabels: labels}, err
 }
 
 func (r *ClusterQueueReconciler) allClusterQueues(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -168,4 +169,21 @@ func approxResult(got, want reconcile.Result) bool {
 		return got == want
 	}
 	return got.RequeueAfter > want.RequeueAfter-interval/2 && got.RequeueAfter <= want.RequeueAfter
+}
+
+// The engine judges a flavor by the node labels its queue brings: the
+// reconciler reads them with the flavors it checks exist.
+func TestClusterQueueFlavorLabels(t *testing.T) {
+	h200 := flavorObj("h200")
+	h200.Spec.NodeLabels = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
+	_, c := api(t, nil, clusterQueue(), h200)
+	var eng engine
+	r := NewClusterQueueReconciler(c, &eng, StatusLimits{Interval: interval}, &series{})
+	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "cq"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{"h200": {"nvidia.com/gpu.product": "NVIDIA-H200"}}
+	if len(eng.labels) != 1 || !reflect.DeepEqual(eng.labels[0], want) || !slices.Equal(eng.upserted[0], []string{"a100"}) {
+		t.Fatalf("upserted with missing %v and labels %v; want [a100] and %v", eng.upserted, eng.labels, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 )
@@ -22,7 +23,7 @@ type Store interface {
 // ClusterQueueEngine is the part of the admission engine the ClusterQueue
 // reconciler feeds and reads; *scheduler.Scheduler implements it.
 type ClusterQueueEngine interface {
-	UpsertClusterQueue(cq *berthv1.ClusterQueue, missingFlavors []string, hold bool) error
+	UpsertClusterQueue(cq *berthv1.ClusterQueue, flavors lifecycle.QueueFlavors, hold bool) error
 	DeleteClusterQueue(name string)
 	ClusterQueueStatus(name string) (scheduler.QueueStatus, bool)
 }

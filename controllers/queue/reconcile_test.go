@@ -13,6 +13,7 @@ import (
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 	"github.com/berth-dev/berth/controllers/scheduler"
 	"github.com/berth-dev/berth/controllers/workload"
@@ -29,9 +30,10 @@ type engine struct {
 	counts    scheduler.LocalQueueCounts
 	syncErr   error
 
-	upserted [][]string           // the missing flavors of each upsert
-	policies []berthv1.StopPolicy // the stopPolicy of each upsert
-	synced   []string             // the workloads fed
+	upserted [][]string                     // the missing flavors of each upsert
+	labels   []map[string]map[string]string // the flavors' node labels of each upsert
+	policies []berthv1.StopPolicy           // the stopPolicy of each upsert
+	synced   []string                       // the workloads fed
 	deleted  []string
 	resynced []string // the queues whose replicas without a Workload were fed again
 }
@@ -41,8 +43,9 @@ func (e *engine) ResyncRecords(_ context.Context, namespace, queue string) error
 	return nil
 }
 
-func (e *engine) UpsertClusterQueue(cq *berthv1.ClusterQueue, missing []string, _ bool) error {
-	e.upserted = append(e.upserted, missing)
+func (e *engine) UpsertClusterQueue(cq *berthv1.ClusterQueue, flavors lifecycle.QueueFlavors, _ bool) error {
+	e.upserted = append(e.upserted, flavors.Missing)
+	e.labels = append(e.labels, flavors.NodeLabels)
 	e.policies = append(e.policies, cq.Spec.StopPolicy)
 	return e.upsertErr
 }

@@ -164,7 +164,7 @@ func runDecisionCase(t *testing.T, tc decisionCase) {
 	ctx := t.Context()
 	for _, o := range objs {
 		if cq, ok := o.(*berthv1.ClusterQueue); ok {
-			if err := s.UpsertClusterQueue(cq, nil, false); err != nil {
+			if err := s.UpsertClusterQueue(cq, lifecycle.QueueFlavors{}, false); err != nil {
 				t.Fatal(err)
 			}
 		}

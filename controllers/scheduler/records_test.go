@@ -33,7 +33,7 @@ func recordWorld(t *testing.T, objs ...client.Object) (*Scheduler, client.Client
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpsertClusterQueue(testCQ(), nil, false); err != nil {
+	if err := s.UpsertClusterQueue(testCQ(), lifecycle.QueueFlavors{}, false); err != nil {
 		t.Fatal(err)
 	}
 	s.serving.Store(true)

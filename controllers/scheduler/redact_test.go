@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/admission"
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/controllers/internal/fakeapi"
+	"github.com/berth-dev/berth/controllers/lifecycle"
 	"github.com/berth-dev/berth/controllers/metrics"
 )
 
@@ -46,7 +47,7 @@ func TestWrittenMessagesNameNoOtherNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := t.Context()
-			if err := s.UpsertClusterQueue(cq, nil, false); err != nil {
+			if err := s.UpsertClusterQueue(cq, lifecycle.QueueFlavors{}, false); err != nil {
 				t.Fatal(err)
 			}
 			wKey, pKey := client.ObjectKey{Namespace: ns, Name: "w"}, client.ObjectKey{Namespace: other, Name: "p"}

@@ -158,10 +158,10 @@ func (s *Scheduler) NeedLeaderElection() bool { return true }
 // are any, and its waiting workloads are told to create them); hold keeps it
 // from admitting until its flavors were checked. An invalid spec is returned
 // as an error and leaves the engine unchanged.
-func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, missingFlavors []string, hold bool) error {
-	ecq := lifecycle.ClusterQueueToEngine(cq)
+func (s *Scheduler) UpsertClusterQueue(cq *berthv1.ClusterQueue, flavors lifecycle.QueueFlavors, hold bool) error {
+	ecq := lifecycle.ClusterQueueToEngine(cq, flavors.NodeLabels)
 	ecq.Stopped = ecq.Stopped || hold
-	ecq.MissingFlavors = missingFlavors
+	ecq.MissingFlavors = flavors.Missing
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.engine.UpsertClusterQueue(ecq); err != nil {
@@ -367,7 +367,7 @@ func (s *Scheduler) load(ctx context.Context) error {
 	for i := range cqs.Items {
 		// A queue naming a missing flavor is held until its reconciler
 		// sees the flavor, so nothing is admitted into it meanwhile.
-		if err := s.UpsertClusterQueue(&cqs.Items[i], nil, true); err != nil {
+		if err := s.UpsertClusterQueue(&cqs.Items[i], lifecycle.QueueFlavors{}, true); err != nil {
 			// An invalid ClusterQueue is reported on its status by its
 			// reconciler; its workloads stay held.
 			log.FromContext(ctx).Info("ClusterQueue not loaded", "clusterQueue", cqs.Items[i].Name, "error", err.Error())

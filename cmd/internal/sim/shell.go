@@ -91,9 +91,13 @@ func (s *engineShell) load() error {
 			return fmt.Errorf("ResourceFlavor %s: %w", rf.Name, err)
 		}
 	}
+	labels := map[string]map[string]string{}
+	for i := range sc.Flavors {
+		labels[sc.Flavors[i].Name] = sc.Flavors[i].Spec.NodeLabels
+	}
 	for i := range sc.ClusterQueues {
 		cq := &sc.ClusterQueues[i]
-		if err := s.eng.UpsertClusterQueue(lifecycle.ClusterQueueToEngine(cq)); err != nil {
+		if err := s.eng.UpsertClusterQueue(lifecycle.ClusterQueueToEngine(cq, labels)); err != nil {
 			return fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 	}

@@ -202,7 +202,7 @@ func TestRelabelledReplicaNotStartedOnItsOldAdmission(t *testing.T) {
 	go func() { _ = s.Start(ctx) }()
 	eventually(t, "the scheduler to serve", s.Serving)
 	// As the ClusterQueue's reconciler does once its flavors exist.
-	if err := s.UpsertClusterQueue(cq, nil, false); err != nil {
+	if err := s.UpsertClusterQueue(cq, lifecycle.QueueFlavors{}, false); err != nil {
 		t.Fatal(err)
 	}
 	opts := jobs.Options{Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), Changes: s, Records: s, OfferReplicas: true}
