@@ -99,8 +99,9 @@ func (fair *fairSharing) rekeyWoken(c *cqState, k tenantKey, was bool) {
 
 // tenantKeyOf computes the queue's fair-share key. With fair sharing, the share is
 // the one the queue would have after admitting its head (like Kueue), estimated with
-// the head charged to the first flavor of each resource group: a queue within its
-// nominal quota sorts first, and a weight-0 queue that would borrow sorts last.
+// the head charged to the first flavor of each resource group open to it
+// (flavormatch.go): a queue within its nominal quota sorts first, and a weight-0
+// queue that would borrow sorts last.
 func (fair *fairSharing) tenantKeyOf(c *cqState) tenantKey {
 	k := tenantKey{lastAdmit: c.lastAdmit, name: c.name}
 	if !fair.opts.FairSharing || c.spec == nil {
@@ -114,7 +115,7 @@ func (fair *fairSharing) tenantKeyOf(c *cqState) tenantKey {
 	extra := buf[:0]
 	for _, r := range head.req {
 		if gi, ok := c.resGroup[r.res]; ok {
-			extra = append(extra, frAmt{fr: makeFR(c.groups[gi].flavors[0].id, r.res), amt: r.amt})
+			extra = append(extra, frAmt{fr: makeFR(c.firstOpen(head, gi).id, r.res), amt: r.amt})
 		}
 	}
 	k.drs = c.drsWith(extra)

@@ -93,7 +93,7 @@ func (c *cqState) opens(w *wl, gi int, f int32) bool {
 
 // openTo reports whether the flavor is open to w in group gi.
 func (fs flavorState) openTo(c *cqState, w *wl, gi int) bool {
-	if fs.nodes == nil {
+	if fs.nodes == nil || !w.filtered {
 		return true
 	}
 	for i := range w.podSets {
@@ -113,6 +113,17 @@ func (c *cqState) podSetRequestsGroup(ps *podSetSpec, gi int) bool {
 		}
 	}
 	return false
+}
+
+// firstOpen is the first flavor of group gi open to w, or the group's first
+// when none is: where an estimate charges w.
+func (c *cqState) firstOpen(w *wl, gi int) flavorState {
+	for _, fs := range c.groups[gi].flavors {
+		if fs.openTo(c, w, gi) {
+			return fs
+		}
+	}
+	return c.groups[gi].flavors[0]
 }
 
 // anyOpen reports whether some flavor of group gi is open to w.

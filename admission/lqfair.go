@@ -43,8 +43,9 @@ const (
 type lqKey struct{ namespace, name string }
 
 // share is w's dominant share of c's nominal quota in tag units (shareUnit = all
-// of it), at most maxShare. A queue that has no nominal quota for any resource w
-// requests (it only borrows) counts every workload as one share.
+// of it), at most maxShare, counting the flavors open to w (flavormatch.go). A
+// queue that has no such nominal quota for any resource w requests (it only
+// borrows) counts every workload as one share.
 func (c *cqState) share(w *wl) int64 {
 	var best int64
 	known := false
@@ -55,7 +56,9 @@ func (c *cqState) share(w *wl) int64 {
 		}
 		var nominal int64
 		for _, f := range c.groups[gi].flavors {
-			nominal += c.quota[makeFR(f.id, r.res)].nominal
+			if f.openTo(c, w, gi) {
+				nominal += c.quota[makeFR(f.id, r.res)].nominal
+			}
 		}
 		if nominal <= 0 {
 			continue
