@@ -235,8 +235,9 @@ type Assumer interface {
 // ExcludedPod is a pod berth keeps gated although it claims a gang, and
 // why, in words its owner can act on.
 type ExcludedPod struct {
-	// Name of the pod.
+	// Name and UID of the pod.
 	Name string
+	UID  types.UID
 	// Why it is not released.
 	Why string
 }

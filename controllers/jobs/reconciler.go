@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -271,8 +272,7 @@ func (r *Reconciler) reportHeld(ctx context.Context, job GenericJob, wl *berthv1
 	held := rel.Held()
 	pods := make([]lifecycle.HeldPod, 0, len(held))
 	for _, h := range held {
-		r.recorder.Eventf(job.Object(), wl, corev1.EventTypeWarning, EventPodHeld, "Release",
-			"pod %s stays gated: %s", h.Name, h.Why)
+		r.reportHeldPod(job, wl, h)
 		pods = append(pods, lifecycle.HeldPod{Name: h.Name, Why: h.Why})
 	}
 	if len(pods) == 0 && lifecycle.Condition(wl, berthv1.ConditionPodsHeld) == nil {
@@ -282,6 +282,20 @@ func (r *Reconciler) reportHeld(ctx context.Context, job GenericJob, wl *berthv1
 		return fmt.Errorf("recording the held pods of workload %s: %w", wl.Name, err)
 	}
 	return nil
+}
+
+// reportHeldPod records a PodHeld warning about the held pod itself (kubectl
+// describe shows it there), related to the Workload when there is one, else
+// to the job. Events about one object with one reason form one series that
+// keeps its first note, so several held pods reported on the job alone
+// would have shown only the first pod's reason.
+func (r *Reconciler) reportHeldPod(job GenericJob, wl *berthv1.Workload, h ExcludedPod) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Object().GetNamespace(), Name: h.Name, UID: h.UID}}
+	var related runtime.Object = job.Object()
+	if wl != nil {
+		related = wl
+	}
+	r.recorder.Eventf(pod, related, corev1.EventTypeWarning, EventPodHeld, "Release", "pod %s stays gated: %s", h.Name, h.Why)
 }
 
 // write persists the in-memory changes of a job.

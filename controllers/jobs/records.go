@@ -155,7 +155,7 @@ func (r *Reconciler) startRecorded(ctx context.Context, job GenericJob, wl *bert
 		// Held (it would run outside its admission): no Workload carries
 		// a PodsHeld condition yet, so the events alone say why.
 		for _, h := range rel.Held() {
-			r.recorder.Eventf(job.Object(), nil, corev1.EventTypeWarning, EventPodHeld, "Release", "pod %s stays gated: %s", h.Name, h.Why)
+			r.reportHeldPod(job, nil, h)
 		}
 		return reconcile.Result{}, nil
 	}

@@ -73,7 +73,7 @@ func ownPods(ctx context.Context, c client.Reader, set *lwsv1.LeaderWorkerSet, a
 			// be noise.
 			continue
 		}
-		out = append(out, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+		out = append(out, jobs.ExcludedPod{Name: p.Name, UID: p.UID, Why: fmt.Sprintf(
 			"it carries LeaderWorkerSet %s's labels but its controller is not one of the set's StatefulSets: "+
 				"berth releases only the pods the set itself creates", set.Name)})
 	}

@@ -140,7 +140,7 @@ func members(all []corev1.Pod, total int) ([]corev1.Pod, []jobs.ExcludedPod) {
 		if p.Status.Phase == corev1.PodFailed || !pods.IsGated(&p) {
 			continue // a failed member, replaced: nothing to hold
 		}
-		out = append(out, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+		out = append(out, jobs.ExcludedPod{Name: p.Name, UID: p.UID, Why: fmt.Sprintf(
 			"group %q counts %d pods (%s) and has %d: delete the extra pods, or raise the count on every member to queue the group again at its new size",
 			p.Labels[berthv1.PodGroupLabel], total, berthv1.PodGroupTotalCountAnnotation, len(all))})
 	}

@@ -180,7 +180,7 @@ func (g *Gang) releasable() []int {
 			why = "its pod set already runs every pod its admission counts"
 		}
 		if why != "" {
-			g.held = append(g.held, jobs.ExcludedPod{Name: p.Name, Why: why})
+			g.held = append(g.held, jobs.ExcludedPod{Name: p.Name, UID: p.UID, Why: why})
 			continue
 		}
 		running[set]++

@@ -71,12 +71,12 @@ func newSet(sts *appsv1.StatefulSet, all []corev1.Pod) *Set {
 			// Going already (the pods of a set deleted and created again
 			// under its name): a warning for them would be noise.
 		case foreign:
-			s.Excluded = append(s.Excluded, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+			s.Excluded = append(s.Excluded, jobs.ExcludedPod{Name: p.Name, UID: p.UID, Why: fmt.Sprintf(
 				"it carries StatefulSet %s's gang label but is not one of its pods: berth releases only the pods the set itself creates", sts.Name)})
 		case ord < int(replicas):
 			s.Pods = append(s.Pods, p)
 		case pods.IsGated(&p) && p.DeletionTimestamp.IsZero():
-			s.Excluded = append(s.Excluded, jobs.ExcludedPod{Name: p.Name, Why: fmt.Sprintf(
+			s.Excluded = append(s.Excluded, jobs.ExcludedPod{Name: p.Name, UID: p.UID, Why: fmt.Sprintf(
 				"its ordinal is not below the %d replicas of StatefulSet %s", replicas, sts.Name)})
 		}
 	}

@@ -109,8 +109,11 @@ var _ = Describe("pod group specifics", func() {
 			p.Name += "-extra"
 			Expect(tenant.Create(ctx, p)).To(Succeed())
 		}
-		Eventually(jobsuite.EventReasons(ctx, env.Client, ns, ps[0].Name), timeout, interval).Should(ContainElement(And(
-			HavePrefix("PodHeld:"), ContainSubstring("delete the extra pods"))))
+		// A warning on each extra pod itself, each with its own note.
+		for _, p := range extras {
+			Eventually(jobsuite.EventReasons(ctx, env.Client, ns, p.Name), timeout, interval).Should(ContainElement(And(
+				HavePrefix("PodHeld: pod "+p.Name), ContainSubstring("delete the extra pods"))), p.Name)
+		}
 		Consistently(func(g Gomega) {
 			for _, p := range extras {
 				g.Expect(stillGated(ctx, p)(g)).To(BeTrue(), "extra pod %s", p.Name)

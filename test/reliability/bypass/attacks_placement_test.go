@@ -28,9 +28,8 @@ var _ = Describe("a tenant with the edit role whose pods say where they run", fu
 			Expect(mallory.Create(ctx, p)).To(Succeed())
 		}
 		bound(ctx, group[0])
-		// The Workload's PodsHeld condition names each held pod with why
-		// (a PodHeld event on the group's first pod is one series, which
-		// keeps its first note).
+		// The Workload's PodsHeld condition names each held pod with why,
+		// and each held pod carries its own PodHeld warning.
 		Eventually(func(g Gomega) string {
 			c := meta.FindStatusCondition(workloadOf(ctx, g, ns, string(group[0].UID)).Status.Conditions, berthv1.ConditionPodsHeld)
 			g.Expect(c).NotTo(BeNil())
@@ -38,6 +37,11 @@ var _ = Describe("a tenant with the edit role whose pods say where they run", fu
 		}, timeout, interval).Should(And(
 			ContainSubstring(group[1].Name+" (its node selector sets "+productLabel+"=another-product"),
 			ContainSubstring(group[2].Name+" (the pods tolerate the taint berth.dev/headroom=serving")))
+		for p, why := range map[string]string{group[1].Name: "its node selector sets " + productLabel + "=another-product",
+			group[2].Name: "the pods tolerate the taint berth.dev/headroom=serving"} {
+			Eventually(func(g Gomega) []string { return events(ctx, g, ns, p) }, timeout, interval).
+				Should(ContainElement(And(HavePrefix("PodHeld: pod "+p), ContainSubstring(why))), p)
+		}
 		neverBound(ctx, ns, map[string]string{"held": "true"})
 		expectNoPodOutsideQuota(ctx, ns)
 	})

@@ -107,8 +107,13 @@ var _ = Describe("a tenant with the edit role", func() {
 			p.Labels["extra"] = "true"
 			Expect(mallory.Create(ctx, p)).To(Succeed())
 		}
-		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).
-			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(extras[0].Name))))
+		// Each held pod is told on itself: one series per pod, each with its
+		// own note.
+		Eventually(func(g Gomega) {
+			for _, p := range extras {
+				g.Expect(events(ctx, g, ns, p.Name)).To(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(p.Name))))
+			}
+		}, timeout, interval).Should(Succeed())
 		neverBound(ctx, ns, map[string]string{"extra": "true"})
 
 		By("taking a running member out of the count, by removing or changing the labels berth counts it by")
@@ -158,7 +163,7 @@ var _ = Describe("a tenant with the edit role", func() {
 		By("removing the gate of a larger member itself, with the group's labels: judged by its shape before it is counted")
 		larger := members(ns, "free", "2", "4", 5, 1)[0]
 		Expect(mallory.Create(ctx, larger)).To(Succeed())
-		Eventually(func(g Gomega) []string { return events(ctx, g, ns, group[0].Name) }, timeout, interval).
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, larger.Name) }, timeout, interval).
 			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring(larger.Name))))
 		Expect(update(ctx, mallory, larger, release)).To(MatchError(ContainSubstring("the pod requests 4 of nvidia.com/gpu, and each pod of pod set")))
 		Expect(mallory.Delete(ctx, larger, client.GracePeriodSeconds(0))).To(Succeed())
@@ -246,7 +251,7 @@ var _ = Describe("a tenant with the edit role", func() {
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "registry.invalid/serve:latest", Resources: gpuRequests("4")}}}}}}
 		Expect(mallory.Create(ctx, sts)).To(Succeed())
 		neverBound(ctx, ns, map[string]string{"app": "look-alike"})
-		Eventually(func(g Gomega) []string { return events(ctx, g, ns, set.Name) }, timeout, interval).
+		Eventually(func(g Gomega) []string { return events(ctx, g, ns, "look-alike-0") }, timeout, interval).
 			Should(ContainElement(And(HavePrefix("PodHeld:"), ContainSubstring("look-alike-0"),
 				ContainSubstring("its controller is not one of the set's StatefulSets"))))
 
