@@ -9,7 +9,7 @@ import (
 )
 
 // Flavors the pods' own node constraints rule out. A flavor's node labels
-// (Flavor.NodeLabels) are what every node of the flavor carries, and what
+// (FlavorQuotas.NodeLabels) are what every node of the flavor carries, and what
 // berth adds to the node selector of the pods it admits on it. A pod set
 // whose own node selector or required node affinity contradicts them — a
 // replica pinned to gpu.product=NVIDIA-H100 in a queue whose first flavor
