@@ -138,7 +138,7 @@ func indexedClient(t *testing.T, k DeploymentKind, objs ...client.Object) client
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(k.GVK()), func(o client.Object) []string {
+	return withControllerIndex(b).WithIndex(&corev1.Pod{}, jobs.KeyIndexKey(k.GVK()), func(o client.Object) []string {
 		if key, ok := k.Key(o); ok {
 			return []string{key}
 		}

@@ -79,8 +79,13 @@ func (r *Rollouts) Name() string { return "deployment-rollout" }
 // +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets,verbs=get;list;watch
 
 // Register watches queued Deployments, their pods and the Workloads of
-// their replicas, each mapped to the Deployment.
-func (r *Rollouts) Register(_ context.Context, mgr ctrl.Manager) error {
+// their replicas, each mapped to the Deployment, and indexes ReplicaSets
+// and pods by controller (ControllerIndex), which the Deployment kind's
+// reconciler reads too: it is registered with it.
+func (r *Rollouts) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if err := IndexControllers(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	queued := predicate.NewPredicateFuncs(func(o client.Object) bool { return isQueued(o.GetLabels()) })
 	replica := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := DeploymentKind{}.Key(o)
@@ -144,19 +149,19 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if !isQueued(d.Labels) || !d.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	rss := &appsv1.ReplicaSetList{}
-	if err := r.client.List(ctx, rss, client.InNamespace(d.Namespace)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing ReplicaSets of Deployment %s: %w", req, err)
+	rss, err := replicaSetsOf(ctx, r.client, d)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	list := &corev1.PodList{}
-	if err := r.client.List(ctx, list, client.InNamespace(d.Namespace), client.HasLabels{berthv1.QueueNameLabel}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing pods of Deployment %s: %w", req, err)
+	list, err := queuedPodsOf(ctx, r.client, d.Namespace, uids(rss)...)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	newRS, _ := splitReplicaSets(d, rss.Items)
+	newRS, _ := splitReplicaSets(d, rss)
 	waiting := map[string]bool{}
 	surging := false
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range list {
+		p := &list[i]
 		if ref := metav1.GetControllerOf(p); !pods.IsGated(p) || ref == nil || ref.UID != newRS {
 			continue
 		}
@@ -167,7 +172,7 @@ func (r *Rollouts) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		}
 		waiting[p.Name] = ok
 	}
-	surge, donor := Swap(d, rss.Items, list.Items, waiting)
+	surge, donor := Swap(d, rss, list, waiting)
 	if surge == nil {
 		if surging {
 			return reconcile.Result{RequeueAfter: retry}, nil

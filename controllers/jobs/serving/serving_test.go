@@ -65,7 +65,7 @@ func fakeClient(objs ...client.Object) client.Client {
 	if err := berthv1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	b := withControllerIndex(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...))
 	for _, k := range []interface {
 		jobs.Kind
 		jobs.Resolver

@@ -29,16 +29,20 @@ func holdForSwap(ctx context.Context, c client.Reader, d *appsv1.Deployment, rs 
 	if rs == nil || !pods.IsGated(p) || !p.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	current, old := splitReplicaSets(d, listed(ctx, c, d.Namespace))
+	rss, err := replicaSetsOf(ctx, c, d)
+	if err != nil {
+		return err
+	}
+	current, old := splitReplicaSets(d, rss)
 	if current == "" || current == rs.UID || !old[rs.UID] {
 		return nil
 	}
-	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.InNamespace(d.Namespace), client.HasLabels{berthv1.QueueNameLabel}); err != nil {
-		return fmt.Errorf("listing pods of Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	list, err := queuedPodsOf(ctx, c, d.Namespace, current)
+	if err != nil {
+		return err
 	}
-	for i := range list.Items {
-		s := &list.Items[i]
+	for i := range list {
+		s := &list[i]
 		ref := metav1.GetControllerOf(s)
 		if ref != nil && ref.UID == current && pods.IsGated(s) && s.Annotations[berthv1.SwapAnnotation] != "" {
 			return &jobs.WaitError{Delay: retry, Reason: fmt.Sprintf(
@@ -47,14 +51,4 @@ func holdForSwap(ctx context.Context, c client.Reader, d *appsv1.Deployment, rs 
 		}
 	}
 	return nil
-}
-
-// listed returns the ReplicaSets of namespace, or none when they cannot be
-// read (the pod is then queued as usual).
-func listed(ctx context.Context, c client.Reader, namespace string) []appsv1.ReplicaSet {
-	rss := &appsv1.ReplicaSetList{}
-	if err := c.List(ctx, rss, client.InNamespace(namespace)); err != nil {
-		return nil
-	}
-	return rss.Items
 }

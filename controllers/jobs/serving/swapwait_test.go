@@ -54,7 +54,7 @@ func TestHoldForSwap(t *testing.T) {
 			for _, o := range objs[:2] {
 				o.SetNamespace("ns")
 			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+			c := withControllerIndex(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)).Build()
 			err := holdForSwap(context.Background(), c, d, ptr.To(tc.rs), tc.pod)
 			var wait *jobs.WaitError
 			if got := errors.As(err, &wait); got != tc.wait {
