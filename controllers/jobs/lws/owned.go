@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,15 +30,9 @@ import (
 // them) count too: only kube-controller-manager or an administrator can
 // create a queued pod that names a controller (see pods.Validator).
 func ownPods(ctx context.Context, c client.Reader, set *lwsv1.LeaderWorkerSet, all []corev1.Pod) ([]corev1.Pod, []jobs.ExcludedPod, error) {
-	list := &appsv1.StatefulSetList{}
-	if err := c.List(ctx, list, client.InNamespace(set.Namespace)); err != nil {
-		return nil, nil, fmt.Errorf("listing StatefulSets of LeaderWorkerSet %s: %w", set.Name, err)
-	}
-	controller := map[types.UID]*metav1.OwnerReference{}
-	names := map[types.UID]string{}
-	for i := range list.Items {
-		sts := &list.Items[i]
-		controller[sts.UID], names[sts.UID] = metav1.GetControllerOf(sts), sts.Name
+	controller, names, err := controllingSets(ctx, c, set.Namespace, all)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the StatefulSets of LeaderWorkerSet %s: %w", set.Name, err)
 	}
 	// leaderSet reports the set's own leader StatefulSet.
 	leaderSet := func(uid types.UID) bool {
@@ -78,6 +73,35 @@ func ownPods(ctx context.Context, c client.Reader, set *lwsv1.LeaderWorkerSet, a
 				"berth releases only the pods the set itself creates", set.Name)})
 	}
 	return in, out, nil
+}
+
+// controllingSets reads the StatefulSets that the pods' controller
+// references name, and returns each one's controller reference and name by
+// UID. A reference counts only where name and UID both match, as the pod
+// webhook's ownership check reads it. Reading the named sets, not the
+// namespace's, keeps a set's reconcile from copying every StatefulSet of a
+// namespace that serves many sets on each event of a burst.
+func controllingSets(ctx context.Context, c client.Reader, namespace string, all []corev1.Pod) (map[types.UID]*metav1.OwnerReference, map[types.UID]string, error) {
+	controller := map[types.UID]*metav1.OwnerReference{}
+	names := map[types.UID]string{}
+	read := map[string]bool{}
+	for i := range all {
+		ref := metav1.GetControllerOf(&all[i])
+		if ref == nil || ref.Kind != "StatefulSet" || read[ref.Name] {
+			continue
+		}
+		read[ref.Name] = true
+		sts := &appsv1.StatefulSet{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, sts)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, ref.Name, err)
+		}
+		controller[sts.UID], names[sts.UID] = metav1.GetControllerOf(sts), sts.Name
+	}
+	return controller, names, nil
 }
 
 // workerSet reports whether a StatefulSet with controller ref and name is
