@@ -65,6 +65,14 @@ type Options struct {
 	// ApplyWorkers is berth's --apply-workers in the berth runs: how many
 	// decisions are written at once. Zero: berth's default.
 	ApplyWorkers int
+	// Replicas makes each gang a Deployment of GangSize(i) one-GPU
+	// replicas instead of a pod group: every Deployment is created with
+	// no replicas before a run starts, and gang i's arrival is its scale-up
+	// to its size through the scale subresource, as a HorizontalPodAutoscaler
+	// scales it. In the berth runs the Deployment carries the queue label
+	// and berth admits it replica by replica. A gang's time runs from its
+	// scale-up until its last replica is bound.
+	Replicas bool
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
@@ -138,15 +146,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	qps := strconv.Itoa(o.SchedulerQPS)
+	// kube-controller-manager gets the scheduler's client limit: in the
+	// replica shape its Deployment and ReplicaSet controllers create every
+	// pod. Their workers stay at the default five each, as in most
+	// clusters, so a webhook's round trip on each create shows as it would
+	// there.
+	limits := []string{"--kube-api-qps=" + strconv.Itoa(o.SchedulerQPS), "--kube-api-burst=" + strconv.Itoa(2*o.SchedulerQPS)}
 	fmt.Fprintf(o.Progress, "starting the full plane with %d nodes\n", o.Nodes)
 	env, err := framework.StartWith(ctx, framework.StartOptions{Full: true,
-		ExtraArgs: map[controlplane.Component][]string{controlplane.KubeScheduler: {
-			"--kube-api-qps=" + qps, "--kube-api-burst=" + strconv.Itoa(2*o.SchedulerQPS)}}})
+		ExtraArgs: map[controlplane.Component][]string{controlplane.KubeScheduler: limits, controlplane.KubeControllerManager: limits}})
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Gangs: o.Gangs, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
+	rep := &Report{Gangs: o.Gangs, Replicas: o.Replicas, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
 		Window: o.Window.Seconds(), SchedulerQPS: o.SchedulerQPS,
 		JobWorkers: o.JobWorkers, ApplyWorkers: o.ApplyWorkers}
 	err = run(ctx, env, o, rep)
@@ -172,7 +184,7 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 		Setup: setup.Options{JobWorkers: o.JobWorkers, ApplyWorkers: o.ApplyWorkers}}); err != nil {
 		return fmt.Errorf("starting berth: %w", err)
 	}
-	fmt.Fprintln(o.Progress, "berth, webhook path: the same pods as pod groups in a LocalQueue, gated by berth's pod webhook")
+	fmt.Fprintln(o.Progress, "berth, webhook path: the same pods in a LocalQueue, gated by berth's pod webhook")
 	through, err := p.run(ctx, "burst-berth", true)
 	rep.Berth = through
 	if err != nil {

@@ -58,6 +58,29 @@ func TestGangPods(t *testing.T) {
 	}
 }
 
+func TestGangDeployment(t *testing.T) {
+	for _, throughBerth := range []bool{false, true} {
+		d := GangDeployment("ns", 3, throughBerth)
+		if d.Name != "r00003" || *d.Spec.Replicas != 0 {
+			t.Errorf("Deployment %s with %d replicas, want r00003 with none until its scale-up", d.Name, *d.Spec.Replicas)
+		}
+		if got := d.Spec.Template.Labels[GangLabel]; got != "r00003" || d.Spec.Selector.MatchLabels[GangLabel] != got {
+			t.Errorf("pods labelled %q, selected by %v: want the gang's name in both", got, d.Spec.Selector.MatchLabels)
+		}
+		if q := d.Spec.Template.Spec.Containers[0].Resources.Requests[builders.GPU]; q.Value() != 1 {
+			t.Errorf("a replica requests %s GPUs, want 1", q.String())
+		}
+		// The queue label goes on the Deployment only: berth copies it into
+		// the template, as it does for a user's Deployment.
+		if _, queued := d.Labels[berthv1.QueueNameLabel]; queued != throughBerth {
+			t.Errorf("through berth %v: Deployment labels %v", throughBerth, d.Labels)
+		}
+		if _, queued := d.Spec.Template.Labels[berthv1.QueueNameLabel]; queued {
+			t.Errorf("the template carries the queue label itself: %v", d.Spec.Template.Labels)
+		}
+	}
+}
+
 // TestRunRejectsBadOptions checks that options that cannot describe a burst
 // on free capacity fail before any plane starts, saying what to fix.
 func TestRunRejectsBadOptions(t *testing.T) {

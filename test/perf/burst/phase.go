@@ -10,10 +10,12 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -44,11 +46,15 @@ type phaser struct {
 	writes *framework.WriteCounter
 }
 
-// binds records when each pod was first seen bound to a node.
+// binds records when each pod was first seen bound to a node, and its
+// gang.
 type binds struct {
 	mu   sync.Mutex
 	when map[string]time.Time
+	gang map[string]string
 }
+
+func newBinds() *binds { return &binds{when: map[string]time.Time{}, gang: map[string]string{}} }
 
 func (b *binds) observe(obj any) {
 	pod, ok := obj.(*corev1.Pod)
@@ -59,7 +65,7 @@ func (b *binds) observe(obj any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, seen := b.when[pod.Name]; !seen {
-		b.when[pod.Name] = now
+		b.when[pod.Name], b.gang[pod.Name] = now, pod.Labels[GangLabel]
 	}
 }
 
@@ -69,6 +75,28 @@ func (b *binds) count() int {
 	return len(b.when)
 }
 
+// byGang is when each gang's pods were first seen bound, by gang name;
+// b.mu must be held.
+func (b *binds) byGang() map[string][]time.Time {
+	out := map[string][]time.Time{}
+	for pod, t := range b.when {
+		out[b.gang[pod]] = append(out[b.gang[pod]], t)
+	}
+	return out
+}
+
+// lastBind is when the last of a gang's size pods was seen bound, from
+// its pods' bind times, and whether all were.
+func lastBind(times []time.Time, size int) (time.Time, bool) {
+	var last time.Time
+	for _, t := range times {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last, len(times) >= size
+}
+
 // run creates every gang in namespace ns on schedule, through berth when
 // throughBerth, waits until every pod is bound (or the phase times out),
 // and measures each gang from the creation of its first pod until its last
@@ -76,33 +104,19 @@ func (b *binds) count() int {
 // that the berth run finds the same free capacity.
 func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, error) {
 	ph := Phase{Namespace: ns, ThroughBerth: throughBerth, Gangs: p.o.Gangs, Pods: Pods(p.o.Gangs, p.o.MaxGangSize)}
-	if err := p.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return ph, fmt.Errorf("creating namespace %s: %w", ns, err)
-	}
-	if throughBerth {
-		if err := createQueues(ctx, p.env, ns, p.o.Nodes*gpusPerNode); err != nil {
-			return ph, err
-		}
-		if err := waitActive(ctx, p.env.Client, ns); err != nil {
-			return ph, err
-		}
+	if err := p.prepare(ctx, ns, throughBerth); err != nil {
+		return ph, err
 	}
 	cs, err := kubernetes.NewForConfig(p.cfg)
 	if err != nil {
 		return ph, fmt.Errorf("creating clientset: %w", err)
 	}
-	seen := &binds{when: map[string]time.Time{}}
 	stop := make(chan struct{})
 	defer close(stop)
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    seen.observe,
-		UpdateFunc: func(_, obj any) { seen.observe(obj) },
-	}); err != nil {
-		return ph, fmt.Errorf("watching pods: %w", err)
+	seen, err := watchBinds(cs, ns, stop)
+	if err != nil {
+		return ph, err
 	}
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
 	var wls *workloads
 	if throughBerth {
 		watchCtx, cancel := context.WithCancel(ctx)
@@ -116,6 +130,11 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		done := p.profileAPIServer(ctx, ns)
 		defer func() { <-done }()
 	}
+	if p.o.Replicas {
+		if err := createDeployments(ctx, cs, ns, p.o.Gangs, throughBerth); err != nil {
+			return ph, err
+		}
+	}
 	before := sampleCPU()
 	calls, err := framework.WebhookCalls()
 	if err != nil {
@@ -127,7 +146,11 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 	if err != nil {
 		return ph, err
 	}
-	fmt.Fprintf(p.o.Progress, "  %d pods created in %.1fs; waiting for every pod to be bound\n", ph.Pods, span.Seconds())
+	arrived := "pods created"
+	if p.o.Replicas {
+		arrived = "replicas asked for by scale-ups"
+	}
+	fmt.Fprintf(p.o.Progress, "  %d %s in %.1fs; waiting for every pod to be bound\n", ph.Pods, arrived, span.Seconds())
 	waitErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.o.PhaseTimeout, true,
 		func(context.Context) (bool, error) { return seen.count() >= ph.Pods, nil })
 	ph.measure(created, seen, p.o.MaxGangSize)
@@ -137,11 +160,7 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 	}
 	if throughBerth {
 		ph.BerthWrites = p.writes.Since(writes)
-	}
-	if throughBerth {
-		st := wls.stages(created, seen, p.o.MaxGangSize)
-		ph.Stages = &st
-		if ph.Workloads, err = admittedWorkloads(ctx, p.env.Client, ns); err != nil {
+		if err := p.berthResults(ctx, &ph, wls, created, seen); err != nil {
 			return ph, err
 		}
 	}
@@ -171,12 +190,7 @@ func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string,
 					continue
 				}
 				created[i] = time.Now()
-				for _, pod := range GangPods(ns, i, p.o.MaxGangSize, throughBerth) {
-					if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-						failed = fmt.Errorf("creating pod %s/%s: %w", ns, pod.Name, err)
-						break
-					}
-				}
+				failed = p.arriveGang(ctx, cs, ns, i, throughBerth)
 			}
 			errs <- failed
 		})
@@ -202,6 +216,65 @@ func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string,
 		all = append(all, err)
 	}
 	return created, span, errors.Join(append(all, ctx.Err())...)
+}
+
+// prepare creates namespace ns and, for a berth run, its queues, and
+// waits until berth serves them.
+func (p *phaser) prepare(ctx context.Context, ns string, throughBerth bool) error {
+	if err := p.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	if !throughBerth {
+		return nil
+	}
+	if err := createQueues(ctx, p.env, ns, p.o.Nodes*gpusPerNode); err != nil {
+		return err
+	}
+	return waitActive(ctx, p.env.Client, ns)
+}
+
+// berthResults fills what only a berth run has: its stages, the
+// Workloads it admitted and the pods that run on records.
+func (p *phaser) berthResults(ctx context.Context, ph *Phase, wls *workloads, created []time.Time, seen *binds) error {
+	if !p.o.Replicas {
+		// Replicas admitted on records have no Workload to split at.
+		st := wls.stages(created, seen, p.o.MaxGangSize)
+		ph.Stages = &st
+	}
+	var err error
+	if ph.Workloads, err = admittedWorkloads(ctx, p.env.Client, ph.Namespace); err != nil {
+		return err
+	}
+	ph.Records, err = podsOnRecords(ctx, p.env.Client, ph.Namespace)
+	return err
+}
+
+// watchBinds records the binds of the pods of ns until stop closes.
+func watchBinds(cs kubernetes.Interface, ns string, stop <-chan struct{}) (*binds, error) {
+	seen := newBinds()
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen.observe,
+		UpdateFunc: func(_, obj any) { seen.observe(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return seen, nil
+}
+
+// arriveGang creates gang i's pods, or scales its Deployment up.
+func (p *phaser) arriveGang(ctx context.Context, cs kubernetes.Interface, ns string, i int, throughBerth bool) error {
+	if p.o.Replicas {
+		return scaleUp(ctx, cs, ns, i, GangSize(i, p.o.MaxGangSize))
+	}
+	for _, pod := range GangPods(ns, i, p.o.MaxGangSize, throughBerth) {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s/%s: %w", ns, pod.Name, err)
+		}
+	}
+	return nil
 }
 
 // components are the processes whose CPU time a phase reports: the plane's
@@ -243,23 +316,16 @@ func cpuSince(before map[string]float64) map[string]float64 {
 func (ph *Phase) measure(created []time.Time, seen *binds, maxSize int) {
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
+	byGang := seen.byGang()
 	var latencies []time.Duration
 	for i, start := range created {
-		size, bound := GangSize(i, maxSize), 0
-		var last time.Time
-		for j := range size {
-			if t, ok := seen.when[podName(i, j)]; ok {
-				bound++
-				if t.After(last) {
-					last = t
-				}
-			}
-		}
+		times := byGang[gangName(i)]
+		last, complete := lastBind(times, GangSize(i, maxSize))
 		switch {
-		case bound == size:
+		case complete:
 			ph.Complete++
 			latencies = append(latencies, last.Sub(start))
-		case bound > 0:
+		case len(times) > 0:
 			ph.Partial++
 		}
 	}
@@ -267,14 +333,14 @@ func (ph *Phase) measure(created []time.Time, seen *binds, maxSize int) {
 	ph.P50, ph.P95, ph.Max = s.P50.Seconds(), s.P95.Seconds(), s.Max.Seconds()
 }
 
-func podName(gang, index int) string { return fmt.Sprintf("r%05d-%d", gang, index) }
+func podName(gang, index int) string { return fmt.Sprintf("%s-%d", gangName(gang), index) }
 
 // GangPods are the pods of gang i: a leader and workers, one GPU each,
 // which kube-scheduler places on its own, or, through berth, as one pod
 // group in LocalQueue "team".
 func GangPods(ns string, i, maxSize int, throughBerth bool) []*corev1.Pod {
 	size := GangSize(i, maxSize)
-	gang := fmt.Sprintf("r%05d", i)
+	gang := gangName(i)
 	gpu := corev1.ResourceList{builders.GPU: resource.MustParse("1")}
 	var out []*corev1.Pod
 	for j := range size {
@@ -324,31 +390,48 @@ func admittedWorkloads(ctx context.Context, c client.Client, ns string) (int, er
 	return n, nil
 }
 
-// emptyNamespace deletes every pod in ns (no kubelet waits for them), page
-// pods at a time (Options.DeletePage), and waits until they are gone,
-// freeing their nodes.
+// emptyNamespace deletes the Deployments and ReplicaSets of ns, then every
+// pod in it (no kubelet waits for them), page objects at a time
+// (Options.DeletePage), and waits until they are gone, freeing their
+// nodes. The controllers go first, so that no ReplicaSet replaces a pod.
 func emptyNamespace(ctx context.Context, c client.Client, ns string, page int64) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods := &metav1.PartialObjectMetadataList{}
-		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-		if err := c.List(ctx, pods, client.InNamespace(ns), client.Limit(1)); err != nil {
-			return false, fmt.Errorf("listing the pods in %s: %w", ns, err)
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	for _, kind := range []struct {
+		list schema.GroupVersionKind
+		obj  client.Object
+		opt  client.DeleteAllOfOption
+	}{
+		{appsv1.SchemeGroupVersion.WithKind("DeploymentList"), &appsv1.Deployment{}, background},
+		{appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"), &appsv1.ReplicaSet{}, background},
+		{corev1.SchemeGroupVersion.WithKind("PodList"), &corev1.Pod{}, client.GracePeriodSeconds(0)},
+	} {
+		if err := deletePaged(ctx, c, ns, kind.list, kind.obj, page, kind.opt); err != nil {
+			return fmt.Errorf("emptying %s: %w", ns, err)
 		}
-		if len(pods.Items) == 0 {
+	}
+	return nil
+}
+
+// deletePaged deletes the objects of obj's kind in ns, page at a time, until
+// none is left. One collection delete of a whole burst's objects outlives
+// the API server's request timeout on two cores; the API server's
+// collection delete lists with the limit and deletes that page only.
+func deletePaged(ctx context.Context, c client.Client, ns string, list schema.GroupVersionKind, obj client.Object, page int64, opt client.DeleteAllOfOption) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		objs := &metav1.PartialObjectMetadataList{}
+		objs.SetGroupVersionKind(list)
+		if err := c.List(ctx, objs, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, fmt.Errorf("listing %s: %w", list.Kind, err)
+		}
+		if len(objs.Items) == 0 {
 			return true, nil
 		}
-		// The API server's collection delete lists with the limit and
-		// deletes that page only.
-		page := &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: ns, Limit: page}}
-		if err := c.DeleteAllOf(ctx, &corev1.Pod{}, page, client.GracePeriodSeconds(0)); err != nil {
-			return false, fmt.Errorf("deleting a page of the pods in %s: %w", ns, err)
+		paged := &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: ns, Limit: page}}
+		if err := c.DeleteAllOf(ctx, obj, paged, opt); err != nil {
+			return false, fmt.Errorf("deleting a page of %s: %w", list.Kind, err)
 		}
 		return false, nil
 	})
-	if err != nil {
-		return fmt.Errorf("emptying %s: %w", ns, err)
-	}
-	return nil
 }
 
 // webhookCallsSince is how many requests berth's webhook server answered

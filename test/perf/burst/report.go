@@ -30,9 +30,12 @@ type Phase struct {
 	P50 float64 `json:"p50Seconds"`
 	P95 float64 `json:"p95Seconds"`
 	Max float64 `json:"maxSeconds"`
-	// Workloads admitted by berth (the berth run only): one per gang shows
-	// every gang went through berth.
+	// Workloads admitted by berth (the berth runs only): in the pod-group
+	// shape, one per gang shows every gang went through berth.
 	Workloads int `json:"admittedWorkloads,omitempty"`
+	// Records are the pods that carry berth's admission record at the end
+	// of a berth run: replicas admitted without a Workload.
+	Records int `json:"podsOnRecords,omitempty"`
 	// CPUSeconds each process used from the first creation until the last
 	// bind (or the timeout), by component.
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
@@ -48,7 +51,10 @@ type Phase struct {
 
 // Report is the outcome of a run.
 type Report struct {
-	Gangs        int     `json:"gangs"`
+	Gangs int `json:"gangs"`
+	// Replicas is set when each gang was a Deployment scaled up
+	// (Options.Replicas) rather than a pod group.
+	Replicas     bool    `json:"replicas,omitempty"`
 	Pods         int     `json:"pods"`
 	Nodes        int     `json:"nodes"`
 	Window       float64 `json:"windowSeconds"`
@@ -105,8 +111,12 @@ func (r *Report) runs() []namedPhase {
 
 // WriteTable prints the report for a reader.
 func (r *Report) WriteTable(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "berth perf: burst, %d gangs (%d pods, 1 GPU each) within %gs on %d nodes; kube-scheduler QPS %d\n",
-		r.Gangs, r.Pods, r.Window, r.Nodes, r.SchedulerQPS)
+	shape := "pod groups"
+	if r.Replicas {
+		shape = "Deployments scaled up"
+	}
+	_, err := fmt.Fprintf(w, "berth perf: burst, %d gangs as %s (%d pods, 1 GPU each) within %gs on %d nodes; kube-scheduler QPS %d\n",
+		r.Gangs, shape, r.Pods, r.Window, r.Nodes, r.SchedulerQPS)
 	if err != nil {
 		return err
 	}
@@ -119,8 +129,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: webhook path %.2fx, policy path %.2fx; Workloads admitted: %d\n",
-		r.P95Ratio, r.PolicyP95Ratio, r.Berth.Workloads); err != nil {
+	if _, err = fmt.Fprintf(w, "berth p95 / floor p95: webhook path %.2fx, policy path %.2fx; Workloads admitted: %d; pods on records: %d\n",
+		r.P95Ratio, r.PolicyP95Ratio, r.Berth.Workloads, r.Berth.Records); err != nil {
 		return err
 	}
 	if _, err = fmt.Fprintf(w, "kube-apiserver CPU / floor's (per pod): webhook path %.2fx, policy path %.2fx\n",

@@ -73,4 +73,40 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(table.String()).To(ContainSubstring("kube-apiserver CPU / floor's (per pod)"))
 		GinkgoWriter.Println(table.String())
 	}, NodeTimeout(10*time.Minute))
+
+	It("binds every replica of Deployments scaled up, and through berth admits each on a record with one write", func(ctx SpecContext) {
+		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+		const gangs = 12
+		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Replicas: true, Progress: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		pods := burst.Pods(gangs, 4)
+		Expect(rep.Replicas).To(BeTrue())
+		Expect(rep.Policy).NotTo(BeNil())
+		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
+			Expect(ph.Complete).To(Equal(gangs), "%s: every Deployment's replicas bound", ph.Namespace)
+			Expect(ph.Partial).To(BeZero(), "%s", ph.Namespace)
+			Expect(ph.P95).To(BeNumerically(">=", ph.P50))
+		}
+		Expect(rep.Floor.Records).To(BeZero())
+
+		By("the webhook path called berth once per replica, to gate it; the policy path never")
+		// kube-controller-manager creates the replicas: their controller is
+		// followed at their release, not looked up at their creation.
+		Expect(rep.Berth.WebhookCalls).To(HaveKeyWithValue(framework.MutatePodPath, BeNumerically("==", pods)))
+		Expect(rep.Berth.WebhookCalls).To(HaveLen(1), "no other call: %v", rep.Berth.WebhookCalls)
+		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
+
+		By("berth admitted every replica on a record on its pod: one patch each, no Workload")
+		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
+			Expect(ph.Records).To(Equal(pods), "%s: every replica runs on its record", ph.Namespace)
+			Expect(ph.Workloads).To(BeZero(), "%s", ph.Namespace)
+			Expect(ph.BerthWrites).To(HaveKeyWithValue("PATCH pods", pods), "%s: one release per replica", ph.Namespace)
+			Expect(ph.BerthWrites).NotTo(HaveKey("POST workloads"), "%s", ph.Namespace)
+			Expect(ph.Stages).To(BeNil(), "%s: no Workload to split a replica's time at", ph.Namespace)
+		}
+		var table bytes.Buffer
+		Expect(rep.WriteTable(&table)).To(Succeed())
+		Expect(table.String()).To(ContainSubstring("as Deployments scaled up"))
+		GinkgoWriter.Println(table.String())
+	}, NodeTimeout(10*time.Minute))
 })

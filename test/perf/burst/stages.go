@@ -85,10 +85,11 @@ func (w *workloads) stages(created []time.Time, seen *binds, maxSize int) Stages
 	defer w.mu.Unlock()
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
+	byGang := seen.byGang()
 	var toWorkload, toAdmitted, toBound []time.Duration
 	for i, start := range created {
-		last, complete := lastBind(seen.when, i, GangSize(i, maxSize))
-		key := fmt.Sprintf("r%05d", i)
+		key := gangName(i)
+		last, complete := lastBind(byGang[key], GangSize(i, maxSize))
 		appeared, ok1 := w.seen[key]
 		admitted, ok2 := w.admitted[key]
 		if !complete || !ok1 || !ok2 {
@@ -104,20 +105,4 @@ func (w *workloads) stages(created []time.Time, seen *binds, maxSize int) Stages
 		ToAdmittedP50: w2.P50.Seconds(), ToAdmittedP95: w2.P95.Seconds(),
 		ToBoundP50: w3.P50.Seconds(), ToBoundP95: w3.P95.Seconds(),
 	}
-}
-
-// lastBind is when the last of gang i's size pods was seen bound, and
-// whether all were.
-func lastBind(when map[string]time.Time, i, size int) (time.Time, bool) {
-	var last time.Time
-	for j := range size {
-		t, ok := when[podName(i, j)]
-		if !ok {
-			return last, false
-		}
-		if t.After(last) {
-			last = t
-		}
-	}
-	return last, true
 }
