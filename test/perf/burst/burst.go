@@ -16,11 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/berth-dev/berth/controllers/setup"
 	"github.com/berth-dev/berth/test/builders"
@@ -65,19 +68,17 @@ type Options struct {
 	// ApplyWorkers is berth's --apply-workers in the berth runs: how many
 	// decisions are written at once. Zero: berth's default.
 	ApplyWorkers int
-	// Replicas makes each gang a Deployment of GangSize(i) one-GPU
-	// replicas instead of a pod group: every Deployment is created with
-	// no replicas before a run starts, and gang i's arrival is its scale-up
-	// to its size through the scale subresource, as a HorizontalPodAutoscaler
-	// scales it. In the berth runs the Deployment carries the queue label
-	// and berth admits it replica by replica. A gang's time runs from its
-	// scale-up until its last replica is bound.
-	Replicas bool
+	// Shape is what a gang is: ShapePods (default), ShapeDeployments or
+	// ShapeLeaderWorkerSets.
+	Shape Shape
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
 
 func (o *Options) defaults() {
+	if o.Shape == "" {
+		o.Shape = ShapePods
+	}
 	if o.DeletePage == 0 {
 		o.DeletePage = 500
 	}
@@ -114,6 +115,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("gangs must be at least 1, not %d", o.Gangs)
 	case o.MaxGangSize < 1:
 		return fmt.Errorf("the largest gang must have at least 1 pod, not %d", o.MaxGangSize)
+	case !slices.Contains(Shapes, o.Shape):
+		return fmt.Errorf("shape %q is none of %v", o.Shape, Shapes)
 	case o.Window < 0:
 		return fmt.Errorf("the arrival window must not be negative, not %s", o.Window)
 	case o.Nodes*gpusPerNode < Pods(o.Gangs, o.MaxGangSize):
@@ -122,6 +125,32 @@ func (o *Options) validate() error {
 	}
 	return nil
 }
+
+// Shape is what one of the burst's gangs is.
+type Shape string
+
+const (
+	// ShapePods makes gang i a group of GangSize(i) plain pods, created by
+	// the load: LeaderWorkerSet-shaped, without an operator's latency in
+	// either run. Through berth they are a pod group.
+	ShapePods Shape = "pods"
+	// ShapeDeployments makes gang i a Deployment of GangSize(i) one-GPU
+	// replicas, created with none before the run; its arrival is its
+	// scale-up through the scale subresource, as a HorizontalPodAutoscaler
+	// scales it, and kube-controller-manager's ReplicaSet controller
+	// creates the pods. Through berth the Deployment carries the queue
+	// label and berth admits it replica by replica.
+	ShapeDeployments Shape = "deployments"
+	// ShapeLeaderWorkerSets makes gang i a LeaderWorkerSet replica of
+	// GangSize(i) pods (a leader and its workers), run by the
+	// LeaderWorkerSet operator: the set is created with no replicas before
+	// the run and scaled to one. Through berth the set carries the queue
+	// label and the replica is one gang.
+	ShapeLeaderWorkerSets Shape = "leaderworkersets"
+)
+
+// Shapes are the shapes a burst can take.
+var Shapes = []Shape{ShapePods, ShapeDeployments, ShapeLeaderWorkerSets}
 
 // gpusPerNode is the GPUs of each kwok node (controlplane.GPUNode).
 const gpusPerNode = 8
@@ -146,23 +175,45 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	// kube-controller-manager gets the scheduler's client limit: in the
-	// replica shape its Deployment and ReplicaSet controllers create every
-	// pod. Their workers stay at the default five each, as in most
-	// clusters, so a webhook's round trip on each create shows as it would
-	// there.
-	limits := []string{"--kube-api-qps=" + strconv.Itoa(o.SchedulerQPS), "--kube-api-burst=" + strconv.Itoa(2*o.SchedulerQPS)}
-	fmt.Fprintf(o.Progress, "starting the full plane with %d nodes\n", o.Nodes)
-	env, err := framework.StartWith(ctx, framework.StartOptions{Full: true,
-		ExtraArgs: map[controlplane.Component][]string{controlplane.KubeScheduler: limits, controlplane.KubeControllerManager: limits}})
+	env, err := startPlane(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Gangs: o.Gangs, Replicas: o.Replicas, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
+	rep := &Report{Gangs: o.Gangs, Shape: o.Shape, Pods: Pods(o.Gangs, o.MaxGangSize), Nodes: o.Nodes,
 		Window: o.Window.Seconds(), SchedulerQPS: o.SchedulerQPS,
 		JobWorkers: o.JobWorkers, ApplyWorkers: o.ApplyWorkers}
 	err = run(ctx, env, o, rep)
 	return rep, errors.Join(err, env.Stop())
+}
+
+// startPlane starts the full plane, with the LeaderWorkerSet operator for
+// that shape. kube-controller-manager gets the scheduler's client limit:
+// in the Deployment and LeaderWorkerSet shapes its ReplicaSet and
+// StatefulSet controllers create every pod. Their workers stay at the
+// default five each, as in most clusters, so a webhook's round trip on
+// each create shows as it would there.
+func startPlane(ctx context.Context, o Options) (*framework.Env, error) {
+	limits := []string{"--kube-api-qps=" + strconv.Itoa(o.SchedulerQPS), "--kube-api-burst=" + strconv.Itoa(2*o.SchedulerQPS)}
+	var crds []string
+	if o.Shape == ShapeLeaderWorkerSets {
+		paths, err := framework.OperatorCRDs(ctx, framework.LWSOperator)
+		if err != nil {
+			return nil, err
+		}
+		crds = paths
+	}
+	fmt.Fprintf(o.Progress, "starting the full plane with %d nodes\n", o.Nodes)
+	env, err := framework.StartWith(ctx, framework.StartOptions{Full: true, CRDPaths: crds,
+		ExtraArgs: map[controlplane.Component][]string{controlplane.KubeScheduler: limits, controlplane.KubeControllerManager: limits}})
+	if err != nil {
+		return nil, err
+	}
+	if o.Shape == ShapeLeaderWorkerSets {
+		if err := env.StartOperator(ctx, framework.LWSOperator); err != nil {
+			return nil, errors.Join(err, env.Stop())
+		}
+	}
+	return env, nil
 }
 
 func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error {
@@ -172,7 +223,15 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	// The creator's own client must never be what throttles arrivals.
 	cfg := rest.CopyConfig(env.Plane.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
-	p := &phaser{env: env, cfg: cfg, o: o, writes: &framework.WriteCounter{}}
+	load, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return fmt.Errorf("creating the load's client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the load's dynamic client: %w", err)
+	}
+	p := &phaser{env: env, cfg: cfg, o: o, writes: &framework.WriteCounter{}, load: load, dynamic: dyn}
 
 	fmt.Fprintln(o.Progress, "floor: the pods with kube-scheduler alone")
 	floor, err := p.run(ctx, "burst-floor", false)
@@ -192,7 +251,7 @@ func run(ctx context.Context, env *framework.Env, o Options, rep *Report) error 
 	}
 	// The next run starts on a quiet plane: the pods and the Workloads of
 	// this one gone.
-	if err := emptyNamespace(ctx, env.Client, "burst-berth", o.DeletePage); err != nil {
+	if err := emptyNamespace(ctx, env.Client, "burst-berth", o.DeletePage, o.Shape); err != nil {
 		return err
 	}
 	if err := waitNoWorkloads(ctx, env.Client, "burst-berth"); err != nil {

@@ -81,6 +81,26 @@ func TestGangDeployment(t *testing.T) {
 	}
 }
 
+func TestGangLeaderWorkerSet(t *testing.T) {
+	for _, throughBerth := range []bool{false, true} {
+		set := GangLeaderWorkerSet("ns", 2, 4, throughBerth)
+		if set.Name != "r00002" || *set.Spec.Replicas != 0 || *set.Spec.LeaderWorkerTemplate.Size != 3 {
+			t.Errorf("set %s with %d replicas of %d pods, want r00002 with none of 3 until its scale-up",
+				set.Name, *set.Spec.Replicas, *set.Spec.LeaderWorkerTemplate.Size)
+		}
+		tmpl := set.Spec.LeaderWorkerTemplate.WorkerTemplate
+		if tmpl.Labels[GangLabel] != "r00002" || set.Spec.LeaderWorkerTemplate.LeaderTemplate != nil {
+			t.Errorf("leader and workers from one template labelled %v, want the gang's name", tmpl.Labels)
+		}
+		if q := tmpl.Spec.Containers[0].Resources.Requests[builders.GPU]; q.Value() != 1 {
+			t.Errorf("a pod requests %s GPUs, want 1", q.String())
+		}
+		if _, queued := set.Labels[berthv1.QueueNameLabel]; queued != throughBerth {
+			t.Errorf("through berth %v: set labels %v", throughBerth, set.Labels)
+		}
+	}
+}
+
 // TestRunRejectsBadOptions checks that options that cannot describe a burst
 // on free capacity fail before any plane starts, saying what to fix.
 func TestRunRejectsBadOptions(t *testing.T) {
@@ -92,6 +112,7 @@ func TestRunRejectsBadOptions(t *testing.T) {
 		{name: "negative gangs", o: Options{Gangs: -1}, want: "gangs must be at least 1"},
 		{name: "empty gangs", o: Options{MaxGangSize: -2}, want: "at least 1 pod"},
 		{name: "negative window", o: Options{Window: -time.Second}, want: "must not be negative"},
+		{name: "unknown shape", o: Options{Shape: "jobs"}, want: `shape "jobs" is none of [pods deployments leaderworkersets]`},
 		{name: "too few nodes", o: Options{Gangs: 100, Nodes: 10}, want: "10 nodes hold 80 GPUs, fewer than the 250 pods need"},
 	}
 	for _, tt := range tests {

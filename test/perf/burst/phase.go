@@ -17,11 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	berthv1 "github.com/berth-dev/berth/apis/v1alpha1"
 	"github.com/berth-dev/berth/test/builders"
@@ -44,6 +46,9 @@ type phaser struct {
 	o   Options
 	// writes counts berth's writes (BerthOptions.WrapTransport).
 	writes *framework.WriteCounter
+	// load and dynamic are the load's clients, with cfg's limits.
+	load    client.Client
+	dynamic dynamic.Interface
 }
 
 // binds records when each pod was first seen bound to a node, and its
@@ -130,10 +135,8 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		done := p.profileAPIServer(ctx, ns)
 		defer func() { <-done }()
 	}
-	if p.o.Replicas {
-		if err := createDeployments(ctx, cs, ns, p.o.Gangs, throughBerth); err != nil {
-			return ph, err
-		}
+	if err := p.createScalables(ctx, cs, ns, throughBerth); err != nil {
+		return ph, err
 	}
 	before := sampleCPU()
 	calls, err := framework.WebhookCalls()
@@ -147,8 +150,8 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		return ph, err
 	}
 	arrived := "pods created"
-	if p.o.Replicas {
-		arrived = "replicas asked for by scale-ups"
+	if p.o.Shape != ShapePods {
+		arrived = "pods asked for by scale-ups"
 	}
 	fmt.Fprintf(p.o.Progress, "  %d %s in %.1fs; waiting for every pod to be bound\n", ph.Pods, arrived, span.Seconds())
 	waitErr := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.o.PhaseTimeout, true,
@@ -170,7 +173,7 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 		return ph, fmt.Errorf("%d of %d pods bound: %w", seen.count(), ph.Pods, waitErr)
 	}
 	if !throughBerth {
-		return ph, emptyNamespace(ctx, p.env.Client, ns, p.o.DeletePage)
+		return ph, emptyNamespace(ctx, p.env.Client, ns, p.o.DeletePage, p.o.Shape)
 	}
 	return ph, nil
 }
@@ -179,6 +182,32 @@ func (p *phaser) run(ctx context.Context, ns string, throughBerth bool) (Phase, 
 // gang's creation began and how long all creations took.
 func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string, throughBerth bool) ([]time.Time, time.Duration, error) {
 	created := make([]time.Time, p.o.Gangs)
+	var start time.Time
+	err := fanOut(func(next chan<- int) {
+		start = time.Now()
+		for i := range p.o.Gangs {
+			due := start.Add(time.Duration(i) * p.o.Window / time.Duration(p.o.Gangs))
+			select {
+			case <-time.After(time.Until(due)):
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			next <- i
+		}
+	}, func(i int) error {
+		created[i] = time.Now()
+		return p.arriveGang(ctx, cs, ns, i, throughBerth)
+	})
+	return created, time.Since(start), errors.Join(err, ctx.Err())
+}
+
+// fanOut runs work for each index feed sends, on creators goroutines, so
+// that a slow request never delays the next; a goroutine whose work
+// failed takes no more. It returns once feed returned and all work ended,
+// with the errors.
+func fanOut(feed func(next chan<- int), work func(i int) error) error {
 	next := make(chan int)
 	errs := make(chan error, creators)
 	var wg sync.WaitGroup
@@ -186,36 +215,22 @@ func (p *phaser) arrive(ctx context.Context, cs kubernetes.Interface, ns string,
 		wg.Go(func() {
 			var failed error
 			for i := range next {
-				if failed != nil {
-					continue
+				if failed == nil {
+					failed = work(i)
 				}
-				created[i] = time.Now()
-				failed = p.arriveGang(ctx, cs, ns, i, throughBerth)
 			}
 			errs <- failed
 		})
 	}
-	start := time.Now()
-	for i := range p.o.Gangs {
-		due := start.Add(time.Duration(i) * p.o.Window / time.Duration(p.o.Gangs))
-		select {
-		case <-time.After(time.Until(due)):
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
+	feed(next)
 	close(next)
 	wg.Wait()
-	span := time.Since(start)
 	close(errs)
 	var all []error
 	for err := range errs {
 		all = append(all, err)
 	}
-	return created, span, errors.Join(append(all, ctx.Err())...)
+	return errors.Join(all...)
 }
 
 // prepare creates namespace ns and, for a berth run, its queues, and
@@ -236,8 +251,9 @@ func (p *phaser) prepare(ctx context.Context, ns string, throughBerth bool) erro
 // berthResults fills what only a berth run has: its stages, the
 // Workloads it admitted and the pods that run on records.
 func (p *phaser) berthResults(ctx context.Context, ph *Phase, wls *workloads, created []time.Time, seen *binds) error {
-	if !p.o.Replicas {
-		// Replicas admitted on records have no Workload to split at.
+	if p.o.Shape == ShapePods {
+		// The stages are keyed by a pod group's Workload; replicas admitted
+		// on records have none to split at.
 		st := wls.stages(created, seen, p.o.MaxGangSize)
 		ph.Stages = &st
 	}
@@ -266,8 +282,11 @@ func watchBinds(cs kubernetes.Interface, ns string, stop <-chan struct{}) (*bind
 
 // arriveGang creates gang i's pods, or scales its Deployment up.
 func (p *phaser) arriveGang(ctx context.Context, cs kubernetes.Interface, ns string, i int, throughBerth bool) error {
-	if p.o.Replicas {
+	switch p.o.Shape {
+	case ShapeDeployments:
 		return scaleUp(ctx, cs, ns, i, GangSize(i, p.o.MaxGangSize))
+	case ShapeLeaderWorkerSets:
+		return p.scaleUpSet(ctx, ns, i)
 	}
 	for _, pod := range GangPods(ns, i, p.o.MaxGangSize, throughBerth) {
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -390,22 +409,30 @@ func admittedWorkloads(ctx context.Context, c client.Client, ns string) (int, er
 	return n, nil
 }
 
-// emptyNamespace deletes the Deployments and ReplicaSets of ns, then every
-// pod in it (no kubelet waits for them), page objects at a time
+// emptyNamespace deletes what scales the gangs of ns (its Deployments and
+// ReplicaSets, or its LeaderWorkerSets and StatefulSets), then every pod in
+// it (no kubelet waits for them), page objects at a time
 // (Options.DeletePage), and waits until they are gone, freeing their
-// nodes. The controllers go first, so that no ReplicaSet replaces a pod.
-func emptyNamespace(ctx context.Context, c client.Client, ns string, page int64) error {
+// nodes. The controllers go first, so that none replaces a pod.
+func emptyNamespace(ctx context.Context, c client.Client, ns string, page int64, shape Shape) error {
 	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
-	for _, kind := range []struct {
+	type kind struct {
 		list schema.GroupVersionKind
 		obj  client.Object
 		opt  client.DeleteAllOfOption
-	}{
-		{appsv1.SchemeGroupVersion.WithKind("DeploymentList"), &appsv1.Deployment{}, background},
-		{appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"), &appsv1.ReplicaSet{}, background},
-		{corev1.SchemeGroupVersion.WithKind("PodList"), &corev1.Pod{}, client.GracePeriodSeconds(0)},
-	} {
-		if err := deletePaged(ctx, c, ns, kind.list, kind.obj, page, kind.opt); err != nil {
+	}
+	var kinds []kind
+	switch shape {
+	case ShapeDeployments:
+		kinds = []kind{{appsv1.SchemeGroupVersion.WithKind("DeploymentList"), &appsv1.Deployment{}, background},
+			{appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"), &appsv1.ReplicaSet{}, background}}
+	case ShapeLeaderWorkerSets:
+		kinds = []kind{{lwsv1.GroupVersion.WithKind("LeaderWorkerSetList"), &lwsv1.LeaderWorkerSet{}, background},
+			{appsv1.SchemeGroupVersion.WithKind("StatefulSetList"), &appsv1.StatefulSet{}, background}}
+	}
+	kinds = append(kinds, kind{corev1.SchemeGroupVersion.WithKind("PodList"), &corev1.Pod{}, client.GracePeriodSeconds(0)})
+	for _, k := range kinds {
+		if err := deletePaged(ctx, c, ns, k.list, k.obj, page, k.opt); err != nil {
 			return fmt.Errorf("emptying %s: %w", ns, err)
 		}
 	}

@@ -2,10 +2,8 @@ package burst
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,37 +52,20 @@ func GangDeployment(ns string, i int, throughBerth bool) *appsv1.Deployment {
 // waits until the Deployment controller made each one's ReplicaSet, so
 // that a run's arrivals are scale-ups only.
 func createDeployments(ctx context.Context, cs kubernetes.Interface, ns string, gangs int, throughBerth bool) error {
-	next := make(chan int)
-	errs := make(chan error, creators)
-	var wg sync.WaitGroup
-	for range creators {
-		wg.Go(func() {
-			var failed error
-			for i := range next {
-				if failed != nil {
-					continue
-				}
-				if _, err := cs.AppsV1().Deployments(ns).Create(ctx, GangDeployment(ns, i, throughBerth), metav1.CreateOptions{}); err != nil {
-					failed = fmt.Errorf("creating Deployment %s/%s: %w", ns, gangName(i), err)
-				}
-			}
-			errs <- failed
-		})
-	}
-	for i := range gangs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	if err := errors.Join(all...); err != nil {
+	err := fanOut(func(next chan<- int) {
+		for i := range gangs {
+			next <- i
+		}
+	}, func(i int) error {
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, GangDeployment(ns, i, throughBerth), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating Deployment %s/%s: %w", ns, gangName(i), err)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		rs, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, fmt.Errorf("listing the ReplicaSets in %s: %w", ns, err)

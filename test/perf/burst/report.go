@@ -52,9 +52,8 @@ type Phase struct {
 // Report is the outcome of a run.
 type Report struct {
 	Gangs int `json:"gangs"`
-	// Replicas is set when each gang was a Deployment scaled up
-	// (Options.Replicas) rather than a pod group.
-	Replicas     bool    `json:"replicas,omitempty"`
+	// Shape is what each gang was (Options.Shape).
+	Shape        Shape   `json:"shape"`
 	Pods         int     `json:"pods"`
 	Nodes        int     `json:"nodes"`
 	Window       float64 `json:"windowSeconds"`
@@ -111,10 +110,8 @@ func (r *Report) runs() []namedPhase {
 
 // WriteTable prints the report for a reader.
 func (r *Report) WriteTable(w io.Writer) error {
-	shape := "pod groups"
-	if r.Replicas {
-		shape = "Deployments scaled up"
-	}
+	shape := map[Shape]string{ShapePods: "pod groups", ShapeDeployments: "Deployments scaled up",
+		ShapeLeaderWorkerSets: "LeaderWorkerSet replicas scaled up"}[r.Shape]
 	_, err := fmt.Fprintf(w, "berth perf: burst, %d gangs as %s (%d pods, 1 GPU each) within %gs on %d nodes; kube-scheduler QPS %d\n",
 		r.Gangs, shape, r.Pods, r.Window, r.Nodes, r.SchedulerQPS)
 	if err != nil {

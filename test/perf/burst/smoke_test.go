@@ -77,10 +77,10 @@ var _ = Describe("a small burst on the full plane", func() {
 	It("binds every replica of Deployments scaled up, and through berth admits each on a record with one write", func(ctx SpecContext) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		const gangs = 12
-		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Replicas: true, Progress: GinkgoWriter})
+		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Shape: burst.ShapeDeployments, Progress: GinkgoWriter})
 		Expect(err).NotTo(HaveOccurred())
 		pods := burst.Pods(gangs, 4)
-		Expect(rep.Replicas).To(BeTrue())
+		Expect(rep.Shape).To(Equal(burst.ShapeDeployments))
 		Expect(rep.Policy).NotTo(BeNil())
 		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
 			Expect(ph.Complete).To(Equal(gangs), "%s: every Deployment's replicas bound", ph.Namespace)
@@ -109,4 +109,32 @@ var _ = Describe("a small burst on the full plane", func() {
 		Expect(table.String()).To(ContainSubstring("as Deployments scaled up"))
 		GinkgoWriter.Println(table.String())
 	}, NodeTimeout(10*time.Minute))
+
+	It("binds every replica of LeaderWorkerSets scaled up whole, through berth one admitted Workload per replica", func(ctx SpecContext) {
+		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+		const gangs = 12
+		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Shape: burst.ShapeLeaderWorkerSets, Progress: GinkgoWriter})
+		Expect(err).NotTo(HaveOccurred())
+		pods := burst.Pods(gangs, 4)
+		Expect(rep.Policy).NotTo(BeNil())
+		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
+			Expect(ph.Complete).To(Equal(gangs), "%s: every replica's leader and workers bound", ph.Namespace)
+			Expect(ph.Partial).To(BeZero(), "%s: no replica partly bound", ph.Namespace)
+		}
+
+		By("the webhook path called berth once per pod, to gate it; the policy path never")
+		Expect(rep.Berth.WebhookCalls).To(HaveKeyWithValue(framework.MutatePodPath, BeNumerically("==", pods)))
+		Expect(rep.Berth.WebhookCalls).To(HaveLen(1), "no other call: %v", rep.Berth.WebhookCalls)
+		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
+
+		By("berth admitted each replica as one gang: a Workload, its admission and one release per pod")
+		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
+			Expect(ph.Workloads).To(Equal(gangs), "%s", ph.Namespace)
+			Expect(ph.BerthWrites).To(HaveKeyWithValue("PATCH pods", pods), "%s: one release per pod", ph.Namespace)
+			Expect(ph.BerthWrites).To(HaveKeyWithValue("POST workloads", gangs), "%s: one Workload per replica", ph.Namespace)
+		}
+		var table bytes.Buffer
+		Expect(rep.WriteTable(&table)).To(Succeed())
+		GinkgoWriter.Println(table.String())
+	}, NodeTimeout(framework.OperatorPlaneTimeout))
 })

@@ -56,7 +56,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.burst.ProfileSeconds, "burst-profile-seconds", 0, "burst: how long kube-apiserver is profiled from the start of each berth run; default 30")
 	fs.IntVar(&c.burst.JobWorkers, "burst-job-workers", 0, "burst: berth's --job-workers in the berth runs; default berth's own")
 	fs.IntVar(&c.burst.ApplyWorkers, "burst-apply-workers", 0, "burst: berth's --apply-workers in the berth runs; default berth's own")
-	fs.BoolVar(&c.burst.Replicas, "burst-replicas", false, "burst: each gang is a Deployment scaled up from none to 1-4 replicas, admitted replica by replica, instead of a pod group")
+	fs.StringVar((*string)(&c.burst.Shape), "burst-shape", string(burst.ShapePods), "burst: what a gang is: pods (a pod group of plain pods), deployments (a Deployment scaled up from none to 1-4 replicas) or leaderworkersets (a LeaderWorkerSet of 1-4 pods per replica scaled up from none to one replica)")
 	fs.IntVar(&c.burst.SchedulerQPS, "burst-scheduler-qps", 0, "burst: kube-scheduler's client QPS (burst twice that); default 500")
 	fs.StringVar(&c.out, "out", "", "JSON report path; default bin/perf/<scenario>-<mode>-qps<qps>.json")
 	fs.StringVar(&c.mode, "mode", string(runner.ModeWorkloads), "workloads: create Workloads as a job adapter would; jobs: create suspended batch/v1 Jobs")
