@@ -2,6 +2,7 @@ package serving
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,25 +56,30 @@ func TestOwnedLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
-	for _, r := range rss {
-		got[r.Name] = true
-	}
-	if len(got) != 2 || !got["web-1"] || !got["web-2"] {
+	if got := names(rss); !slices.Equal(got, []string{"web-1", "web-2"}) {
 		t.Errorf("ReplicaSets of web: %v, want web-1 and web-2", got)
 	}
 	pods, err := queuedPodsOf(ctx, c, "ns", uids(rss)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
-	for _, p := range pods {
-		names[p.Name] = true
-	}
-	if len(names) != 2 || !names["web-1-a"] || !names["web-2-a"] {
-		t.Errorf("queued pods of web: %v, want web-1-a and web-2-a", names)
+	if got := names(pods); !slices.Equal(got, []string{"web-1-a", "web-2-a"}) {
+		t.Errorf("queued pods of web: %v, want web-1-a and web-2-a", got)
 	}
 	if v := ControllerUIDOf(pod("lone", "", true)); v != nil {
 		t.Errorf("a pod without a controller is indexed under %v", v)
 	}
+}
+
+// names are the sorted names of objs.
+func names[T any, PT interface {
+	*T
+	metav1.Object
+}](objs []T) []string {
+	out := make([]string, 0, len(objs))
+	for i := range objs {
+		out = append(out, PT(&objs[i]).GetName())
+	}
+	slices.Sort(out)
+	return out
 }
