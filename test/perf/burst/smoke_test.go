@@ -77,24 +77,8 @@ var _ = Describe("a small burst on the full plane", func() {
 	It("binds every replica of Deployments scaled up, and through berth admits each on a record with one write", func(ctx SpecContext) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		const gangs = 12
-		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Shape: burst.ShapeDeployments, Progress: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		pods := burst.Pods(gangs, 4)
-		Expect(rep.Shape).To(Equal(burst.ShapeDeployments))
-		Expect(rep.Policy).NotTo(BeNil())
-		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
-			Expect(ph.Complete).To(Equal(gangs), "%s: every Deployment's replicas bound", ph.Namespace)
-			Expect(ph.Partial).To(BeZero(), "%s", ph.Namespace)
-			Expect(ph.P95).To(BeNumerically(">=", ph.P50))
-		}
+		rep, pods := scaledUp(ctx, gangs, burst.ShapeDeployments)
 		Expect(rep.Floor.Records).To(BeZero())
-
-		By("the webhook path called berth once per replica, to gate it; the policy path never")
-		// kube-controller-manager creates the replicas: their controller is
-		// followed at their release, not looked up at their creation.
-		Expect(rep.Berth.WebhookCalls).To(HaveKeyWithValue(framework.MutatePodPath, BeNumerically("==", pods)))
-		Expect(rep.Berth.WebhookCalls).To(HaveLen(1), "no other call: %v", rep.Berth.WebhookCalls)
-		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
 
 		By("berth admitted every replica on a record on its pod: one patch each, no Workload")
 		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
@@ -104,28 +88,13 @@ var _ = Describe("a small burst on the full plane", func() {
 			Expect(ph.BerthWrites).NotTo(HaveKey("POST workloads"), "%s", ph.Namespace)
 			Expect(ph.Stages).To(BeNil(), "%s: no Workload to split a replica's time at", ph.Namespace)
 		}
-		var table bytes.Buffer
-		Expect(rep.WriteTable(&table)).To(Succeed())
-		Expect(table.String()).To(ContainSubstring("as Deployments scaled up"))
-		GinkgoWriter.Println(table.String())
+		Expect(table(rep)).To(ContainSubstring("as Deployments scaled up"))
 	}, NodeTimeout(10*time.Minute))
 
 	It("binds every replica of LeaderWorkerSets scaled up whole, through berth one admitted Workload per replica", func(ctx SpecContext) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		const gangs = 12
-		rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Shape: burst.ShapeLeaderWorkerSets, Progress: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		pods := burst.Pods(gangs, 4)
-		Expect(rep.Policy).NotTo(BeNil())
-		for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
-			Expect(ph.Complete).To(Equal(gangs), "%s: every replica's leader and workers bound", ph.Namespace)
-			Expect(ph.Partial).To(BeZero(), "%s: no replica partly bound", ph.Namespace)
-		}
-
-		By("the webhook path called berth once per pod, to gate it; the policy path never")
-		Expect(rep.Berth.WebhookCalls).To(HaveKeyWithValue(framework.MutatePodPath, BeNumerically("==", pods)))
-		Expect(rep.Berth.WebhookCalls).To(HaveLen(1), "no other call: %v", rep.Berth.WebhookCalls)
-		Expect(rep.Policy.WebhookCalls).To(BeEmpty())
+		rep, pods := scaledUp(ctx, gangs, burst.ShapeLeaderWorkerSets)
 
 		By("berth admitted each replica as one gang: a Workload, its admission and one release per pod")
 		for _, ph := range []burst.Phase{rep.Berth, *rep.Policy} {
@@ -133,8 +102,41 @@ var _ = Describe("a small burst on the full plane", func() {
 			Expect(ph.BerthWrites).To(HaveKeyWithValue("PATCH pods", pods), "%s: one release per pod", ph.Namespace)
 			Expect(ph.BerthWrites).To(HaveKeyWithValue("POST workloads", gangs), "%s: one Workload per replica", ph.Namespace)
 		}
-		var table bytes.Buffer
-		Expect(rep.WriteTable(&table)).To(Succeed())
-		GinkgoWriter.Println(table.String())
+		Expect(table(rep)).To(ContainSubstring("as LeaderWorkerSet replicas scaled up"))
 	}, NodeTimeout(framework.OperatorPlaneTimeout))
 })
+
+// scaledUp runs a small burst of gangs of shape, which
+// kube-controller-manager's controllers create the pods of, and checks
+// what holds for every such shape: every gang bound whole in every run,
+// and the webhook path calling berth once per pod, for its gate, and the
+// policy path never — the pods' controllers are followed at their
+// release, not looked up at their creation. It returns the report and the
+// number of pods.
+func scaledUp(ctx SpecContext, gangs int, shape burst.Shape) (*burst.Report, int) {
+	GinkgoHelper()
+	rep, err := burst.Run(ctx, burst.Options{Gangs: gangs, Window: time.Second, DeletePage: 10, Shape: shape, Progress: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	pods := burst.Pods(gangs, 4)
+	Expect(rep.Shape).To(Equal(shape))
+	Expect(rep.Policy).NotTo(BeNil())
+	for _, ph := range []burst.Phase{rep.Floor, rep.Berth, *rep.Policy} {
+		Expect(ph.Complete).To(Equal(gangs), "%s: every gang's pods bound", ph.Namespace)
+		Expect(ph.Partial).To(BeZero(), "%s: no gang partly bound", ph.Namespace)
+		Expect(ph.P95).To(BeNumerically(">=", ph.P50))
+	}
+	By("the webhook path called berth once per pod, to gate it; the policy path never")
+	Expect(rep.Berth.WebhookCalls).To(HaveKeyWithValue(framework.MutatePodPath, BeNumerically("==", pods)))
+	Expect(rep.Berth.WebhookCalls).To(HaveLen(1), "no other call: %v", rep.Berth.WebhookCalls)
+	Expect(rep.Policy.WebhookCalls).To(BeEmpty())
+	return rep, pods
+}
+
+// table is the report's table, also written to the spec's output.
+func table(rep *burst.Report) string {
+	GinkgoHelper()
+	var out bytes.Buffer
+	Expect(rep.WriteTable(&out)).To(Succeed())
+	GinkgoWriter.Println(out.String())
+	return out.String()
+}
