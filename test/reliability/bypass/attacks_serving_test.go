@@ -2,6 +2,7 @@ package bypass_test
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -82,6 +83,25 @@ var _ = Describe("a tenant with the edit role and a queued Deployment", func() {
 				g.Expect(p.Spec.NodeName).To(BeEmpty(), "pod %s of the tenant's ReplicaSet is not bound", p.Name)
 			}
 		}, quiet, interval).Should(Succeed())
+
+		By("creating a pod that names the Deployment's own ReplicaSet as its controller: only kube-controller-manager may")
+		// Such a pod made by kube-controller-manager skips the webhook at
+		// creation; the condition that lets it reads the requester, so the
+		// tenant's reaches berth and is refused.
+		replicas := &appsv1.ReplicaSetList{}
+		Expect(mallory.List(ctx, replicas, client.InNamespace(ns))).To(Succeed())
+		var own *appsv1.ReplicaSet
+		for i := range replicas.Items {
+			if ref := metav1.GetControllerOf(&replicas.Items[i]); ref != nil && ref.UID == fresh.UID {
+				own = &replicas.Items[i]
+			}
+		}
+		Expect(own).NotTo(BeNil(), "the Deployment's ReplicaSet")
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: fresh.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: own.Name, UID: own.UID, Controller: ptr.To(true)}}},
+			Spec: *fresh.Spec.Template.Spec.DeepCopy()}
+		Expect(mallory.Create(ctx, forged)).To(MatchError(ContainSubstring(
+			fmt.Sprintf(`a queued pod that names controller ReplicaSet %q must be created by that controller`, own.Name))))
 		expectNoPodOutsideQuota(ctx, ns)
 	})
 

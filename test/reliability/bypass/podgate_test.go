@@ -50,7 +50,11 @@ func isGated(p *corev1.Pod) bool {
 var _ = Describe("the pod gate inside the API server", Ordered, func() {
 	It("gates an editor's queued pods without calling berth, and berth's release calls nothing either", func(ctx SpecContext) {
 		Eventually(podGate, timeout, interval).Should(Equal(metrics.PodGatePolicy))
-		ns := newTeam(ctx, "2")
+		// Room for the group of two and the pod that keeps a gate of its
+		// own: admitted first (its Workload may sort first), that pod holds
+		// its GPU while it never starts, and a quota of 2 would leave the
+		// group waiting.
+		ns := newTeam(ctx, "3")
 		mallory := editor(ctx, ns)
 		// berth reports the policy path once the binding exists; the API
 		// server runs the policy a moment later. Run first, the spec
